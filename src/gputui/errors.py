@@ -1,0 +1,27 @@
+"""Typed errors that the CLI turns into one line and an exit code (never a traceback)."""
+
+from __future__ import annotations
+
+
+class GputuiError(Exception):
+    """Base of every error gputui reports to the user as one line."""
+
+    exit_code = 1
+
+
+class UsageError(GputuiError):
+    """A bad flag or argument value."""
+
+    exit_code = 2
+
+
+class ServerUnreachable(GputuiError):
+    """The target did not answer before any load was sent."""
+
+
+class ModelNotServed(GputuiError):
+    """The target answers but does not list the requested model."""
+
+
+class SnapshotError(GputuiError):
+    """A snapshot file is missing, corrupt, or of an unknown schema version."""
