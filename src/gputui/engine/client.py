@@ -1,0 +1,248 @@
+"""The OpenAI-compatible streaming client: one coroutine per request, one RequestRecord out.
+
+Contract: `StreamingClient.send` never raises for anything the server or the network does; every
+outcome becomes a record with a failure reason. `sent_ns` is stamped after a connection is in hand
+and just before the request is written, so connection setup is reported apart (`connect_ns`) and
+never hidden in TTFT. A watchdog (one task for all requests) enforces the request and stall
+timeouts, so the hot path arms no timer per request or per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import orjson
+
+from gputui import __version__
+from gputui.engine.http import ConnectionPool, Exchange
+from gputui.engine.records import (
+    REASON_CANCELLED,
+    REASON_CONNECT,
+    REASON_EMPTY_BODY,
+    REASON_STALL,
+    REASON_TIMEOUT,
+    REASON_TRUNCATED,
+    RequestRecord,
+    http_reason,
+)
+from gputui.engine.sse import StreamReader, error_message
+from gputui.engine.target import Endpoint, Target
+
+_WATCHDOG_PERIOD_S: Final = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Client timeouts; defaults suit LLM serving, where a long queue is a finding, not an error."""
+
+    connect_s: float = 10.0
+    request_s: float = 600.0
+    """Whole request, from sending to the last byte."""
+    stall_s: float = 60.0
+    """Longest silence allowed once the response has started."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """Everything the client needs to build requests (picklable: it crosses into the engine)."""
+
+    target: Target
+    model: str
+    endpoint: Endpoint = "completions"
+    api_key: str | None = field(default=None, repr=False)
+    """Never logged, never saved: `repr=False` keeps it out of tracebacks and reprs."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeouts: Timeouts = Timeouts()
+    include_usage: bool = True
+
+
+class StreamingClient:
+    """Sends streaming completion requests over a pool of kept-alive connections."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._config = config
+        target = config.target
+        ssl_context = ssl.create_default_context() if target.scheme == "https" else None
+        self._pool = ConnectionPool(
+            target.host,
+            target.port,
+            ssl_context=ssl_context,
+            connect_timeout_s=config.timeouts.connect_s,
+        )
+        host = target.host if target.port in (80, 443) else f"{target.host}:{target.port}"
+        head = (
+            f"POST {target.endpoint_path(config.endpoint)} HTTP/1.1\r\n"
+            f"Host: {host}\r\n"
+            f"User-Agent: gputui/{__version__}\r\n"
+            "Accept: text/event-stream\r\n"
+            "Content-Type: application/json\r\n"
+        )
+        if config.api_key:
+            head += f"Authorization: Bearer {config.api_key}\r\n"
+        self._head = head.encode("latin-1")
+        self._active: dict[Exchange, int] = {}
+        self._watchdog: asyncio.Task[None] | None = None
+
+    @property
+    def connections_opened(self) -> int:
+        """How many TCP connections the pool has opened so far."""
+        return self._pool.opened
+
+    def build_body(self, prompt: str, max_tokens: int) -> bytes:
+        """The JSON request body (extra body fields override the defaults)."""
+        config = self._config
+        body: dict[str, Any] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
+        if config.endpoint == "chat":
+            body["messages"] = [{"role": "user", "content": prompt}]
+        else:
+            body["prompt"] = prompt
+        if config.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        body.update(config.extra_body)
+        return orjson.dumps(body)
+
+    async def send(
+        self,
+        prompt: str,
+        max_tokens: int,
+        *,
+        request_id: int,
+        step_index: int,
+        queued_ns: int | None = None,
+    ) -> RequestRecord:
+        """Send one request and measure it; never raises except on task cancellation."""
+        self._ensure_watchdog()
+        body = self.build_body(prompt, max_tokens)
+        request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        common: dict[str, Any] = {
+            "request_id": request_id,
+            "step_index": step_index,
+            "requested_output_tokens": max_tokens,
+            "queued_ns": queued_ns,
+        }
+        for attempt in range(2):
+            try:
+                connection, connect_ns, reused = await self._pool.acquire()
+            except (OSError, TimeoutError) as exc:
+                now = time.perf_counter_ns()
+                detail = str(exc) or type(exc).__name__
+                return RequestRecord(
+                    sent_ns=now,
+                    end_ns=now,
+                    ok=False,
+                    error=REASON_CONNECT,
+                    error_detail=f"cannot connect to {self._config.target.base_url}: {detail}",
+                    **common,
+                )
+            reader = StreamReader()
+            sent_ns = time.perf_counter_ns()
+            exchange = connection.start(request, reader.feed)
+            self._active[exchange] = sent_ns
+            try:
+                await exchange.done
+            except asyncio.CancelledError:
+                exchange.abort(REASON_CANCELLED, "the run stopped before the response ended")
+                raise
+            finally:
+                del self._active[exchange]
+            if (
+                reused
+                and attempt == 0
+                and exchange.error == "stream_broken"
+                and not exchange.got_bytes
+            ):
+                continue  # a kept-alive connection the server had closed: retry on a new one
+            self._pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
+            return _record(exchange, reader, sent_ns, connect_ns, common)
+        raise AssertionError("unreachable: the second attempt always returns")
+
+    def _ensure_watchdog(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        timeouts = self._config.timeouts
+        request_ns = int(timeouts.request_s * 1e9)
+        stall_ns = int(timeouts.stall_s * 1e9)
+        while True:
+            await asyncio.sleep(_WATCHDOG_PERIOD_S)
+            now = time.perf_counter_ns()
+            for exchange, sent_ns in list(self._active.items()):
+                if now - sent_ns > request_ns:
+                    exchange.abort(
+                        REASON_TIMEOUT, f"no complete response in {timeouts.request_s:g} s"
+                    )
+                elif exchange.got_bytes and now - exchange.last_activity_ns > stall_ns:
+                    exchange.abort(REASON_STALL, f"no bytes for {timeouts.stall_s:g} s mid-stream")
+
+    def abort_all(self) -> None:
+        """Abort every request in flight; each still yields a record (reason `cancelled`)."""
+        for exchange in list(self._active):
+            exchange.abort(REASON_CANCELLED, "the run stopped before the response ended")
+
+    async def aclose(self) -> None:
+        """Stop the watchdog and close idle connections."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        self._pool.close()
+
+
+def _record(
+    exchange: Exchange,
+    reader: StreamReader,
+    sent_ns: int,
+    connect_ns: int | None,
+    common: dict[str, Any],
+) -> RequestRecord:
+    """Judge a finished exchange: ok, or failed with exactly one reason."""
+    end_ns = exchange.now_ns if exchange.error is None else time.perf_counter_ns()
+    status = exchange.status_code
+    error, detail = exchange.error, exchange.error_detail
+    if error is None and status is not None and status >= 300:
+        error, detail = http_reason(status), _http_error_detail(status, bytes(exchange.body))
+    if error is None:
+        reader.end_of_body(end_ns)
+        if reader.error is not None:
+            error, detail = reader.error, reader.error_detail
+        elif reader.events == 0:
+            error, detail = REASON_EMPTY_BODY, "200 with an empty body"
+        elif reader.finish_reason is None:
+            error = REASON_TRUNCATED
+            detail = "[DONE] without a finish_reason" if reader.done else "stream ended unfinished"
+    stamps = np.array(reader.token_ns, dtype=np.int64)
+    from_usage = reader.output_tokens is not None
+    return RequestRecord(
+        sent_ns=sent_ns,
+        end_ns=end_ns,
+        ok=error is None,
+        first_token_ns=reader.first_token_ns,
+        token_ns=stamps,
+        output_tokens=reader.output_tokens if reader.output_tokens is not None else len(stamps),
+        input_tokens=reader.input_tokens,
+        tokens_from_usage=from_usage,
+        connect_ns=connect_ns,
+        status_code=status,
+        error=error,
+        error_detail=detail,
+        finish_reason=reader.finish_reason,
+        response_model=reader.model,
+        **common,
+    )
+
+
+def _http_error_detail(status: int, body: bytes) -> str:
+    """The server's own words for an HTTP error, on one line."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        text = " ".join(body.decode("utf-8", errors="replace").split())[:200]
+        return f"HTTP {status}: {text}" if text else f"HTTP {status}"
+    if isinstance(obj, dict):
+        return f"HTTP {status}: {error_message(obj)}"
+    return f"HTTP {status}"

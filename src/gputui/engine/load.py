@@ -1,0 +1,180 @@
+"""Load controllers: closed loop at concurrency N, open loop at R requests/s, and bursts.
+
+Contract: `LoadController` runs on the engine's event loop. `set_load` switches mode or level at
+once without dropping in-flight requests: they finish and are attributed to the step in which they
+were sent. Concurrency N means N worker coroutines, each sending its next request as soon as its
+last one ended; lowering N lets surplus workers finish their request and retire. The open loop
+keeps an absolute schedule (arrival k at t0 + sum of gaps), so late wake-ups do not lower the rate;
+when `max_in_flight` requests are out, arrivals wait for a slot and the wait is kept in the record
+(`queued_ns`), so a client-side queue is visible rather than hidden in TTFT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from gputui.engine.arrivals import ArrivalProcess
+from gputui.engine.client import StreamingClient
+from gputui.engine.prompts import PromptFactory
+from gputui.engine.records import REASON_CLIENT_ERROR, RequestRecord
+
+LoadMode = Literal["concurrency", "rate"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestShape:
+    """What each request asks for."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class LoadController:
+    """Keeps the requested load on the server and hands every finished record to `on_record`."""
+
+    def __init__(
+        self,
+        client: StreamingClient,
+        shape: RequestShape,
+        arrivals: ArrivalProcess,
+        on_record: Callable[[RequestRecord], None],
+        *,
+        max_in_flight: int = 1024,
+        seed: int = 0,
+    ) -> None:
+        self._client = client
+        self._shape = shape
+        self._arrivals = arrivals
+        self._on_record = on_record
+        self._max_in_flight = max_in_flight
+        self._prompts = PromptFactory(seed)
+        self.mode: LoadMode = "concurrency"
+        self.level = 0.0
+        self.step_index = -1
+        self.paused = False
+        self.stopping = False
+        self.in_flight = 0
+        self.sent_by_step: Counter[int] = Counter()
+        self._next_id = 0
+        self._workers: dict[int, asyncio.Task[None]] = {}
+        self._requests: set[asyncio.Task[None]] = set()
+        self._generator: asyncio.Task[None] | None = None
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._slot_freed = asyncio.Event()
+
+    # control ---------------------------------------------------------------------------------
+    def set_load(self, mode: LoadMode, level: float, step_index: int) -> None:
+        """Switch to a new level (a new step); in-flight requests carry on."""
+        self.step_index = step_index
+        self.mode = mode
+        self.level = level
+        if self._generator is not None:
+            self._generator.cancel()
+            self._generator = None
+        if mode == "concurrency":
+            for slot in range(int(level)):
+                if slot not in self._workers:
+                    self._workers[slot] = asyncio.create_task(self._closed_worker(slot))
+        elif level > 0:
+            self._generator = asyncio.create_task(self._open_loop(level))
+
+    def pause(self) -> None:
+        """Stop sending new requests; in-flight ones finish."""
+        self.paused = True
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        """Send again at the current level."""
+        self.paused = False
+        self._resumed.set()
+
+    def burst(self, count: int) -> None:
+        """Send `count` requests at once, on top of the current load."""
+        for _ in range(count):
+            self._spawn_request(None)
+
+    async def stop(self, *, cancel: bool, drain_timeout_s: float) -> None:
+        """Send nothing more; abort in-flight requests (`cancel`) or wait for them to finish."""
+        self.stopping = True
+        self._resumed.set()
+        if self._generator is not None:
+            self._generator.cancel()
+        if cancel:
+            self._client.abort_all()
+        pending = [*self._workers.values(), *self._requests]
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=drain_timeout_s)
+            if late:
+                self._client.abort_all()
+                await asyncio.wait(late, timeout=5.0)
+
+    # the loops -------------------------------------------------------------------------------
+    async def _closed_worker(self, slot: int) -> None:
+        try:
+            while not self.stopping and self.mode == "concurrency" and slot < int(self.level):
+                if self.paused:
+                    await self._resumed.wait()
+                    continue
+                await self._one_request(None)
+        finally:
+            del self._workers[slot]
+
+    async def _open_loop(self, rate_per_s: float) -> None:
+        next_ns = time.perf_counter_ns()
+        while not self.stopping:
+            if self.paused:
+                await self._resumed.wait()
+                next_ns = time.perf_counter_ns()
+                continue
+            next_ns += self._arrivals.gap_ns(rate_per_s)
+            delay_ns = next_ns - time.perf_counter_ns()
+            if delay_ns > 0:
+                await asyncio.sleep(delay_ns / 1e9)
+            while self.in_flight >= self._max_in_flight and not self.stopping:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+            if not self.stopping:
+                self._spawn_request(next_ns)
+
+    def _spawn_request(self, queued_ns: int | None) -> None:
+        task = asyncio.create_task(self._one_request(queued_ns))
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _one_request(self, queued_ns: int | None) -> None:
+        request_id = self._next_id
+        self._next_id += 1
+        step_index = self.step_index
+        self.sent_by_step[step_index] += 1
+        self.in_flight += 1
+        try:
+            prompt = self._prompts.make(self._shape.input_tokens, request_id)
+            record = await self._client.send(
+                prompt,
+                self._shape.output_tokens,
+                request_id=request_id,
+                step_index=step_index,
+                queued_ns=queued_ns,
+            )
+        except Exception as exc:  # noqa: BLE001 (a client bug must cost one record, not the run)
+            now = time.perf_counter_ns()
+            record = RequestRecord(
+                request_id=request_id,
+                step_index=step_index,
+                sent_ns=now,
+                end_ns=now,
+                ok=False,
+                requested_output_tokens=self._shape.output_tokens,
+                error=REASON_CLIENT_ERROR,
+                error_detail=f"{type(exc).__name__}: {exc}",
+            )
+        finally:
+            self.in_flight -= 1
+            self._slot_freed.set()
+        self._on_record(record)

@@ -1,0 +1,67 @@
+"""Before any load: is the server there, and does it serve the model? (httpx, off the hot path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from gputui.engine.target import Target
+from gputui.errors import ModelNotServed, ServerUnreachable
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightResult:
+    """What the server told us before the run."""
+
+    models: tuple[str, ...]
+    probe_path: str | None
+    """`/health` when the server has it, else `/v1/models`; None when neither answers 200."""
+    server_header: str
+
+
+def preflight(
+    target: Target, model: str, *, api_key: str | None, timeout_s: float = 10.0
+) -> PreflightResult:
+    """Check the target; raise ServerUnreachable or ModelNotServed with a one-line message."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    models_url = f"{target.api_url}/models"
+    try:
+        with httpx.Client(timeout=timeout_s, headers=headers) as http:
+            response = http.get(models_url)
+            health_ok = False
+            if response.status_code == 200:
+                health = http.get(f"{target.base_url}{target.root_prefix}/health")
+                health_ok = health.status_code == 200
+    except httpx.HTTPError as exc:
+        raise ServerUnreachable(f"cannot reach {target.base_url}: {_describe(exc)}") from None
+    if response.status_code in (401, 403):
+        raise ServerUnreachable(
+            f"{models_url} answered HTTP {response.status_code}: check the API key "
+            "(--api-key-env names the environment variable that holds it)"
+        )
+    if response.status_code != 200:
+        raise ServerUnreachable(
+            f"{models_url} answered HTTP {response.status_code}: "
+            "is this an OpenAI-compatible server?"
+        )
+    try:
+        payload = response.json()
+        models = tuple(str(entry["id"]) for entry in payload["data"])
+    except (ValueError, KeyError, TypeError):
+        raise ServerUnreachable(f"{models_url} did not return an OpenAI model list") from None
+    if model not in models:
+        listed = ", ".join(models[:10]) or "none"
+        raise ModelNotServed(
+            f"{target.base_url} does not serve model {model!r} (it lists: {listed})"
+        )
+    probe_path = f"{target.root_prefix}/health" if health_ok else f"{target.api_prefix}/models"
+    return PreflightResult(models, probe_path, response.headers.get("server", ""))
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or host unknown"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,197 @@
+"""The engine process: its own interpreter, its own event loop, nothing else competing for it.
+
+Why a process: a thread would share the GIL with the UI's repaints and the statistics, delaying
+token stamps by milliseconds. The parent talks to it over one `multiprocessing` pipe: commands in
+(`("load", mode, level, step)`, `("pause",)`, `("resume",)`, `("burst", k)`, `("stop", cancel)`),
+and batches out every `batch_interval_s`: `("batch", records, sent_by_step, status, rtt_samples)`,
+then one `("stopped", status)`. The child ignores SIGINT and SIGHUP: a Ctrl-C or a dropped SSH
+session reaches the whole process group, and it is the parent that decides to stop and save.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from gputui.engine.arrivals import Arrival, ArrivalProcess
+from gputui.engine.client import ClientConfig, StreamingClient
+from gputui.engine.http import ConnectionPool
+from gputui.engine.load import LoadController, RequestShape
+from gputui.engine.probe import RttProbe
+from gputui.engine.records import RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Everything the engine process needs (picklable)."""
+
+    client: ClientConfig
+    shape: RequestShape
+    arrival: Arrival = "poisson"
+    burstiness: float = 1.0
+    max_in_flight: int = 1024
+    seed: int = 0
+    probe_path: str | None = "/health"
+    probe_interval_s: float = 2.0
+    batch_interval_s: float = 0.1
+    use_uvloop: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatus:
+    """The engine's own health, sent with every batch."""
+
+    in_flight: int
+    step_index: int
+    """The step the engine is sending for now."""
+    cpu_s: float
+    """CPU time (user + system) of the engine process so far."""
+    wall_s: float
+    loop_lag_max_ms: float
+    """Worst lateness of a 50 ms timer since the last batch: the loop's own congestion."""
+    connections_opened: int
+    uvloop: bool
+    paused: bool
+
+
+def engine_main(conn: Connection, config: EngineConfig) -> None:
+    """Entry point of the engine process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    uvloop_used = False
+    if config.use_uvloop:
+        try:
+            import uvloop
+
+            uvloop.install()
+            uvloop_used = True
+        except ImportError:
+            uvloop_used = False
+    asyncio.run(_Engine(conn, config, uvloop_used).run())
+
+
+class _Engine:
+    def __init__(self, conn: Connection, config: EngineConfig, uvloop_used: bool) -> None:
+        self._conn = conn
+        self._config = config
+        self._uvloop = uvloop_used
+        self._records: list[RequestRecord] = []
+        self._rtt: list[int | None] = []
+        self._lag_max_ns = 0
+        self._started_ns = time.perf_counter_ns()
+        self._stop_requested: asyncio.Future[bool] | None = None
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        config = self._config
+        self._stop_requested = loop.create_future()
+        self._client = StreamingClient(config.client)
+        self._load = LoadController(
+            self._client,
+            config.shape,
+            ArrivalProcess(config.arrival, burstiness=config.burstiness, seed=config.seed),
+            self._add_record,
+            max_in_flight=config.max_in_flight,
+            seed=config.seed,
+        )
+        # Commands are read by a thread blocked in recv(): an event-loop reader would make the
+        # pipe non-blocking, and a full pipe would then tear a batch in half mid-write.
+        threading.Thread(
+            target=self._read_commands, args=(loop,), name="gputui-commands", daemon=True
+        ).start()
+        background = [loop.create_task(self._flush_forever()), loop.create_task(self._lag())]
+        if config.probe_path:
+            target = config.client.target
+            pool = ConnectionPool(
+                target.host,
+                target.port,
+                ssl_context=None,
+                connect_timeout_s=config.client.timeouts.connect_s,
+            )
+            probe = RttProbe(pool, config.probe_path, config.probe_interval_s, self._add_rtt)
+            if target.scheme == "http":
+                background.append(loop.create_task(probe.run()))
+        cancel = await self._stop_requested
+        await self._load.stop(cancel=cancel, drain_timeout_s=config.client.timeouts.request_s)
+        for task in background:
+            task.cancel()
+        await self._client.aclose()
+        self._flush()
+        self._conn.send(("stopped", self._status()))
+
+    def _read_commands(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Thread: hand each command to the loop; a closed pipe means the parent is gone."""
+        try:
+            while True:
+                message = self._conn.recv()
+                loop.call_soon_threadsafe(self._command, message)
+                if message[0] == "stop":
+                    return
+        except (EOFError, OSError):
+            loop.call_soon_threadsafe(self._request_stop_cancel)
+
+    def _request_stop_cancel(self) -> None:
+        self._request_stop(cancel=True)
+
+    def _command(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "load":
+            self._load.set_load(message[1], float(message[2]), int(message[3]))
+        elif kind == "pause":
+            self._load.pause()
+        elif kind == "resume":
+            self._load.resume()
+        elif kind == "burst":
+            self._load.burst(int(message[1]))
+        elif kind == "stop":
+            self._request_stop(cancel=bool(message[1]))
+
+    def _request_stop(self, *, cancel: bool) -> None:
+        if self._stop_requested is not None and not self._stop_requested.done():
+            self._stop_requested.set_result(cancel)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.batch_interval_s)
+            self._flush()
+
+    def _flush(self) -> None:
+        records, self._records = self._records, []
+        rtt, self._rtt = self._rtt, []
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._conn.send(("batch", records, dict(self._load.sent_by_step), self._status(), rtt))
+
+    def _add_record(self, record: RequestRecord) -> None:
+        self._records.append(record)
+
+    def _add_rtt(self, rtt_ns: int | None) -> None:
+        self._rtt.append(rtt_ns)
+
+    def _status(self) -> EngineStatus:
+        lag_ms = self._lag_max_ns / 1e6
+        self._lag_max_ns = 0
+        return EngineStatus(
+            in_flight=self._load.in_flight,
+            step_index=self._load.step_index,
+            cpu_s=time.process_time(),
+            wall_s=(time.perf_counter_ns() - self._started_ns) / 1e9,
+            loop_lag_max_ms=lag_ms,
+            connections_opened=self._client.connections_opened,
+            uvloop=self._uvloop,
+            paused=self._load.paused,
+        )
+
+    async def _lag(self) -> None:
+        period_ns = 50_000_000
+        while True:
+            before = time.perf_counter_ns()
+            await asyncio.sleep(period_ns / 1e9)
+            late = time.perf_counter_ns() - before - period_ns
+            self._lag_max_ns = max(self._lag_max_ns, late)

@@ -1,0 +1,144 @@
+"""Load controllers on a real event loop against a loopback server: rates, shapes, levels."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from gputui.engine.arrivals import Arrival, ArrivalProcess
+from gputui.engine.client import ClientConfig, StreamingClient
+from gputui.engine.load import LoadController, RequestShape
+from gputui.engine.records import RequestRecord
+from gputui.engine.target import parse_target
+from tests.support.replay import ReplayServer, chunked
+
+SSE = [("Content-Type", "text/event-stream")]
+QUICK = chunked(
+    200,
+    SSE,
+    [b'data: {"choices":[{"text":"a","finish_reason":"length"}]}\n\n', b"data: [DONE]\n\n"],
+)
+
+
+def slow(delay_s: float) -> list[tuple[float, bytes]]:
+    head, *rest = QUICK
+    return [head, (delay_s, b""), *rest]
+
+
+async def drive(
+    server: ReplayServer,
+    kind: Arrival,
+    *,
+    seconds: float,
+    mode: str,
+    level: float,
+    burstiness: float = 1.0,
+) -> list[RequestRecord]:
+    records: list[RequestRecord] = []
+    client = StreamingClient(ClientConfig(target=parse_target(server.url), model="m"))
+    load = LoadController(
+        client,
+        RequestShape(8, 1),
+        ArrivalProcess(kind, burstiness=burstiness, seed=7),
+        records.append,
+        seed=7,
+    )
+    load.set_load(mode, level, 0)  # type: ignore[arg-type]
+    await asyncio.sleep(seconds)
+    await load.stop(cancel=False, drain_timeout_s=5)
+    await client.aclose()
+    return records
+
+
+@pytest.mark.slow
+async def test_open_loop_rate_over_20_seconds() -> None:
+    async with ReplayServer([QUICK]) as server:
+        records = await drive(server, "poisson", seconds=20.0, mode="rate", level=40.0)
+    sent = np.sort(np.array([r.sent_ns for r in records]))
+    achieved = (len(sent) - 1) / ((sent[-1] - sent[0]) / 1e9)
+    assert all(r.ok for r in records)
+    assert abs(achieved - 40.0) / 40.0 < 0.03, achieved
+    gaps = np.diff(sent) / 1e9
+    cv = gaps.std() / gaps.mean()
+    assert 0.9 < cv < 1.1, cv  # exponential gaps have a coefficient of variation of 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "burstiness", "cv_range"),
+    [("constant", 1.0, (0.0, 0.15)), ("gamma", 0.25, (1.6, 2.4))],
+)
+async def test_arrival_shapes(
+    kind: Arrival, burstiness: float, cv_range: tuple[float, float]
+) -> None:
+    async with ReplayServer([QUICK]) as server:
+        records = await drive(
+            server, kind, seconds=6.0, mode="rate", level=50.0, burstiness=burstiness
+        )
+    sent = np.sort(np.array([r.sent_ns for r in records]))
+    gaps = np.diff(sent) / 1e9
+    cv = gaps.std() / gaps.mean()
+    assert cv_range[0] <= cv <= cv_range[1], cv
+    # The schedule is absolute: the achieved span equals the sum of the seeded draws.
+    twin = ArrivalProcess(kind, burstiness=burstiness, seed=7)
+    drawn_s = sum(twin.gap_ns(50.0) for _ in range(len(sent))) / 1e9
+    first_gap_s = ArrivalProcess(kind, burstiness=burstiness, seed=7).gap_ns(50.0) / 1e9
+    span_s = (sent[-1] - sent[0]) / 1e9
+    assert span_s == pytest.approx(drawn_s - first_gap_s, rel=0.02, abs=0.01)
+
+
+def test_gamma_draws_have_the_asked_mean_and_shape() -> None:
+    arrivals = ArrivalProcess("gamma", burstiness=0.5, seed=1)
+    gaps = np.array([arrivals.gap_ns(10.0) for _ in range(20000)]) / 1e9
+    assert gaps.mean() == pytest.approx(0.1, rel=0.03)
+    assert gaps.std() / gaps.mean() == pytest.approx(2**0.5, rel=0.05)
+
+
+async def test_closed_loop_keeps_n_in_flight_and_changes_level_without_dropping() -> None:
+    async with ReplayServer([slow(0.2)]) as server:
+        records: list[RequestRecord] = []
+        client = StreamingClient(ClientConfig(target=parse_target(server.url), model="m"))
+        load = LoadController(client, RequestShape(8, 1), ArrivalProcess("poisson"), records.append)
+        load.set_load("concurrency", 4, 0)
+        await asyncio.sleep(0.1)
+        assert load.in_flight == 4
+        await asyncio.sleep(0.5)
+        load.set_load("concurrency", 8, 1)
+        await asyncio.sleep(0.1)
+        assert load.in_flight == 8
+        await asyncio.sleep(0.5)
+        load.set_load("concurrency", 2, 2)
+        await asyncio.sleep(0.35)  # surplus workers finish their request, then retire
+        assert load.in_flight == 2
+        await load.stop(cancel=False, drain_timeout_s=5)
+        await client.aclose()
+    assert all(r.ok for r in records)
+    assert load.in_flight == 0
+    assert sum(load.sent_by_step.values()) == len(records)  # nothing dropped
+    by_step = {s: sum(1 for r in records if r.step_index == s) for s in (0, 1, 2)}
+    assert by_step[0] >= 8 and by_step[1] >= 16 and by_step[2] >= 2
+
+
+async def test_burst_and_pause() -> None:
+    async with ReplayServer([slow(0.3)]) as server:
+        records: list[RequestRecord] = []
+        client = StreamingClient(ClientConfig(target=parse_target(server.url), model="m"))
+        load = LoadController(client, RequestShape(8, 1), ArrivalProcess("poisson"), records.append)
+        load.set_load("concurrency", 1, 0)
+        load.burst(10)
+        await asyncio.sleep(0.1)
+        assert load.in_flight == 11
+        load.pause()
+        await asyncio.sleep(0.5)
+        assert load.in_flight == 0
+        started = time.perf_counter()
+        load.resume()
+        await asyncio.sleep(0.1)
+        assert load.in_flight == 1
+        await load.stop(cancel=True, drain_timeout_s=5)
+        assert time.perf_counter() - started < 1.0  # cancel does not wait for the response
+        await client.aclose()
+    assert sum(1 for r in records if r.ok) == 11
+    assert [r.error for r in records if not r.ok] == ["cancelled"]

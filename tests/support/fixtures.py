@@ -1,0 +1,34 @@
+"""Read the real servers' captured responses in ../shared/fixtures/real-servers/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REAL_SERVERS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real-servers"
+
+
+def fixture_path(name: str) -> Path:
+    """Path of a captured response; skips the test when the shared folder is absent."""
+    path = REAL_SERVERS / name
+    if not path.exists():
+        pytest.skip(f"shared fixture {name} not found at {REAL_SERVERS}")
+    return path
+
+
+def split_response(name: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status code, headers and (de-chunked) body of a captured HTTP response."""
+    raw = fixture_path(name).read_bytes()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = [
+        tuple(line.split(": ", 1)) if ": " in line else (line.rstrip(":"), "") for line in lines[1:]
+    ]
+    return status, [(k, v) for k, v in headers], body
+
+
+def sse_events(body: bytes) -> list[bytes]:
+    """The body's SSE events, each with its trailing blank line."""
+    return [event + b"\n\n" for event in body.split(b"\n\n") if event.strip()]
