@@ -1,0 +1,185 @@
+"""Per-request latency metrics (TTFT, TPOT, ITL, E2E, connect) from RequestRecords, vectorized.
+
+Contract (definitions from docs/domain.md, all in float seconds):
+- TTFT = first_token_ns - sent_ns, for ok records that received a first token.
+- E2E = end_ns - sent_ns, for ok records.
+- TPOT = (E2E - TTFT) / (output_tokens - 1), for ok records with a first token and output_tokens >=
+  2; undefined (NaN in the aligned arrays) for 1-token outputs.
+- ITL = every gap between consecutive token events of one ok record, concatenated over records.
+- connect = connect_ns, for records that opened a new connection.
+
+Speed: the record objects are walked once into `RecordColumns` (one numpy array per field, all token
+stamps concatenated once); everything after that is numpy. ITLs come from one `np.diff` over all
+stamps with the gaps that straddle two records masked out, never from a Python loop per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gputui.engine.records import RequestRecord
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_NS_TO_S = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class RecordColumns:
+    """A batch of records as columns: index i of every per-record array is record i."""
+
+    sent_ns: IntArray
+    end_ns: IntArray
+    first_token_ns: IntArray
+    """0 where the record has no first token (see `has_first_token`)."""
+    has_first_token: BoolArray
+    ok: BoolArray
+    output_tokens: IntArray
+    input_tokens: IntArray
+    """0 where the server reported none."""
+    requested_output_tokens: IntArray
+    tokens_from_usage: BoolArray
+    connect_ns: IntArray
+    """0 where a kept-alive connection was reused (see `has_connect`)."""
+    has_connect: BoolArray
+    n_events: IntArray
+    """Number of token events (stamps) per record."""
+    stamps_ns: IntArray
+    """All records' token stamps, concatenated in record order."""
+    offsets: IntArray
+    """Record i's stamps are `stamps_ns[offsets[i]:offsets[i + 1]]` (length n + 1)."""
+    errors: tuple[str | None, ...]
+
+    def __len__(self) -> int:
+        return int(self.sent_ns.size)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMetrics:
+    """Flat samples (seconds) for the summaries, each only where the metric is defined."""
+
+    ttft_s: FloatArray
+    tpot_s: FloatArray
+    itl_s: FloatArray
+    e2e_s: FloatArray
+    connect_s: FloatArray
+
+
+def _ints(values: list[int]) -> IntArray:
+    return np.array(values, dtype=np.int64) if values else np.empty(0, dtype=np.int64)
+
+
+def record_columns(records: Sequence[RequestRecord]) -> RecordColumns:
+    """Walk the record objects once, so every metric after this is array arithmetic."""
+    first = [r.first_token_ns for r in records]
+    connect = [r.connect_ns for r in records]
+    stamps = [r.token_ns for r in records]
+    n_events = _ints([s.size for s in stamps])
+    offsets = np.zeros(n_events.size + 1, dtype=np.int64)
+    np.cumsum(n_events, out=offsets[1:])
+    nonempty = [s for s in stamps if s.size]
+    all_stamps = (
+        np.concatenate(nonempty).astype(np.int64, copy=False)
+        if nonempty
+        else np.empty(0, dtype=np.int64)
+    )
+    return RecordColumns(
+        sent_ns=_ints([r.sent_ns for r in records]),
+        end_ns=_ints([r.end_ns for r in records]),
+        first_token_ns=_ints([0 if f is None else f for f in first]),
+        has_first_token=np.array([f is not None for f in first], dtype=np.bool_),
+        ok=np.array([r.ok for r in records], dtype=np.bool_),
+        output_tokens=_ints([r.output_tokens for r in records]),
+        input_tokens=_ints([r.input_tokens or 0 for r in records]),
+        requested_output_tokens=_ints([r.requested_output_tokens for r in records]),
+        tokens_from_usage=np.array([r.tokens_from_usage for r in records], dtype=np.bool_),
+        connect_ns=_ints([0 if c is None else c for c in connect]),
+        has_connect=np.array([c is not None for c in connect], dtype=np.bool_),
+        n_events=n_events,
+        stamps_ns=all_stamps,
+        offsets=offsets,
+        errors=tuple(r.error for r in records),
+    )
+
+
+def ttft_aligned_s(cols: RecordColumns) -> FloatArray:
+    """TTFT per record (NaN where undefined: failed, or no first token)."""
+    defined = cols.ok & cols.has_first_token
+    return np.where(defined, (cols.first_token_ns - cols.sent_ns) * _NS_TO_S, np.nan)
+
+
+def tpot_aligned_s(cols: RecordColumns) -> FloatArray:
+    """TPOT per record (NaN where undefined: failed, no first token, or fewer than 2 tokens)."""
+    defined = cols.ok & cols.has_first_token & (cols.output_tokens >= 2)
+    decode_ns = cols.end_ns - cols.first_token_ns
+    gaps = np.maximum(cols.output_tokens - 1, 1)
+    return np.where(defined, decode_ns * _NS_TO_S / gaps, np.nan)
+
+
+def e2e_aligned_s(cols: RecordColumns) -> FloatArray:
+    """E2E per record (NaN for failed records)."""
+    return np.where(cols.ok, (cols.end_ns - cols.sent_ns) * _NS_TO_S, np.nan)
+
+
+def itl_s(cols: RecordColumns, select: BoolArray) -> FloatArray:
+    """All token gaps of the selected ok records, grouped by record in record order."""
+    n_stamps = int(cols.stamps_ns.size)
+    if n_stamps < 2:
+        return np.empty(0, dtype=np.float64)
+    keep = select & cols.ok
+    gaps_ns = np.diff(cols.stamps_ns)
+    # Gap i joins stamps i and i+1; it straddles two records when stamp i+1 opens a record.
+    valid = np.repeat(keep, cols.n_events)[1:]
+    starts = cols.offsets[1:-1] - 1
+    valid[starts[(starts >= 0) & (starts < n_stamps - 1)]] = False
+    return gaps_ns[valid] * _NS_TO_S
+
+
+def metrics_from_columns(cols: RecordColumns, select: BoolArray | None = None) -> RequestMetrics:
+    """Flat samples for the selected records (all records when `select` is None)."""
+    if select is None:
+        select = np.ones(len(cols), dtype=np.bool_)
+    ttft = ttft_aligned_s(cols)[select]
+    tpot = tpot_aligned_s(cols)[select]
+    e2e = e2e_aligned_s(cols)[select]
+    connect = (cols.connect_ns[select & cols.has_connect] * _NS_TO_S).astype(np.float64)
+    return RequestMetrics(
+        ttft_s=ttft[~np.isnan(ttft)],
+        tpot_s=tpot[~np.isnan(tpot)],
+        itl_s=itl_s(cols, select),
+        e2e_s=e2e[~np.isnan(e2e)],
+        connect_s=connect,
+    )
+
+
+def request_metrics(records: Sequence[RequestRecord]) -> RequestMetrics:
+    """Flat TTFT/TPOT/ITL/E2E/connect samples of a batch of records, ready for `summarize`."""
+    return metrics_from_columns(record_columns(records))
+
+
+def event_weights(cols: RecordColumns) -> FloatArray:
+    """Tokens each token event stands for: usage count / events when usage disagrees, else 1."""
+    weighted = cols.tokens_from_usage & (cols.n_events > 0)
+    return np.where(weighted, cols.output_tokens / np.maximum(cols.n_events, 1), 1.0)
+
+
+def tokens_arrived(cols: RecordColumns, select: BoolArray, lo_ns: int, hi_ns: int) -> float:
+    """Output tokens of the selected records whose events arrived in [lo_ns, hi_ns).
+
+    Each event counts `event_weights`; a record with usage tokens but no token event (the server
+    streamed nothing countable) contributes its tokens at `end_ns`.
+    """
+    stamps = cols.stamps_ns
+    inside = (stamps >= lo_ns) & (stamps < hi_ns)
+    cumulative = np.zeros(stamps.size + 1, dtype=np.int64)
+    np.cumsum(inside, out=cumulative[1:])
+    per_record = cumulative[cols.offsets[1:]] - cumulative[cols.offsets[:-1]]
+    total = float(np.dot(per_record[select], event_weights(cols)[select]))
+    eventless = select & (cols.n_events == 0) & (cols.end_ns >= lo_ns) & (cols.end_ns < hi_ns)
+    return total + float(cols.output_tokens[eventless].sum())

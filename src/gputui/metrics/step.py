@@ -1,0 +1,170 @@
+"""Aggregate one load step (a concurrency or arrival-rate level) into the numbers a snapshot keeps.
+
+Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean exactly this):
+
+- Only records with `step_index == spec.index` are used; the rest of `records` is ignored, so a
+  caller may pass every record of a run or, faster, a pre-filtered list.
+- The *measured requests* are those sent at or after `spec.measure_start_ns` (= step start +
+  warm-up): the transition after a change of load is excluded. A measured request counts wherever it
+  ended, even after `spec.end_ns` (the caller passes it in once it is done).
+- `requests_ok`, `requests_failed` and `errors` {reason: count} count the measured requests; a
+  failure without a reason counts as "unknown", so none is dropped. Error rate = failed / (ok +
+  failed).
+- Window W = [measure_start_ns, end_ns); `duration_s` is its length (rates are 0.0 when it is
+  empty).
+  - `output_tokens_per_s`: output tokens that *arrived* inside W, from every record of this step
+    (warm-up and failed ones included: the server produced those tokens in W). Each token event
+    counts output_tokens / events when the usage report disagrees with the number of events; a
+    record with usage tokens but no event counts them at its end_ns.
+  - `requests_per_s`: ok requests of this step whose end_ns lies in W.
+  - `input_tokens_per_s`: input tokens of ok requests of this step whose first token arrived in W
+    (the prompt has been processed by then); a missing usage report counts 0.
+- Latency summaries (`ttft_s`, `tpot_s`, `itl_s`, `e2e_s`, `connect_s`) are over the measured ok
+  requests; each Summary carries the number of samples behind it.
+- Goodput: measured requests that are ok and meet the per-request SLA (`sla.meets_sla`), per second
+  of W, and their output tokens per second. `sla_ok` is `step_meets_sla` on the finished step.
+- `output_tokens_from_usage` is False when any ok record of the step counted chunks instead of
+  reading a usage report; `short_outputs` counts measured ok requests that produced fewer tokens
+  than asked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from gputui.engine.records import RequestRecord
+from gputui.metrics.request_metrics import (
+    metrics_from_columns,
+    record_columns,
+    tokens_arrived,
+    tpot_aligned_s,
+    ttft_aligned_s,
+)
+from gputui.metrics.sla import Sla, error_rate, meets_sla, step_meets_sla
+from gputui.metrics.summary import Summary, summarize
+
+StepMode = Literal["concurrency", "rate"]
+
+#: Reason recorded for a failed request that carries none.
+UNKNOWN_REASON = "unknown"
+
+_NS_TO_S = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """Where a step sits in time: its level, and when its warm-up ends and it closes."""
+
+    index: int
+    mode: StepMode
+    level: float
+    """Concurrency (requests in flight) or arrival rate (requests/s)."""
+    start_ns: int
+    measure_start_ns: int
+    """start_ns + warm-up: requests sent before this are not measured."""
+    end_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """The finished numbers of one step (the snapshot's `Step`, with Summary objects)."""
+
+    index: int
+    mode: StepMode
+    level: float
+    duration_s: float
+    warmup_s: float
+    requests_ok: int
+    requests_failed: int
+    errors: dict[str, int]
+    requests_per_s: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    ttft_s: Summary
+    tpot_s: Summary
+    itl_s: Summary
+    e2e_s: Summary
+    connect_s: Summary
+    goodput_requests_per_s: float
+    goodput_output_tokens_per_s: float
+    sla_ok: bool
+    incomplete: bool
+    output_tokens_from_usage: bool
+    short_outputs: int
+
+    @property
+    def error_rate(self) -> float | None:
+        """Failed / (ok + failed) of the measured requests; None when there were none."""
+        return error_rate(self.requests_ok, self.requests_failed)
+
+
+def aggregate_step(
+    spec: StepSpec,
+    records: Sequence[RequestRecord],
+    sla: Sla,
+    *,
+    incomplete: bool = False,
+) -> StepResult:
+    """Reduce a step's finished records to its StepResult (semantics in the module docstring)."""
+    mine = [r for r in records if r.step_index == spec.index]
+    cols = record_columns(mine)
+    lo_ns, hi_ns = spec.measure_start_ns, spec.end_ns
+    duration_s = max(hi_ns - lo_ns, 0) * _NS_TO_S
+    per_s = 1.0 / duration_s if duration_s > 0 else 0.0
+
+    measured = cols.sent_ns >= lo_ns
+    measured_ok = measured & cols.ok
+    measured_failed = measured & ~cols.ok
+    errors = Counter(
+        cols.errors[i] or UNKNOWN_REASON for i in np.flatnonzero(measured_failed).tolist()
+    )
+
+    ended_in_w = cols.ok & (cols.end_ns >= lo_ns) & (cols.end_ns < hi_ns)
+    first_in_w = (
+        cols.ok
+        & cols.has_first_token
+        & (cols.first_token_ns >= lo_ns)
+        & (cols.first_token_ns < hi_ns)
+    )
+    all_records = np.ones(len(cols), dtype=np.bool_)
+    output_tokens = tokens_arrived(cols, all_records, lo_ns, hi_ns)
+
+    samples = metrics_from_columns(cols, measured_ok)
+    good = measured_ok.copy()
+    good[measured_ok] = meets_sla(
+        ttft_aligned_s(cols)[measured_ok], tpot_aligned_s(cols)[measured_ok], sla
+    )
+
+    requests_ok = int(measured_ok.sum())
+    short = measured_ok & (cols.output_tokens < cols.requested_output_tokens)
+    result = StepResult(
+        index=spec.index,
+        mode=spec.mode,
+        level=float(spec.level),
+        duration_s=duration_s,
+        warmup_s=max(spec.measure_start_ns - spec.start_ns, 0) * _NS_TO_S,
+        requests_ok=requests_ok,
+        requests_failed=int(measured_failed.sum()),
+        errors=dict(sorted(errors.items())),
+        requests_per_s=int(ended_in_w.sum()) * per_s,
+        input_tokens_per_s=int(cols.input_tokens[first_in_w].sum()) * per_s,
+        output_tokens_per_s=output_tokens * per_s,
+        ttft_s=summarize(samples.ttft_s),
+        tpot_s=summarize(samples.tpot_s),
+        itl_s=summarize(samples.itl_s),
+        e2e_s=summarize(samples.e2e_s),
+        connect_s=summarize(samples.connect_s),
+        goodput_requests_per_s=int(good.sum()) * per_s,
+        goodput_output_tokens_per_s=int(cols.output_tokens[good].sum()) * per_s,
+        sla_ok=False,
+        incomplete=incomplete,
+        output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
+        short_outputs=int(short.sum()),
+    )
+    # The verdict reads the finished summaries, so it is filled in last.
+    return replace(result, sla_ok=step_meets_sla(result, sla))

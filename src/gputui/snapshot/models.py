@@ -1,0 +1,228 @@
+"""The snapshot schema (version 1): what a finished or interrupted run saves, as pydantic v2 models.
+
+Contract: the JSON keys are an interface that other tools read, so names never change within a
+schema version. Every model is frozen and accepts keys it does not know (`extra="allow"`), so a file
+written by a newer *minor* gputui (same `schema_version`, extra keys such as knee, capacity or
+telemetry) still loads and re-saves without losing them; an incompatible change bumps
+`SCHEMA_VERSION`, which `store.load_snapshot` refuses with a clear message. Times are seconds as
+floats; `created_at` is the one wall-clock value of a run (ISO 8601 with a timezone).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, field_validator
+
+from gputui import __version__
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepMode, StepResult
+from gputui.metrics.summary import Summary
+
+SCHEMA_VERSION: Final = 1
+
+Endpoint = Literal["completions", "chat"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class Stats(_Model):
+    """Mean and percentiles (seconds) of one metric, with the sample count behind them."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    n: NonNegativeInt = 0
+
+    @classmethod
+    def from_summary(cls, summary: Summary) -> Stats:
+        """Snapshot form of a metrics Summary."""
+        return cls(
+            mean=summary.mean,
+            p50=summary.p50,
+            p90=summary.p90,
+            p95=summary.p95,
+            p99=summary.p99,
+            n=summary.n,
+        )
+
+    def to_summary(self) -> Summary:
+        """Metrics form, e.g. to re-judge a saved step against another SLA."""
+        return Summary(
+            mean=self.mean, p50=self.p50, p90=self.p90, p95=self.p95, p99=self.p99, n=self.n
+        )
+
+
+class Target(_Model):
+    """The server under test."""
+
+    url: str
+    model: str
+    endpoint: Endpoint
+    backend: str | None = None
+    """e.g. "vllm", "sglang", "gputui-sim"; None when unknown."""
+    server_header: str | None = None
+    """The HTTP `Server` header the target answered with, if any."""
+
+
+class Workload(_Model):
+    """What each request asked for."""
+
+    input_tokens: NonNegativeInt
+    output_tokens: NonNegativeInt
+    endpoint: Endpoint
+    arrival: str | None = None
+    """Arrival process of rate steps ("poisson", "gamma", "constant"); None for closed loop only."""
+    burstiness: float | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    ignore_eos: bool = False
+    input_tokens_method: str | None = None
+    """How prompts were sized to `input_tokens` (the measured count is in the usage reports)."""
+
+
+class SlaBounds(_Model):
+    """The SLA the steps were judged against; None = unbounded."""
+
+    ttft_p95_s: float | None = None
+    tpot_p95_s: float | None = None
+    max_error_rate: float | None = None
+
+    @classmethod
+    def from_sla(cls, sla: Sla) -> SlaBounds:
+        """Snapshot form of a metrics Sla."""
+        return cls(
+            ttft_p95_s=sla.ttft_p95_s,
+            tpot_p95_s=sla.tpot_p95_s,
+            max_error_rate=sla.max_error_rate,
+        )
+
+    def to_sla(self) -> Sla:
+        """Metrics form of these bounds."""
+        return Sla(
+            ttft_p95_s=self.ttft_p95_s,
+            tpot_p95_s=self.tpot_p95_s,
+            max_error_rate=self.max_error_rate,
+        )
+
+
+class Step(_Model):
+    """One load level's results; semantics in `gputui.metrics.step`."""
+
+    index: NonNegativeInt
+    mode: StepMode
+    level: float
+    duration_s: NonNegativeFloat
+    warmup_s: NonNegativeFloat
+    requests_ok: NonNegativeInt
+    requests_failed: NonNegativeInt
+    errors: dict[str, NonNegativeInt] = Field(default_factory=dict)
+    requests_per_s: NonNegativeFloat
+    input_tokens_per_s: NonNegativeFloat
+    output_tokens_per_s: NonNegativeFloat
+    ttft_s: Stats
+    tpot_s: Stats
+    itl_s: Stats
+    e2e_s: Stats
+    connect_s: Stats
+    goodput_requests_per_s: NonNegativeFloat
+    goodput_output_tokens_per_s: NonNegativeFloat
+    sla_ok: bool
+    incomplete: bool = False
+    output_tokens_from_usage: bool
+    short_outputs: NonNegativeInt = 0
+
+
+class Network(_Model):
+    """Client-to-server round trips measured beside the load (not part of any request)."""
+
+    rtt_s: Stats
+    probe_path: str | None = None
+    probes_failed: NonNegativeInt = 0
+
+
+class Client(_Model):
+    """The load generator's own cost, to show it was not the bottleneck."""
+
+    cpu_s: NonNegativeFloat
+    wall_s: NonNegativeFloat
+    event_loop: str
+    """e.g. "uvloop" or "asyncio"."""
+    uvloop: bool
+    connections_opened: NonNegativeInt | None = None
+
+
+def now_iso() -> str:
+    """The wall-clock time for `created_at` (the one wall-clock value a snapshot holds)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Snapshot(_Model):
+    """A run: its target, workload and SLA, and the finished steps."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    gputui_version: str = __version__
+    created_at: str = Field(default_factory=now_iso)
+    label: str | None = None
+    complete: bool
+    """False when the run was interrupted (its last step is then `incomplete`)."""
+    target: Target
+    workload: Workload
+    sla: SlaBounds
+    steps: tuple[Step, ...] = ()
+    network: Network | None = None
+    client: Client | None = None
+    plan: dict[str, Any] | None = None
+    """What the run was asked to do (mode, levels, step and warm-up seconds, seed)."""
+    interrupted_by: str | None = None
+    """The signal or reason that ended an incomplete run."""
+    requests_cancelled: NonNegativeInt = 0
+    """In-flight requests aborted at the end of an interrupted run (in no step's counts)."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware_iso8601(cls, value: str) -> str:
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 time: {value!r}") from None
+        if parsed.tzinfo is None:
+            raise ValueError(f"ISO 8601 time without a timezone: {value!r}")
+        return value
+
+
+def stats_from_summary(summary: Summary) -> Stats:
+    """Snapshot form of a metrics Summary."""
+    return Stats.from_summary(summary)
+
+
+def step_from_result(result: StepResult) -> Step:
+    """Snapshot form of a finished step."""
+    return Step(
+        index=result.index,
+        mode=result.mode,
+        level=result.level,
+        duration_s=result.duration_s,
+        warmup_s=result.warmup_s,
+        requests_ok=result.requests_ok,
+        requests_failed=result.requests_failed,
+        errors=dict(result.errors),
+        requests_per_s=result.requests_per_s,
+        input_tokens_per_s=result.input_tokens_per_s,
+        output_tokens_per_s=result.output_tokens_per_s,
+        ttft_s=Stats.from_summary(result.ttft_s),
+        tpot_s=Stats.from_summary(result.tpot_s),
+        itl_s=Stats.from_summary(result.itl_s),
+        e2e_s=Stats.from_summary(result.e2e_s),
+        connect_s=Stats.from_summary(result.connect_s),
+        goodput_requests_per_s=result.goodput_requests_per_s,
+        goodput_output_tokens_per_s=result.goodput_output_tokens_per_s,
+        sla_ok=result.sla_ok,
+        incomplete=result.incomplete,
+        output_tokens_from_usage=result.output_tokens_from_usage,
+        short_outputs=result.short_outputs,
+    )

@@ -1,0 +1,119 @@
+"""Saving and loading snapshot files.
+
+Contract:
+- `save_snapshot` writes indented JSON (orjson) to a temp file beside the target, fsyncs it and
+  `os.replace`s it over the target, so a reader (or a crash, or a second SIGINT) sees the old file
+  or the new one, never half of one. It blocks: async callers run it through `asyncio.to_thread`.
+- `load_snapshot` raises `SnapshotError` with one line naming the file and what is wrong (missing,
+  not JSON, not an object, no or unknown `schema_version`, or the first invalid field), because the
+  CLI prints exactly that line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from gputui.errors import SnapshotError
+from gputui.snapshot.models import SCHEMA_VERSION, Snapshot
+
+
+def save_snapshot(snapshot: Snapshot, path: str | os.PathLike[str]) -> None:
+    """Write the snapshot atomically (temp file, fsync, rename); OSError becomes SnapshotError."""
+    target = Path(path)
+    data = orjson.dumps(snapshot.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise SnapshotError(f"{target}: cannot write: {exc.strerror or exc}") from exc
+    tmp = Path(tmp_name)
+    try:
+        # mkstemp creates 0600; keep the mode of the file being replaced, else the usual 0644.
+        os.fchmod(fd, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        tmp.replace(target)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise SnapshotError(f"{target}: cannot write: {exc.strerror or exc}") from exc
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable; not every platform or filesystem allows it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
+    return path or "(top level)"
+
+
+def _check_version(source: Path, data: dict[str, Any]) -> None:
+    if "schema_version" not in data:
+        raise SnapshotError(f"{source}: not a gputui snapshot: schema_version is missing")
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SnapshotError(f"{source}: schema_version must be an integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{source}: written by a newer gputui: schema_version {version}, "
+            f"this gputui reads {SCHEMA_VERSION}"
+        )
+    if version < SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{source}: unsupported schema_version {version}, this gputui reads {SCHEMA_VERSION}"
+        )
+
+
+def load_snapshot(path: str | os.PathLike[str]) -> Snapshot:
+    """Read and validate a snapshot file, or raise SnapshotError with one line saying why not."""
+    source = Path(path)
+    try:
+        raw = source.read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(f"{source}: no such file") from None
+    except OSError as exc:
+        raise SnapshotError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        detail = "empty file" if not raw.strip() else _one_line(str(exc))
+        raise SnapshotError(f"{source}: not valid JSON (truncated or corrupt?): {detail}") from exc
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise SnapshotError(f"{source}: not a gputui snapshot: top level is {kind}, not an object")
+    _check_version(source, data)
+    try:
+        return Snapshot.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        more = exc.error_count() - 1
+        suffix = f" (and {more} more)" if more else ""
+        message = _one_line(str(first["msg"]))
+        raise SnapshotError(
+            f"{source}: {_field_path(tuple(first['loc']))}: {message}{suffix}"
+        ) from exc
