@@ -1,0 +1,101 @@
+"""`gputui sim`: serve the simulator from the command line.
+
+Contract: `add_sim_arguments` declares the flags on the subcommand's parser (bad values are argparse
+errors, exit 2); `run_sim_command` prints one line, `gputui sim: serving <profile> on http://HOST:PORT`,
+to stderr once listening, serves until SIGINT/SIGTERM and returns 0. A port that cannot be bound
+(in use, no permission) gives one line on stderr and returns 1, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gputui.sim.fixed import FixedProfileSpec
+from gputui.sim.server import DEFAULT_MODEL_NAME
+
+PROFILES = ("fixed",)
+
+
+def _non_negative_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535, got {text}")
+    return value
+
+
+def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare `gputui sim`'s flags."""
+    parser.add_argument("--profile", choices=PROFILES, default="fixed", help="timing model")
+    parser.add_argument(
+        "--ttft-ms", type=_non_negative_ms, default=50.0, help="time to first token (default 50)"
+    )
+    parser.add_argument(
+        "--itl-ms",
+        type=_non_negative_ms,
+        default=10.0,
+        help="inter-token latency; 0 writes tokens as fast as possible (default 10)",
+    )
+    parser.add_argument(
+        "--eos-after",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="stop after N tokens (finish_reason stop) unless the request sets ignore_eos",
+    )
+    parser.add_argument(
+        "--served-model-name",
+        default=DEFAULT_MODEL_NAME,
+        help=f"model name in responses (default {DEFAULT_MODEL_NAME})",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
+
+
+def run_sim_command(args: argparse.Namespace) -> int:
+    """Serve until interrupted; 0 on a clean stop, 1 when the port cannot be bound."""
+    from gputui.sim.runner import serve
+
+    spec = FixedProfileSpec(
+        ttft_ms=args.ttft_ms,
+        itl_ms=args.itl_ms,
+        eos_after=args.eos_after,
+        served_model_name=args.served_model_name,
+    )
+    host: str = args.host
+
+    def ready(port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"gputui sim: serving {args.profile} on http://{shown}:{port}\n")
+        sys.stderr.flush()
+
+    try:
+        serve(spec.build(), host, args.port, ready, served_model_name=spec.served_model_name)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        sys.stderr.write(f"gputui sim: cannot listen on {host}:{args.port}: {reason}\n")
+        return 1
+    return 0

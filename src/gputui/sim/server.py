@@ -1,0 +1,397 @@
+"""The simulator's HTTP/1.1 server: an OpenAI-compatible API in front of a `Profile`.
+
+Contract: one `asyncio.Protocol` per connection, parsed by llhttp (`httptools.HttpRequestParser`);
+keep-alive, one connection serving many sequential requests (pipelined requests wait their turn). A
+request's arrival is stamped with `perf_counter_ns()` in `on_message_begin`, i.e. when its first
+byte is parsed, and every later timing is measured from that stamp. Completion requests become a
+`SimRequest` and a `TokenSink` (see `sinks.py`) handed to the profile, which decides when tokens are
+written; everything else is answered at once. A client that disconnects mid-response is counted as
+cancelled and its profile work is released.
+
+Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
+`POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`
+and `POST /sim/reset` (see `truth.py`). Errors are OpenAI-style JSON (400, 404, 405, 500).
+
+Request rules: any model name is accepted and answered with the served name; `prompt` may be a
+string, a list of strings (billed as one prompt: their tokens are summed) or token ids; chat
+`messages` are billed as the tokens of their concatenated text contents (no chat template);
+`max_tokens` (chat: also `max_completion_tokens`) defaults to 16; `stream_options` present means
+usage is included unless `include_usage` is false (vLLM's default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import httptools
+import orjson
+
+from gputui.sim.profile import Profile, SimRequest
+from gputui.sim.sinks import (
+    BufferedSink,
+    StreamSink,
+    error_response,
+    http_response,
+    json_response,
+)
+from gputui.sim.tokenizer import encode
+from gputui.sim.truth import TruthRecorder
+
+DEFAULT_MODEL_NAME: Final = "sim-model"
+DEFAULT_MAX_MODEL_LEN: Final = 32768
+DEFAULT_MAX_TOKENS: Final = 16
+_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
+
+
+class RequestError(ValueError):
+    """A request the API rejects with HTTP 400; the message goes to the client."""
+
+
+@dataclass(slots=True)
+class _Request:
+    method: str
+    path: str
+    body: bytes
+    arrival_ns: int
+    keep_alive: bool
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts: [{"type": "text", "text": ...}, ...]
+        return " ".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+    return ""
+
+
+def prompt_token_count(body: dict[str, Any], *, chat: bool) -> tuple[int, list[int]]:
+    """Prompt tokens and their ids for a completions/chat/tokenize body (RequestError if absent)."""
+    if chat:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise RequestError("'messages' must be a non-empty list")
+        text = " ".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
+        ids = encode(text)
+        return len(ids), ids
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        ids = encode(prompt)
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+        ids = [i for p in prompt for i in encode(p)]
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, int) for p in prompt):
+        ids = list(prompt)
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, list) for p in prompt):
+        ids = [i for p in prompt for i in p if isinstance(i, int)]
+    else:
+        raise RequestError("'prompt' must be a string, a list of strings or a list of token ids")
+    return len(ids), ids
+
+
+def _int_field(body: dict[str, Any], name: str, default: int, minimum: int) -> int:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise RequestError(f"'{name}' must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class SimServer:
+    """Shared state of all connections: the profile, the truth recorder and the routes."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        served_model_name: str = DEFAULT_MODEL_NAME,
+        max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    ) -> None:
+        self.profile = profile
+        self.served_model_name = served_model_name
+        self.max_model_len = max_model_len
+        self.truth = TruthRecorder()
+        self.connections: set[HttpConnection] = set()
+        self._next_request_id = 0
+        self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
+        self._simple: dict[str, tuple[str, Callable[[bytes, bool], bytes]]] = {
+            "/v1/models": ("GET", self._models),
+            "/health": ("GET", self._health),
+            "/tokenize": ("POST", self._tokenize),
+            "/metrics": ("GET", self._metrics),
+            "/sim/stats": ("GET", self._stats),
+            "/sim/reset": ("POST", self._reset),
+        }
+
+    def protocol_factory(self) -> HttpConnection:
+        """For `loop.create_server`."""
+        return HttpConnection(self)
+
+    def close_connections(self) -> None:
+        """Drop every open connection (shutdown)."""
+        for conn in list(self.connections):
+            conn.close()
+
+    def handle(self, conn: HttpConnection, request: _Request) -> None:
+        """Answer `request` on `conn`; completion requests finish later, through their sink."""
+        keep_alive = request.keep_alive
+        path = request.path
+        if path in ("/v1/completions", "/v1/chat/completions"):
+            if request.method != "POST":
+                conn.respond(_not_allowed("POST", keep_alive))
+                return
+            try:
+                self._start_completion(conn, request, chat=path == "/v1/chat/completions")
+            except RequestError as exc:
+                conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
+            return
+        route = self._simple.get(path)
+        if route is None:
+            conn.respond(error_response(404, f"Not Found: {path}", keep_alive=keep_alive))
+        elif request.method != route[0]:
+            conn.respond(_not_allowed(route[0], keep_alive))
+        else:
+            try:
+                conn.respond(route[1](request.body, keep_alive))
+            except RequestError as exc:
+                conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
+
+    def _start_completion(self, conn: HttpConnection, request: _Request, *, chat: bool) -> None:
+        body = _json_object(request.body)
+        prompt_tokens, _ = prompt_token_count(body, chat=chat)
+        max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
+        if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
+            max_tokens = _int_field(body, "max_completion_tokens", max_tokens, 1)
+        min_tokens = _int_field(body, "min_tokens", 0, 0)
+        if prompt_tokens + max_tokens > self.max_model_len:
+            raise RequestError(
+                f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
+                f"{max_tokens} in the completion). Please reduce the length of the messages or "
+                "completion."
+            )
+        stream_options = body.get("stream_options")
+        include_usage = isinstance(stream_options, dict) and bool(
+            stream_options.get("include_usage", True)
+        )
+        self._next_request_id += 1
+        sim_request = SimRequest(
+            request_id=self._next_request_id,
+            arrival_ns=request.arrival_ns,
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+            min_tokens=min(min_tokens, max_tokens),
+            ignore_eos=bool(body.get("ignore_eos", False)),
+            chat=chat,
+            model=str(body.get("model") or self.served_model_name),
+        )
+        common: dict[str, Any] = {
+            "request_id": sim_request.request_id,
+            "chat": chat,
+            "model": self.served_model_name,
+            "prompt_tokens": prompt_tokens,
+            "max_tokens": max_tokens,
+            "keep_alive": request.keep_alive,
+        }
+        sink: StreamSink | BufferedSink
+        if body.get("stream"):
+            sink = StreamSink(
+                conn.transport,
+                self.truth,
+                conn.response_done,
+                arrival_ns=request.arrival_ns,
+                include_usage=include_usage,
+                **common,
+            )
+        else:
+            sink = BufferedSink(conn.transport, self.truth, conn.response_done, **common)
+        conn.active = sink
+        self.truth.requests_started += 1
+        self.profile.start(sim_request, sink)
+
+    def cancelled(self, sink: StreamSink | BufferedSink) -> None:
+        """A client went away before its response was complete."""
+        sink.abort()
+        self.truth.requests_cancelled += 1
+        self.profile.cancel(sink.request_id)
+
+    def _models(self, _body: bytes, keep_alive: bool) -> bytes:
+        name = self.served_model_name
+        model = {
+            "id": name,
+            "object": "model",
+            "created": self._created,
+            "owned_by": "gputui-sim",
+            "root": name,
+            "parent": None,
+            "max_model_len": self.max_model_len,
+            "permission": [],
+        }
+        return json_response(200, {"object": "list", "data": [model]}, keep_alive=keep_alive)
+
+    def _health(self, _body: bytes, keep_alive: bool) -> bytes:
+        return http_response(200, b"", b"application/json", keep_alive=keep_alive)
+
+    def _tokenize(self, body: bytes, keep_alive: bool) -> bytes:
+        parsed = _json_object(body)
+        _, ids = prompt_token_count(parsed, chat="messages" in parsed)
+        reply = {"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids}
+        return json_response(200, reply, keep_alive=keep_alive)
+
+    def _metrics(self, _body: bytes, keep_alive: bool) -> bytes:
+        text = self.profile.prometheus_text().encode()
+        kind = b"text/plain; version=0.0.4"
+        return http_response(200, text, kind, keep_alive=keep_alive)
+
+    def _stats(self, _body: bytes, keep_alive: bool) -> bytes:
+        return json_response(200, self.truth.snapshot(), keep_alive=keep_alive)
+
+    def _reset(self, _body: bytes, keep_alive: bool) -> bytes:
+        self.truth.reset()
+        return json_response(200, {"reset": True}, keep_alive=keep_alive)
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise RequestError(f"Invalid JSON body: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise RequestError("The request body must be a JSON object")
+    return parsed
+
+
+def _not_allowed(allowed: str, keep_alive: bool) -> bytes:
+    return error_response(
+        405,
+        "Method Not Allowed",
+        keep_alive=keep_alive,
+        extra_headers=b"allow: %s\r\n" % allowed.encode(),
+    )
+
+
+class HttpConnection(asyncio.Protocol):
+    """One client connection: parse requests, answer them one at a time, in order."""
+
+    def __init__(self, server: SimServer) -> None:
+        self._server = server
+        self._parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport
+        self.active: StreamSink | BufferedSink | None = None
+        """The response in progress; None when idle."""
+        self._pending: deque[_Request] = deque()
+        self._keep_alive = True
+        """Whether the connection stays open after the response in progress."""
+        self._dispatching = False
+        self._closing = False
+        self._arrival_ns = 0
+        self._url: list[bytes] = []
+        self._body: list[bytes] = []
+        self._body_len = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 - asyncio's signature
+        self._closing = True
+        self._server.connections.discard(self)
+        self._pending.clear()
+        sink, self.active = self.active, None
+        if sink is not None and not sink.closed:
+            self._server.cancelled(sink)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail("Protocol upgrades are not supported")
+        except httptools.HttpParserError as exc:
+            self._fail(f"Malformed HTTP request: {exc}")
+
+    def close(self) -> None:
+        """Close the connection; an unfinished response counts as cancelled."""
+        self._closing = True
+        self.transport.close()
+
+    # httptools parser callbacks
+    def on_message_begin(self) -> None:
+        self._arrival_ns = time.perf_counter_ns()
+        self._url.clear()
+        self._body.clear()
+        self._body_len = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url.append(url)
+
+    def on_body(self, body: bytes) -> None:
+        self._body_len += len(body)
+        if self._body_len > _MAX_BODY_BYTES:
+            raise httptools.HttpParserError("request body too large")
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        path = b"".join(self._url).split(b"?", 1)[0].decode("latin-1")
+        request = _Request(
+            method=self._parser.get_method().decode("latin-1"),
+            path=path,
+            body=b"".join(self._body),
+            arrival_ns=self._arrival_ns,
+            keep_alive=self._parser.should_keep_alive(),
+        )
+        self._pending.append(request)
+        if self.active is None and not self._dispatching:
+            self._dispatch()
+
+    # responses
+    def respond(self, data: bytes) -> None:
+        """Write a complete response at once."""
+        self.transport.write(data)
+        if not self._keep_alive:
+            self.close()
+
+    def response_done(self) -> None:
+        """A sink completed its response: serve the next pipelined request or close."""
+        self.active = None
+        if not self._keep_alive:
+            self.close()
+        elif not self._dispatching:
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        self._dispatching = True
+        try:
+            while self._pending and self.active is None and not self._closing:
+                request = self._pending.popleft()
+                self._keep_alive = request.keep_alive
+                self._serve(request)
+        finally:
+            self._dispatching = False
+
+    def _serve(self, request: _Request) -> None:
+        try:
+            self._server.handle(self, request)
+        except Exception as exc:  # noqa: BLE001 - a profile bug must answer 500, not kill the loop
+            sink, self.active = self.active, None
+            if sink is None:
+                self._keep_alive = False
+                self.respond(error_response(500, f"{type(exc).__name__}: {exc}", keep_alive=False))
+            else:
+                sink.abort()
+                self.close()
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "gputui sim: request failed", "exception": exc}
+            )
+
+    def _fail(self, message: str) -> None:
+        if self.active is None:
+            self.transport.write(error_response(400, message, keep_alive=False))
+        self.close()

@@ -1,0 +1,369 @@
+"""The simulator's `TokenSink`s: vLLM's wire format, written one token per socket write.
+
+Contract (see `profile.TokenSink`): a profile calls `emit_tokens` and `finish`; the sink writes,
+stamps each write with `perf_counter_ns()` into the `TruthRecorder`, and tells the connection when
+the response is complete. Streams look exactly like vLLM's: one `data: <json>` event per token, each
+in its own HTTP chunk and its own `transport.write`; the chunk of the last token carries
+`finish_reason`; then the usage chunk (when asked for), `data: [DONE]` and the terminating chunk in
+one final write. A chat stream first sends vLLM's role-only chunk, in its own write just before the
+first content token (it is not a token: TTFT is measured to the first content write).
+
+Why it is cheap: every byte of a token event except the token text is fixed per request, so the
+chunk-size line, JSON prefix and suffix are built once per request; all token texts have the same
+length (" tok000" .. " tok999", one token each by the sim tokenizer), so per token the work is one
+3-part `bytes.join`, one `write` and one stamp.
+
+Finish rules: the `max_tokens`-th token carries "length" and ends the response; `emit_tokens(...,
+finish_reason=r)` puts `r` on its last token and ends the response; `finish(r)` after tokens that
+carried no reason sends vLLM's empty-text chunk with `r` (what vLLM sends on EOS) and ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import orjson
+
+from gputui.sim.truth import TruthRecorder
+
+TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
+"""The text of output token k is TOKEN_TEXTS[k % 1000]."""
+
+FINISH_LENGTH: Final = "length"
+FINISH_STOP: Final = "stop"
+
+_STREAM_HEADERS: Final = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+    b"transfer-encoding: chunked\r\n"
+)
+_DONE_AND_END: Final = b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
+
+
+def http_chunk(payload: bytes) -> bytes:
+    """One HTTP/1.1 chunk (size line, payload, CRLF)."""
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+def output_text(n_tokens: int) -> str:
+    """The full output of `n_tokens` tokens, for non-streaming responses."""
+    return b"".join(TOKEN_TEXTS[k % len(TOKEN_TEXTS)] for k in range(n_tokens)).decode()
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+    }
+
+
+class _SinkBase:
+    """Counting, finish bookkeeping and truth totals shared by both sinks."""
+
+    __slots__ = (
+        "_closed",
+        "_created",
+        "_emitted",
+        "_id",
+        "_max_tokens",
+        "_model",
+        "_on_done",
+        "_prompt_tokens",
+        "_transport",
+        "_truth",
+        "chat",
+        "request_id",
+    )
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        truth: TruthRecorder,
+        on_done: Callable[[], None],
+        *,
+        request_id: int,
+        chat: bool,
+        model: str,
+        prompt_tokens: int,
+        max_tokens: int,
+    ) -> None:
+        self._transport = transport
+        self._truth = truth
+        self._on_done = on_done
+        self.request_id = request_id
+        self.chat = chat
+        self._model = model
+        self._prompt_tokens = prompt_tokens
+        self._max_tokens = max_tokens
+        self._emitted = 0
+        self._closed = False
+        self._id = f"{'chatcmpl' if chat else 'cmpl'}-{request_id:08x}{time.perf_counter_ns():016x}"
+        self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
+
+    @property
+    def closed(self) -> bool:
+        """True once the client went away or the response is complete."""
+        return self._closed
+
+    def abort(self) -> None:
+        """The connection was lost: stop writing (the server counts the cancel)."""
+        self._closed = True
+
+    def _complete(self) -> None:
+        self._closed = True
+        self._truth.requests_completed += 1
+        self._on_done()
+
+
+class StreamSink(_SinkBase):
+    """Server-sent events for `stream: true`."""
+
+    __slots__ = ("_arrival_ns", "_head", "_include_usage", "_last_ns", "_prefix", "_tail")
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        truth: TruthRecorder,
+        on_done: Callable[[], None],
+        *,
+        request_id: int,
+        chat: bool,
+        model: str,
+        prompt_tokens: int,
+        max_tokens: int,
+        arrival_ns: int,
+        include_usage: bool,
+        keep_alive: bool,
+    ) -> None:
+        super().__init__(
+            transport,
+            truth,
+            on_done,
+            request_id=request_id,
+            chat=chat,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+        )
+        self._arrival_ns = arrival_ns
+        self._last_ns = 0
+        self._include_usage = include_usage
+        model_json = orjson.dumps(model)
+        if chat:
+            self._prefix = (
+                b'data: {"id":"%s","object":"chat.completion.chunk","created":%d,'
+                % (
+                    self._id.encode(),
+                    self._created,
+                )
+                + b'"model":%s,"choices":[{"index":0,"delta":{"content":"' % model_json
+            )
+        else:
+            self._prefix = (
+                b'data: {"id":"%s","object":"text_completion","created":%d,'
+                % (
+                    self._id.encode(),
+                    self._created,
+                )
+                + b'"model":%s,"choices":[{"index":0,"text":"' % model_json
+            )
+        suffix = self._suffix(None)
+        self._head = (
+            b"%x\r\n" % (len(self._prefix) + len(TOKEN_TEXTS[0]) + len(suffix)) + self._prefix
+        )
+        self._tail = suffix + b"\r\n"
+        connection = b"" if keep_alive else b"connection: close\r\n"
+        transport.write(_STREAM_HEADERS + connection + b"\r\n")
+
+    def _suffix(self, finish_reason: str | None) -> bytes:
+        reason = b"null" if finish_reason is None else b'"%s"' % finish_reason.encode()
+        if self.chat:
+            if finish_reason is None:
+                return b'"},"logprobs":null,"finish_reason":null}]}\n\n'
+            return b'"},"logprobs":null,"finish_reason":%s,"stop_reason":null}]}\n\n' % reason
+        return (
+            b'","logprobs":null,"finish_reason":%s,"stop_reason":null}],"usage":null}\n\n' % reason
+        )
+
+    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+        """Write `count` token events, one write each; see the module docstring for finishing."""
+        if self._closed:
+            return
+        write = self._transport.write
+        truth = self._truth
+        for i in range(count):
+            k = self._emitted
+            reason = finish_reason if i == count - 1 else None
+            if reason is None and k + 1 >= self._max_tokens:
+                reason = FINISH_LENGTH
+            text = TOKEN_TEXTS[k % 1000]
+            if reason is None:
+                data = b"".join((self._head, text, self._tail))
+            else:
+                data = http_chunk(self._prefix + text + self._suffix(reason))
+            if k == 0 and self.chat:
+                write(self._role_chunk())
+            now = time.perf_counter_ns()
+            write(data)
+            if k == 0:
+                truth.ttft_ns.append(now - self._arrival_ns)
+            else:
+                truth.itl_ns.append(now - self._last_ns)
+            self._last_ns = now
+            self._emitted = k + 1
+            truth.tokens += 1
+            if reason is not None:
+                self._end()
+                return
+
+    def finish(self, finish_reason: str) -> None:
+        """End the response; a reason not yet sent goes out on an empty-text chunk first."""
+        if self._closed:
+            return
+        if self._emitted == 0 and self.chat:
+            self._transport.write(self._role_chunk())
+        self._transport.write(http_chunk(self._prefix + self._suffix(finish_reason)))
+        self._end()
+
+    def _role_chunk(self) -> bytes:
+        delta = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
+        role = self._prefix.replace(
+            b'"delta":{"content":"', b'"delta":{"role":"assistant","content":"'
+        )
+        return http_chunk(role + delta)
+
+    def _end(self) -> None:
+        end = _DONE_AND_END
+        if self._include_usage:
+            usage: dict[str, Any] = {
+                "id": self._id,
+                "object": "chat.completion.chunk" if self.chat else "text_completion",
+                "created": self._created,
+                "model": self._model,
+                "choices": [],
+                "usage": _usage(self._prompt_tokens, self._emitted),
+            }
+            end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
+        self._transport.write(end)
+        self._complete()
+
+
+class BufferedSink(_SinkBase):
+    """One JSON response for `stream: false`, written when the profile finishes."""
+
+    __slots__ = ("_keep_alive",)
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        truth: TruthRecorder,
+        on_done: Callable[[], None],
+        *,
+        request_id: int,
+        chat: bool,
+        model: str,
+        prompt_tokens: int,
+        max_tokens: int,
+        keep_alive: bool,
+    ) -> None:
+        super().__init__(
+            transport,
+            truth,
+            on_done,
+            request_id=request_id,
+            chat=chat,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+        )
+        self._keep_alive = keep_alive
+
+    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+        """Count `count` more tokens; the text is generated at the end."""
+        if self._closed:
+            return
+        emitted = min(self._emitted + count, self._max_tokens)
+        self._truth.tokens += emitted - self._emitted
+        self._emitted = emitted
+        if finish_reason is not None:
+            self.finish(finish_reason)
+        elif emitted >= self._max_tokens:
+            self.finish(FINISH_LENGTH)
+
+    def finish(self, finish_reason: str) -> None:
+        """Write the whole response."""
+        if self._closed:
+            return
+        text = output_text(self._emitted)
+        choice: dict[str, Any]
+        if self.chat:
+            message = {"role": "assistant", "content": text, "tool_calls": []}
+            choice = {"index": 0, "message": message, "logprobs": None}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None}
+        choice.update(finish_reason=finish_reason, stop_reason=None)
+        body = {
+            "id": self._id,
+            "object": "chat.completion" if self.chat else "text_completion",
+            "created": self._created,
+            "model": self._model,
+            "choices": [choice],
+            "usage": _usage(self._prompt_tokens, self._emitted),
+        }
+        self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
+        self._complete()
+
+
+_REASONS: Final = {
+    200: b"OK",
+    400: b"Bad Request",
+    404: b"Not Found",
+    405: b"Method Not Allowed",
+    500: b"Internal Server Error",
+}
+
+
+def http_response(
+    status: int,
+    body: bytes,
+    content_type: bytes,
+    *,
+    keep_alive: bool,
+    extra_headers: bytes = b"",
+) -> bytes:
+    """A complete fixed-length HTTP/1.1 response."""
+    connection = b"" if keep_alive else b"connection: close\r\n"
+    return b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n%s" % (
+        status,
+        _REASONS[status],
+        content_type,
+        len(body),
+        connection,
+        extra_headers,
+        body,
+    )
+
+
+def json_response(status: int, body: Any, *, keep_alive: bool, extra_headers: bytes = b"") -> bytes:
+    """A JSON response."""
+    return http_response(
+        status,
+        orjson.dumps(body),
+        b"application/json",
+        keep_alive=keep_alive,
+        extra_headers=extra_headers,
+    )
+
+
+def error_response(
+    status: int, message: str, *, keep_alive: bool, extra_headers: bytes = b""
+) -> bytes:
+    """An OpenAI-style error response, as vLLM sends it."""
+    kind = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed"}.get(
+        status, "InternalServerError"
+    )
+    body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
+    return json_response(status, body, keep_alive=keep_alive, extra_headers=extra_headers)
