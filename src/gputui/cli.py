@@ -1,0 +1,163 @@
+"""Command line: arguments in, settings out, errors as one line and an exit code.
+
+Each subcommand is one function; the heavy modules are imported inside it, so `gputui --help`
+stays fast and importing `gputui` loads no textual, rich or httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from gputui import __version__
+from gputui.errors import GputuiError
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _non_negative_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [_positive_int(part) for part in text.split(",") if part.strip()] or _empty(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected levels like 1,2,4,8: {exc}") from None
+
+
+def _float_list(text: str) -> list[float]:
+    try:
+        return [_positive_float(part) for part in text.split(",") if part.strip()] or _empty(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected rates like 0.5,1,2: {exc}") from None
+
+
+def _empty(text: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"no levels in {text!r}")
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_argument_group("target")
+    target.add_argument("--url", required=True, help="server base URL, with or without /v1")
+    target.add_argument("--model", required=True, help="model name to request")
+    target.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
+    target.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (never logged or saved)",
+    )
+    load = parser.add_argument_group("load")
+    levels = load.add_mutually_exclusive_group(required=True)
+    levels.add_argument("--concurrency", type=_int_list, help="closed-loop levels, e.g. 1,2,4,8")
+    levels.add_argument("--rate", type=_float_list, help="open-loop requests/s, e.g. 0.5,1,2")
+    load.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default=None)
+    load.add_argument(
+        "--burstiness", type=_positive_float, default=None, help="gamma shape (1 = Poisson)"
+    )
+    load.add_argument("--max-in-flight", type=_positive_int, default=1024)
+    load.add_argument("--step-seconds", type=_positive_float, required=True)
+    load.add_argument(
+        "--warmup-seconds",
+        type=_non_negative_float,
+        default=None,
+        help="excluded from each step's statistics (default: 20%% of the step, at most 10 s)",
+    )
+    load.add_argument("--seed", type=int, default=0)
+    work = parser.add_argument_group("workload")
+    work.add_argument("--input-tokens", type=_positive_int, required=True)
+    work.add_argument("--output-tokens", type=_positive_int, required=True)
+    work.add_argument(
+        "--ignore-eos",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ask the server to ignore EOS so outputs have the requested length (default on)",
+    )
+    work.add_argument(
+        "--extra-body", default=None, metavar="JSON", help="fields to add to requests"
+    )
+    sla = parser.add_argument_group("SLA")
+    sla.add_argument("--sla-ttft-p95", type=_positive_float, default=None, metavar="SECONDS")
+    sla.add_argument("--sla-tpot-p95", type=_positive_float, default=None, metavar="SECONDS")
+    sla.add_argument("--max-error-rate", type=_fraction, default=None, metavar="F")
+    client = parser.add_argument_group("client")
+    client.add_argument("--request-timeout", type=_positive_float, default=600.0, metavar="S")
+    client.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="S")
+    client.add_argument("--stall-timeout", type=_positive_float, default=60.0, metavar="S")
+    client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
+    output = parser.add_argument_group("output")
+    output.add_argument("--label", default=None)
+    output.add_argument("--out", required=True, metavar="FILE.json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole CLI."""
+    parser = argparse.ArgumentParser(
+        prog="gputui", description="Live LLM serving-load experiments in the terminal."
+    )
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("run", help="headless sweep: one line per step, a snapshot JSON")
+    _add_run_arguments(run)
+    sim = commands.add_parser("sim", help="the built-in simulated inference server")
+    from gputui.sim.command import add_sim_arguments
+
+    add_sim_arguments(sim)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `gputui` script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            from gputui.headless import run_command
+
+            return run_command(args, parser)
+        if args.command == "sim":
+            from gputui.sim.command import run_sim_command
+
+            return run_sim_command(args)
+        parser.print_help()
+        return 0
+    except GputuiError as exc:
+        sys.stderr.write(f"gputui: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("gputui: interrupted\n")
+        return 130

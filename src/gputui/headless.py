@@ -1,0 +1,230 @@
+"""`gputui run`: the Session driven by a line printer instead of screens.
+
+It prints one line per finished step and a final table, and writes the snapshot. Ctrl-C, SIGTERM
+and SIGHUP (a dropped SSH session) stop the sweep, abort what is in flight, and still write the
+snapshot with every finished request, marked incomplete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+import orjson
+
+from gputui.engine.arrivals import Arrival
+from gputui.engine.client import ClientConfig, Timeouts
+from gputui.engine.load import LoadMode, RequestShape
+from gputui.engine.preflight import preflight
+from gputui.engine.process import EngineConfig
+from gputui.engine.target import parse_target
+from gputui.errors import UsageError
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.session import Session
+from gputui.snapshot.assemble import RunInfo, build_snapshot
+from gputui.snapshot.store import save_snapshot
+
+
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run a headless sweep; returns the exit code."""
+    try:
+        target = parse_target(args.url)
+        extra_body = _extra_body(args.extra_body)
+        out = _output_path(args.out)
+    except UsageError as exc:
+        parser.error(str(exc))
+    if args.ignore_eos:
+        extra_body.setdefault("ignore_eos", True)
+    mode: LoadMode = "concurrency" if args.concurrency else "rate"
+    levels: list[float] = [float(x) for x in (args.concurrency or args.rate)]
+    arrival: Arrival = args.arrival or ("gamma" if args.burstiness is not None else "poisson")
+    warmup_s = (
+        args.warmup_seconds
+        if args.warmup_seconds is not None
+        else min(10.0, 0.2 * args.step_seconds)
+    )
+    api_key = os.environ.get(args.api_key_env) or None
+    checked = preflight(target, args.model, api_key=api_key, timeout_s=args.connect_timeout)
+    config = EngineConfig(
+        client=ClientConfig(
+            target=target,
+            model=args.model,
+            endpoint=args.endpoint,
+            api_key=api_key,
+            extra_body=extra_body,
+            timeouts=Timeouts(
+                connect_s=args.connect_timeout,
+                request_s=args.request_timeout,
+                stall_s=args.stall_timeout,
+            ),
+        ),
+        shape=RequestShape(args.input_tokens, args.output_tokens),
+        arrival=arrival,
+        burstiness=args.burstiness or 1.0,
+        max_in_flight=args.max_in_flight,
+        seed=args.seed,
+        probe_path=checked.probe_path,
+        use_uvloop=not args.no_uvloop,
+    )
+    sla = Sla(args.sla_ttft_p95, args.sla_tpot_p95, args.max_error_rate)
+    printer = StepPrinter(sys.stdout)
+    session = Session(config, sla, warmup_s=warmup_s, on_step_finished=printer.step)
+    stopper = _SignalStopper()
+    sys.stdout.write(
+        f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {mode} "
+        f"{','.join(f'{x:g}' for x in levels)}, {warmup_s:g} s warm-up + "
+        f"{args.step_seconds:g} s per step\n"
+    )
+    sys.stdout.flush()
+    with stopper:
+        session.start()
+        for level in levels:
+            if stopper.fired.is_set():
+                break
+            session.set_load(mode, level)
+            stopper.fired.wait(warmup_s + args.step_seconds)
+        interrupted = stopper.fired.is_set()
+        if not interrupted:
+            sys.stdout.write("gputui run: last step done, waiting for requests in flight\n")
+            sys.stdout.flush()
+        session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
+    info = RunInfo(
+        label=args.label,
+        target=target,
+        model=args.model,
+        endpoint=args.endpoint,
+        mode=mode,
+        levels=levels,
+        arrival=arrival if mode == "rate" else None,
+        burstiness=args.burstiness,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        extra_body=extra_body,
+        step_seconds=args.step_seconds,
+        warmup_seconds=warmup_s,
+        seed=args.seed,
+        probe_path=checked.probe_path,
+        server_header=checked.server_header,
+        complete=not interrupted,
+        interrupted_by=stopper.signal_name,
+    )
+    snapshot = build_snapshot(session, info)
+    save_snapshot(snapshot, out)
+    printer.table(session.finished_steps())
+    if session.cancelled:
+        sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
+    note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
+    sys.stdout.write(f"snapshot written to {out}{note}\n")
+    return 128 + stopper.signal_number if interrupted else 0
+
+
+def _extra_body(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"--extra-body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--extra-body must be a JSON object")
+    return value
+
+
+def _output_path(text: str) -> Path:
+    path = Path(text)
+    folder = path.parent if str(path.parent) else Path()
+    if not folder.is_dir():
+        raise UsageError(f"--out: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--out: folder {folder} is not writable")
+    return path
+
+
+class _SignalStopper:
+    """SIGINT, SIGTERM and SIGHUP end the sweep (the snapshot is still written)."""
+
+    def __init__(self) -> None:
+        self.fired = threading.Event()
+        self.signal_name: str | None = None
+        self.signal_number = 0
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _SignalStopper:
+        for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if not self.fired.is_set():
+            self.signal_number = signum
+            self.signal_name = signal.Signals(signum).name
+            sys.stderr.write(
+                f"\ngputui run: {self.signal_name}: stopping, saving what was measured\n"
+            )
+        self.fired.set()
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+class StepPrinter:
+    """Writes one line per finished step and a final table."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def step(self, result: StepResult) -> None:
+        """One line for a finished step (called from the engine's reader thread)."""
+        sla = "SLA ok" if result.sla_ok else "SLA fail"
+        flag = " INCOMPLETE" if result.incomplete else ""
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
+        line = (
+            f"step {result.index + 1} {result.mode} {result.level:g}: "
+            f"ok {result.requests_ok} failed {result.requests_failed}"
+            f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
+            f"{result.output_tokens_per_s:.1f} out tok/s, "
+            f"TTFT p50/p95 {_ms(result.ttft_s.p50)}/{_ms(result.ttft_s.p95)} ms, "
+            f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
+            f"{sla}{flag}\n"
+        )
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
+
+    def table(self, results: list[StepResult]) -> None:
+        """The final table, one row per step."""
+        header = (
+            f"{'step':>4} {'mode':<11} {'level':>6} {'ok':>6} {'fail':>5} {'req/s':>7} "
+            f"{'out tok/s':>9} {'TTFT p50':>8} {'TTFT p95':>8} {'TPOT p95':>8} "
+            f"{'ITL p95':>8} {'E2E p95':>8} {'goodput':>8} {'SLA':>4}"
+        )
+        rows = [header, "-" * len(header)]
+        rows.extend(
+            (
+                f"{r.index + 1:>4} {r.mode:<11} {r.level:>6g} {r.requests_ok:>6} "
+                f"{r.requests_failed:>5} {r.requests_per_s:>7.2f} {r.output_tokens_per_s:>9.1f} "
+                f"{_ms(r.ttft_s.p50):>8} {_ms(r.ttft_s.p95):>8} {_ms(r.tpot_s.p95):>8} "
+                f"{_ms(r.itl_s.p95):>8} {_ms(r.e2e_s.p95):>8} "
+                f"{r.goodput_requests_per_s:>8.2f} {'ok' if r.sla_ok else 'FAIL':>4}"
+                + (" incomplete" if r.incomplete else "")
+            )
+            for r in results
+        )
+        rows.append("latencies in ms; goodput in req/s meeting the SLA")
+        with self._lock:
+            self._stream.write("\n".join(rows) + "\n")
+            self._stream.flush()

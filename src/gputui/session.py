@@ -1,0 +1,292 @@
+"""The Session: the one facade that both the TUI and the headless `gputui run` drive.
+
+Contract: the Session owns the engine process (through EngineHandle), the step bookkeeping and the
+statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`, `stop`); each change
+of level opens a new step whose first `warmup_s` are excluded from its statistics. A step is
+finished once it is closed *and* every request sent during it has come back, so its figures never
+silently lose the slow requests. Live figures are published as an immutable `StatsFrame` swapped
+into `latest`; readers never see a half-built frame and never lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gputui.engine.handle import EngineHandle
+from gputui.engine.load import LoadMode
+from gputui.engine.process import EngineConfig, EngineStatus
+from gputui.engine.records import REASON_CANCELLED, RequestRecord
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult, StepSpec, aggregate_step
+from gputui.metrics.summary import Summary, summarize
+from gputui.metrics.window import RollingWindow, WindowStats
+
+
+@dataclass(frozen=True, slots=True)
+class StatsFrame:
+    """What the live view shows, at one instant."""
+
+    seq: int
+    mode: LoadMode
+    level: float
+    step_index: int
+    step_elapsed_s: float
+    in_warmup: bool
+    in_flight: int
+    paused: bool
+    window: WindowStats
+    client_cpu_percent: float
+    """Engine process CPU over the last frame interval (100 = one full core)."""
+    loop_lag_max_ms: float
+    rtt_last_s: float | None
+    steps_finished: int
+
+
+class Session:
+    """A live load experiment against one target."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        sla: Sla,
+        *,
+        warmup_s: float,
+        window_s: float = 30.0,
+        on_step_finished: Callable[[StepResult], None] | None = None,
+        on_frame: Callable[[StatsFrame], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.sla = sla
+        self.warmup_s = warmup_s
+        self._on_step_finished = on_step_finished
+        self._on_frame = on_frame
+        self._closing = threading.Event()
+        self._frames: threading.Thread | None = None
+        self._engine = EngineHandle(config, self._on_batch)
+        self._lock = threading.Lock()
+        self._steps: list[StepSpec] = []
+        self._records: dict[int, list[RequestRecord]] = {}
+        self._received: Counter[int] = Counter()
+        self._sent: dict[int, int] = {}
+        self._finished: dict[int, StepResult] = {}
+        self._window = RollingWindow(window_s)
+        self._rtt_ns: list[int] = []
+        self.probes_failed = 0
+        self.cancelled = 0
+        """Requests aborted because the run was interrupted: excluded from every statistic."""
+        self._cancelled_by_step: Counter[int] = Counter()
+        self.status: EngineStatus | None = None
+        self._status_prev: tuple[float, float] | None = None
+        self.client_cpu_percent = 0.0
+        self.latest: StatsFrame | None = None
+        self._seq = 0
+        self._paused = False
+        self._engine_stopped = False
+        self._interrupted_step: int | None = None
+        self.started_ns = 0
+
+    # control -----------------------------------------------------------------------------------
+    def start(self, *, frame_interval_s: float | None = 0.25) -> None:
+        """Start the engine process (no load until `set_load`) and the frame publisher.
+
+        Frames are built in their own thread at a fixed rate (4 Hz by default, never above 10 Hz),
+        so a reader only ever swaps in a finished frame and the engine never waits on it.
+        """
+        self.started_ns = time.perf_counter_ns()
+        self._engine.start()
+        if frame_interval_s is not None:
+            interval_s = max(frame_interval_s, 0.1)
+            self._frames = threading.Thread(
+                target=self._publish_forever, args=(interval_s,), name="gputui-frames", daemon=True
+            )
+            self._frames.start()
+
+    def _publish_forever(self, interval_s: float) -> None:
+        while not self._closing.wait(interval_s):
+            frame = self.publish_frame()
+            if frame is not None and self._on_frame is not None:
+                self._on_frame(frame)
+
+    def set_load(self, mode: LoadMode, level: float) -> StepSpec:
+        """Close the current step and start a new one at this load."""
+        now = time.perf_counter_ns()
+        with self._lock:
+            self._close_current(now)
+            step = StepSpec(
+                index=len(self._steps),
+                mode=mode,
+                level=float(level),
+                start_ns=now,
+                measure_start_ns=now + int(self.warmup_s * 1e9),
+                end_ns=-1,
+            )
+            self._steps.append(step)
+        self._engine.send("load", mode, level, step.index)
+        return step
+
+    def pause(self) -> None:
+        """Stop sending; the current step ends here and a new one starts on resume."""
+        self._paused = True
+        self._engine.send("pause")
+
+    def resume(self) -> None:
+        """Send again."""
+        self._paused = False
+        self._engine.send("resume")
+
+    def burst(self, count: int) -> None:
+        """Fire `count` requests at once on top of the current load."""
+        self._engine.send("burst", count)
+
+    def stop(self, *, cancel: bool, drain_timeout_s: float = 600.0) -> None:
+        """End the run: close the last step, wait for (or abort) in-flight requests, finish steps.
+
+        `cancel` means the run was interrupted: in-flight requests are aborted (and excluded), and
+        the step that was running is marked incomplete.
+        """
+        with self._lock:
+            if cancel and self._steps and self._steps[-1].end_ns < 0:
+                self._interrupted_step = self._steps[-1].index
+            self._close_current(time.perf_counter_ns())
+        final = self._engine.stop(cancel=cancel, timeout_s=drain_timeout_s + 5.0)
+        self._closing.set()
+        if self._frames is not None:
+            self._frames.join(timeout=2.0)
+        with self._lock:
+            if final is not None:
+                self.status = final
+            self._engine_stopped = True
+            finished = self._finish_ready_steps(force=True)
+        if self._on_step_finished is not None:
+            for result in finished:
+                self._on_step_finished(result)
+
+    # views ---------------------------------------------------------------------------------------
+    @property
+    def current_step(self) -> StepSpec | None:
+        """The open step, if any."""
+        with self._lock:
+            return self._steps[-1] if self._steps and self._steps[-1].end_ns < 0 else None
+
+    def step_specs(self) -> list[StepSpec]:
+        """Every step so far (the open one has `end_ns == -1`)."""
+        with self._lock:
+            return list(self._steps)
+
+    def finished_steps(self) -> list[StepResult]:
+        """Finished steps in order."""
+        with self._lock:
+            return [self._finished[i] for i in sorted(self._finished)]
+
+    def all_records(self) -> list[RequestRecord]:
+        """Every record received so far (cancelled ones excluded)."""
+        with self._lock:
+            return [r for i in sorted(self._records) for r in self._records[i]]
+
+    def rtt_summary(self) -> Summary:
+        """Round-trip probe statistics in seconds."""
+        with self._lock:
+            values = np.array(self._rtt_ns, dtype=np.float64) / 1e9
+        return summarize(values)
+
+    def publish_frame(self) -> StatsFrame | None:
+        """Build a frame from the rolling window and swap it into `latest`."""
+        now = time.perf_counter_ns()
+        with self._lock:
+            step = self._steps[-1] if self._steps else None
+            status = self.status
+            window = self._window.stats(now)
+            rtt = self._rtt_ns[-1] / 1e9 if self._rtt_ns else None
+            finished = len(self._finished)
+        if step is None:
+            return None
+        self._seq += 1
+        frame = StatsFrame(
+            seq=self._seq,
+            mode=step.mode,
+            level=step.level,
+            step_index=step.index,
+            step_elapsed_s=(now - step.start_ns) / 1e9,
+            in_warmup=now < step.measure_start_ns,
+            in_flight=status.in_flight if status else 0,
+            paused=self._paused,
+            window=window,
+            client_cpu_percent=self.client_cpu_percent,
+            loop_lag_max_ms=status.loop_lag_max_ms if status else 0.0,
+            rtt_last_s=rtt,
+            steps_finished=finished,
+        )
+        self.latest = frame
+        return frame
+
+    # engine callbacks (reader thread) ---------------------------------------------------------
+    def _on_batch(
+        self,
+        records: list[RequestRecord],
+        sent_by_step: dict[int, int],
+        status: EngineStatus,
+        rtt: list[int | None],
+    ) -> None:
+        finished: list[StepResult] = []
+        with self._lock:
+            for record in records:
+                if record.error == REASON_CANCELLED:
+                    self.cancelled += 1
+                    self._cancelled_by_step[record.step_index] += 1
+                    continue
+                self._records.setdefault(record.step_index, []).append(record)
+                self._received[record.step_index] += 1
+            self._window.add([r for r in records if r.error != REASON_CANCELLED])
+            self._sent = sent_by_step
+            self._update_cpu(status)
+            self.status = status
+            for sample in rtt:
+                if sample is None:
+                    self.probes_failed += 1
+                else:
+                    self._rtt_ns.append(sample)
+            finished = self._finish_ready_steps(force=False)
+        if self._on_step_finished is not None:
+            for result in finished:
+                self._on_step_finished(result)
+
+    def _update_cpu(self, status: EngineStatus) -> None:
+        if self._status_prev is not None:
+            cpu_prev, wall_prev = self._status_prev
+            if status.wall_s > wall_prev:
+                self.client_cpu_percent = (
+                    100.0 * (status.cpu_s - cpu_prev) / (status.wall_s - wall_prev)
+                )
+        self._status_prev = (status.cpu_s, status.wall_s)
+
+    # bookkeeping (lock held) ---------------------------------------------------------------------
+    def _close_current(self, now_ns: int) -> None:
+        if self._steps and self._steps[-1].end_ns < 0:
+            self._steps[-1] = replace(self._steps[-1], end_ns=now_ns)
+
+    def _finish_ready_steps(self, *, force: bool) -> list[StepResult]:
+        done: list[StepResult] = []
+        for step in self._steps:
+            if step.end_ns < 0 or step.index in self._finished:
+                continue
+            outstanding = self._sent.get(step.index, 0) - self._received[step.index]
+            acknowledged = self.status is not None and self.status.step_index > step.index
+            if not force and (outstanding > 0 or not acknowledged):
+                continue
+            incomplete = (
+                outstanding > 0
+                or self._cancelled_by_step[step.index] > 0
+                or step.index == self._interrupted_step
+            )
+            result = aggregate_step(
+                step, self._records.get(step.index, []), self.sla, incomplete=incomplete
+            )
+            self._finished[step.index] = result
+            done.append(result)
+        return done

@@ -1,0 +1,192 @@
+"""`gputui run` as a user runs it: a subprocess against the simulator on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gputui.sim.runner import SimProcess
+from gputui.snapshot.store import load_snapshot
+
+GPUTUI = [sys.executable, "-m", "gputui"]
+
+
+def run_args(url: str, out: Path, *extra: str) -> list[str]:
+    return [
+        *GPUTUI,
+        "run",
+        "--url",
+        url,
+        "--model",
+        "sim",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "16",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_sweep_writes_a_faithful_snapshot(fixed_sim: SimProcess, tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    result = subprocess.run(
+        run_args(
+            fixed_sim.url + "/v1",
+            out,
+            "--concurrency",
+            "1,4",
+            "--step-seconds",
+            "2",
+            "--warmup-seconds",
+            "0.5",
+            "--sla-ttft-p95",
+            "0.5",
+            "--sla-tpot-p95",
+            "0.05",
+            "--label",
+            "fixed 20/5",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [
+        line for line in result.stdout.splitlines() if line.startswith("step ") and ":" in line
+    ]
+    assert len(lines) == 2
+    snap = load_snapshot(out)
+    assert snap.complete
+    assert snap.label == "fixed 20/5"
+    assert snap.target.model == "sim"
+    assert [s.level for s in snap.steps] == [1.0, 4.0]
+    for step in snap.steps:
+        assert step.requests_failed == 0
+        assert step.requests_ok > 5
+        assert step.output_tokens_from_usage
+        assert step.ttft_s.mean is not None and 0.019 < step.ttft_s.mean < 0.030
+        assert step.itl_s.mean is not None and 0.0045 < step.itl_s.mean < 0.0055
+        assert step.tpot_s.p95 is not None and step.tpot_s.p95 < 0.006
+        assert step.sla_ok
+    # Each request takes 20 + 15 x 5 = 95 ms: 4 streams give ~42 req/s and ~670 tok/s.
+    c4 = snap.steps[1]
+    assert 36 < c4.requests_per_s < 44
+    assert 580 < c4.output_tokens_per_s < 700
+    assert c4.goodput_requests_per_s == pytest.approx(c4.requests_ok / c4.duration_s, rel=0.01)
+    assert snap.network is not None and snap.network.rtt_s.n >= 1
+
+
+def test_open_loop_rate(fixed_sim: SimProcess, tmp_path: Path) -> None:
+    out = tmp_path / "rate.json"
+    result = subprocess.run(
+        run_args(
+            fixed_sim.url,
+            out,
+            "--rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--step-seconds",
+            "3",
+            "--warmup-seconds",
+            "0.5",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    (step,) = load_snapshot(out).steps
+    assert step.mode == "rate"
+    assert step.requests_per_s == pytest.approx(20, rel=0.1)
+    assert step.requests_ok == pytest.approx(60, abs=3)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--url", "http://127.0.0.1:1"], "cannot reach http://127.0.0.1:1"),
+        (["--model", "nope"], "does not serve model 'nope'"),
+    ],
+)
+def test_bad_target_fails_before_any_load(
+    fixed_sim: SimProcess, tmp_path: Path, args: list[str], message: str
+) -> None:
+    base = run_args(fixed_sim.url, tmp_path / "x.json", "--concurrency", "1", "--step-seconds", "1")
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        base[base.index(flag) + 1] = value
+    result = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert message in result.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--concurrency", "0"],
+        ["--concurrency", "1,x"],
+        ["--rate", "-1"],
+        ["--url", "ftp://host"],
+        ["--max-error-rate", "2"],
+        ["--extra-body", "{nope"],
+    ],
+)
+def test_bad_flags_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
+    args = run_args("http://127.0.0.1:9", tmp_path / "x.json", "--step-seconds", "1")
+    if "--url" in bad:
+        args[args.index("--url") + 1] = bad[1]
+        args += ["--concurrency", "1"]
+    else:
+        args += bad if bad[0] in ("--concurrency", "--rate") else [*bad, "--concurrency", "1"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "error:" in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_interrupted_run_saves_what_it_measured(
+    fixed_sim: SimProcess, tmp_path: Path, sig: signal.Signals
+) -> None:
+    out = tmp_path / "interrupted.json"
+    proc = subprocess.Popen(
+        run_args(
+            fixed_sim.url,
+            out,
+            "--concurrency",
+            "2,4",
+            "--step-seconds",
+            "3",
+            "--warmup-seconds",
+            "0",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(5.0)  # the first step (3 s) is done, the second is running
+    os.kill(proc.pid, sig)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig
+    assert "Traceback" not in stderr
+    snap = load_snapshot(out)
+    assert not snap.complete
+    assert snap.interrupted_by == sig.name
+    first, second = snap.steps
+    assert not first.incomplete
+    assert first.requests_ok > 20
+    assert second.incomplete
+    assert second.requests_ok > 0
+    assert second.requests_failed == 0  # requests aborted by the signal are not failures
+    assert "incomplete" in stdout
