@@ -9,6 +9,7 @@ from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
 from gputui.sim.runner import SimProcess
 
@@ -47,7 +48,7 @@ def test_frames_at_a_fixed_rate_with_live_statistics(fixed_sim: SimProcess) -> N
 
 
 def test_level_changes_pause_and_bursts_make_steps(fixed_sim: SimProcess) -> None:
-    finished = []
+    finished: list[StepResult] = []
     session = make_session(fixed_sim.url, on_step_finished=finished.append)
     session.start(frame_interval_s=None)
     session.set_load("concurrency", 2)

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from gputui.sim.command import add_sim_arguments, run_sim_command
+from gputui.sim.command import add_sim_arguments, profile_spec, run_sim_command
+from gputui.sim.fixed import FixedProfileSpec
+from gputui.sim.gpu_profile import GpuProfileSpec
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -32,8 +34,31 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_defaults() -> None:
     args = parse()
-    assert (args.profile, args.ttft_ms, args.itl_ms, args.eos_after) == ("fixed", 50.0, 10.0, None)
+    assert (args.profile, args.ttft_ms, args.itl_ms, args.eos_after) == (None, 50.0, 10.0, None)
     assert (args.host, args.port, args.served_model_name) == ("127.0.0.1", 8000, "sim-model")
+    assert profile_spec(args) == FixedProfileSpec(served_model_name="sim-model")
+
+
+def test_gpu_flags_select_the_gpu_profile() -> None:
+    spec = profile_spec(parse("--gpu", "rtx4090-48gb", "--model", "qwen2.5-14b", "--seed", "3"))
+    assert spec == GpuProfileSpec(gpu="rtx4090-48gb", model="qwen2.5-14b", seed=3)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("--profile", "fixed", "--gpu", "h200"), ("--profile", "gpu"), ("--gpu", "h200")],
+)
+def test_contradicting_profile_flags(argv: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="--gpu"):
+        profile_spec(parse(*argv))
+
+
+def test_model_too_big_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse("--gpu", "rtx4090-24gb", "--model", "qwen2.5-14b", "--port", "0")
+    assert run_sim_command(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "short by" in err
 
 
 @pytest.mark.parametrize(

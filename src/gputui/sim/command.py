@@ -12,9 +12,12 @@ import argparse
 import sys
 
 from gputui.sim.fixed import FixedProfileSpec
+from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.server import DEFAULT_MODEL_NAME
 
-PROFILES = ("fixed",)
+PROFILES = ("fixed", "gpu")
+PRECISIONS = ("bf16", "fp8", "int4")
+KV_DTYPES = ("bf16", "fp8")
 
 
 def _non_negative_ms(text: str) -> float:
@@ -47,9 +50,34 @@ def _port(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare `gputui sim`'s flags."""
-    parser.add_argument("--profile", choices=PROFILES, default="fixed", help="timing model")
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=None,
+        help="timing model: fixed (deterministic) or gpu (default when --gpu is given)",
+    )
+    parser.add_argument("--list", action="store_true", help="print the GPU and model catalogs")
+    gpu = parser.add_argument_group("gpu profile")
+    gpu.add_argument("--gpu", default=None, help="simulated GPU, e.g. a100-80gb-pcie (see --list)")
+    gpu.add_argument("--model", default=None, help="simulated model, e.g. llama-3.1-8b")
+    gpu.add_argument("--precision", choices=PRECISIONS, default="bf16")
+    gpu.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16")
+    gpu.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9)
+    gpu.add_argument("--max-num-seqs", type=_positive_int, default=None)
+    gpu.add_argument("--max-batched-tokens", type=_positive_int, default=None)
+    gpu.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--ttft-ms", type=_non_negative_ms, default=50.0, help="time to first token (default 50)"
     )
@@ -79,23 +107,60 @@ def run_sim_command(args: argparse.Namespace) -> int:
     """Serve until interrupted; 0 on a clean stop, 1 when the port cannot be bound."""
     from gputui.sim.runner import serve
 
-    spec = FixedProfileSpec(
-        ttft_ms=args.ttft_ms,
-        itl_ms=args.itl_ms,
-        eos_after=args.eos_after,
-        served_model_name=args.served_model_name,
-    )
+    if args.list:
+        from gputui.sim.catalog import list_catalogs
+
+        sys.stdout.write(list_catalogs() + "\n")
+        return 0
+    try:
+        spec = profile_spec(args)
+        profile = spec.build()
+    except ValueError as exc:  # contradicting flags, or a model that does not fit
+        sys.stderr.write(f"gputui sim: {exc}\n")
+        return 2
+    except KeyError as exc:
+        sys.stderr.write(f"gputui sim: {exc.args[0] if exc.args else exc}\n")
+        return 2
     host: str = args.host
+    profile_name = "fixed" if isinstance(spec, FixedProfileSpec) else f"{args.gpu} {args.model}"
 
     def ready(port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
-        sys.stderr.write(f"gputui sim: serving {args.profile} on http://{shown}:{port}\n")
+        sys.stderr.write(f"gputui sim: serving {profile_name} on http://{shown}:{port}\n")
         sys.stderr.flush()
 
     try:
-        serve(spec.build(), host, args.port, ready, served_model_name=spec.served_model_name)
+        serve(profile, host, args.port, ready, served_model_name=spec.served_model_name)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         sys.stderr.write(f"gputui sim: cannot listen on {host}:{args.port}: {reason}\n")
         return 1
     return 0
+
+
+def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
+    """The profile the flags ask for; ValueError when they contradict each other."""
+    profile = args.profile or ("gpu" if args.gpu or args.model else "fixed")
+    if profile == "fixed":
+        if args.gpu or args.model:
+            raise ValueError("--gpu/--model select the gpu profile; drop --profile fixed")
+        return FixedProfileSpec(
+            ttft_ms=args.ttft_ms,
+            itl_ms=args.itl_ms,
+            eos_after=args.eos_after,
+            served_model_name=args.served_model_name,
+        )
+    if not args.gpu or not args.model:
+        raise ValueError("the gpu profile needs --gpu and --model (see gputui sim --list)")
+    served = args.served_model_name if args.served_model_name != DEFAULT_MODEL_NAME else ""
+    return GpuProfileSpec(
+        gpu=args.gpu,
+        model=args.model,
+        precision=args.precision,
+        kv_dtype=args.kv_dtype,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_num_seqs=args.max_num_seqs,
+        max_batched_tokens=args.max_batched_tokens,
+        seed=args.seed,
+        served_model_name=served,
+    )

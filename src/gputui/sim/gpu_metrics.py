@@ -1,0 +1,140 @@
+"""Prometheus text for a simulated GPU server: vLLM's metric names and dcgm-exporter's.
+
+Contract: `render_metrics(device, served_model_name, uuid)` is a pure function of the device's
+current state. vLLM series carry `model_name` (reference.md §4.1; KV usage is a 0..1 fraction,
+counters end in `_total`); DCGM series carry `gpu`, `UUID`, `pci_bus_id`, `device` and `modelName`
+like dcgm-exporter's template (§3; framebuffer in MiB, power in W, clocks in MHz). One server
+exposing both lets a client test its vLLM and its DCGM parsers against a single endpoint.
+"""
+
+from __future__ import annotations
+
+import uuid as uuid_lib
+from typing import Final
+
+from gputui.sim.device import SimDevice
+from gputui.telemetry.kv import BLOCK_SIZE_TOKENS
+
+_MIB: Final = 1 << 20
+_UUID_NAMESPACE: Final = uuid_lib.UUID("8a6f3c55-9a2e-4c1b-9a57-1f0b1e2c3d4e")
+
+
+def simulated_uuid(gpu_name: str, seed: int) -> str:
+    """A stable NVML-style UUID for a simulated card, derived from its name and the seed."""
+    return "GPU-" + str(uuid_lib.uuid5(_UUID_NAMESPACE, f"gputui-sim/{gpu_name}/{seed}"))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(pairs: dict[str, str]) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs.items()) + "}"
+
+
+def _family(out: list[str], name: str, kind: str, help_text: str) -> None:
+    out.append(f"# HELP {name} {help_text}")
+    out.append(f"# TYPE {name} {kind}")
+
+
+def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
+    """The whole /metrics body for the device's current state."""
+    sched = device.scheduler
+    thermal = device.thermal
+    plan = device.plan
+    model = _labels({"model_name": served_model_name})
+    out: list[str] = []
+
+    def vllm(name: str, kind: str, help_text: str, value: float) -> None:
+        _family(out, name, kind, help_text)
+        out.append(f"{name}{model} {float(value)!r}")
+
+    vllm(
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        len(sched.running),
+    )
+    vllm(
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        len(sched.waiting),
+    )
+    vllm(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        sched.kv_usage,
+    )
+    vllm(
+        "vllm:num_preemptions_total",
+        "counter",
+        "Cumulative number of preemption from the engine.",
+        sched.num_preemptions_total,
+    )
+    vllm(
+        "vllm:prompt_tokens_total",
+        "counter",
+        "Number of prefill tokens processed.",
+        sched.prompt_tokens_total,
+    )
+    vllm(
+        "vllm:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        sched.generation_tokens_total,
+    )
+    _family(
+        out,
+        "vllm:request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+    )
+    for reason, count in sched.finished_total.items():
+        labels = _labels({"finished_reason": reason, "model_name": served_model_name})
+        out.append(f"vllm:request_success_total{labels} {float(count)!r}")
+    _family(out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
+    cache = _labels(
+        {
+            "block_size": str(BLOCK_SIZE_TOKENS),
+            "cache_dtype": "auto" if device.kv_dtype == "bf16" else "fp8",
+            "enable_prefix_caching": "False",
+            "gpu_memory_utilization": str(device.gpu_memory_utilization),
+            "num_cpu_blocks": "0",
+            "num_gpu_blocks": str(plan.num_blocks),
+        }
+    )
+    out.append(f"vllm:cache_config_info{cache} 1.0")
+
+    gpu = device.gpu
+    dcgm = _labels(
+        {
+            "gpu": "0",
+            "UUID": uuid,
+            "pci_bus_id": "00000000:01:00.0",
+            "device": "nvidia0",
+            "modelName": gpu.nvml_name,
+        }
+    )
+    # vLLM preallocates its whole budget at start-up, so used memory is flat under any load.
+    used_mib = plan.requested_bytes // _MIB
+    total_mib = gpu.memory_bytes // _MIB
+    dcgm_values: tuple[tuple[str, str, str], ...] = (
+        ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", str(round(thermal.sm_clock_mhz))),
+        ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", str(gpu.mem_clock_mhz)),
+        ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", str(round(thermal.temp_c))),
+        ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", f"{thermal.power_w:.3f}"),
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", str(round(100 * thermal.util_frac))),
+        ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", str(total_mib - used_mib)),
+        ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", str(used_mib)),
+        (
+            "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+            "Current clock throttle reasons (NVML bitmask).",
+            str(thermal.throttle_reasons),
+        ),
+    )
+    for name, help_text, value in dcgm_values:
+        _family(out, name, "gauge", help_text)
+        out.append(f"{name}{dcgm} {value}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,208 @@
+"""The GPU profile: the simulated engine core driven on the HTTP server's event loop.
+
+Contract (the `Profile` seam in profile.py): the server calls `start` for each parsed request and
+`cancel` when a client goes away; the profile runs one iteration at a time, each as a
+deadline at its roofline end time (`DeadlineScheduler`: a timerfd, tens of microseconds late at
+most, where `loop.call_at` would be a millisecond off), and on completion writes one token per
+decoding sequence (and the first token when a chunked prefill completes) through the request's
+`TokenSink`; a request's last token carries its finish reason. Nothing blocks and nothing runs in
+threads. `prometheus_text()` exposes vLLM's and dcgm-exporter's names, and `max_model_len` tells
+the server which requests to reject.
+
+`GpuProfileSpec` is the picklable recipe the server's process runner sends to the server process;
+`spec.build()` raises `CatalogError` for unknown names and `ModelDoesNotFit` when the weights leave
+no room for a KV cache, both with a message fit for one CLI line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Final
+
+from gputui.sim.catalog import check_precision, get_gpu, get_model
+from gputui.sim.deadlines import DeadlineScheduler
+from gputui.sim.device import SimDevice, make_device
+from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
+from gputui.sim.profile import SimRequest, TokenSink
+from gputui.sim.scheduler import Iteration
+
+LATE_TOLERANCE_NS: Final = 2_000_000
+"""When an iteration's callback runs less than this late, the next iteration starts at the planned
+end time, so event-loop jitter does not slow the simulated GPU down; later than that, the GPU is
+deemed to have idled (as a real engine would while its CPU side is stalled)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProfileSpec:
+    """Everything needed to build a `GpuProfile` in another process (plain, picklable values)."""
+
+    gpu: str
+    model: str
+    precision: str = "bf16"
+    kv_dtype: str = "bf16"
+    gpu_memory_utilization: float = 0.9
+    max_num_seqs: int | None = None
+    """None: vLLM's default for the GPU (256, or 1024 on >= 70 GiB non-A100 cards)."""
+    max_batched_tokens: int | None = None
+    """None: vLLM's default for the GPU (2048, or 8192 on >= 70 GiB non-A100 cards)."""
+    seed: int = 0
+    served_model_name: str = ""
+    """Name reported in /v1/models and the `model_name` label; empty means the catalog name."""
+
+    def __post_init__(self) -> None:
+        if not self.served_model_name:
+            object.__setattr__(self, "served_model_name", self.model)
+
+    def build_device(self) -> SimDevice:
+        """Validate the names and sizes and build the simulated engine core."""
+        precision, kv_dtype = check_precision(self.precision, self.kv_dtype)
+        return make_device(
+            get_gpu(self.gpu),
+            get_model(self.model),
+            precision,
+            kv_dtype,
+            self.gpu_memory_utilization,
+            self.max_num_seqs,
+            self.max_batched_tokens,
+            self.seed,
+        )
+
+    def build(self) -> GpuProfile:
+        """Build the profile (raises `CatalogError` or `ModelDoesNotFit`)."""
+        return GpuProfile(
+            self.build_device(),
+            self.served_model_name,
+            simulated_uuid(self.gpu, self.seed),
+        )
+
+
+class GpuProfile:
+    """Serves requests with the timing of a simulated GPU (see the module docstring)."""
+
+    name: str = "gpu"
+
+    def __init__(
+        self,
+        device: SimDevice,
+        served_model_name: str,
+        uuid: str,
+        *,
+        use_timerfd: bool | None = None,
+    ) -> None:
+        self.device = device
+        self.served_model_name = served_model_name
+        self.uuid = uuid
+        self._use_timerfd = use_timerfd
+        """None: a timerfd where available; False forces the loop's timers."""
+        self._deadlines: DeadlineScheduler | None = None
+        self._sinks: dict[int, TokenSink] = {}
+        self._busy = False
+        self._closed = False
+        self._idle_since_ns = time.perf_counter_ns()
+        """When the device last ran out of work (meaningful while not busy)."""
+
+    @property
+    def max_model_len(self) -> int:
+        """Longest prompt + max_tokens served (the model's limit or the whole KV pool)."""
+        return self.device.max_model_len
+
+    def summary(self) -> str:
+        """One line for the server's start-up log: what was simulated and how the memory splits."""
+        d = self.device
+        p = d.plan
+        s = d.scheduler
+        return (
+            f"{d.gpu.name} / {d.model.name} {d.precision} (KV {d.kv_dtype}): weights "
+            f"{p.weight_bytes / 1e9:.1f} GB, reserve {p.reserve_bytes / 1e9:.1f} GB, KV pool "
+            f"{p.kv_pool_bytes / 1e9:.1f} GB = {p.num_blocks} blocks ({p.capacity_tokens} tokens); "
+            f"max_num_seqs {s.max_num_seqs}, max_batched_tokens {s.max_batched_tokens}, "
+            f"max_model_len {self.max_model_len}"
+        )
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Create the deadline scheduler on the server's loop; the card is idle from now."""
+        self._deadlines = DeadlineScheduler(loop, use_timerfd=self._use_timerfd)
+        self._idle_since_ns = time.perf_counter_ns()
+
+    def start(self, request: SimRequest, sink: TokenSink) -> None:
+        """Queue a request; one longer than `max_model_len` is cut to fit (finish "length")."""
+        if self._deadlines is None:
+            raise RuntimeError("GpuProfile.bind(loop) must be called before use")
+        limit = self.max_model_len
+        if request.prompt_tokens >= limit or request.max_tokens < 1:
+            sink.finish("length")  # the server rejects these first; never let them stall the queue
+            return
+        if request.prompt_tokens < 1:
+            request = dataclasses.replace(request, prompt_tokens=1)  # BOS: vLLM never sees 0
+        if request.prompt_tokens + request.max_tokens > limit:
+            request = dataclasses.replace(request, max_tokens=limit - request.prompt_tokens)
+        self.device.scheduler.add(request)
+        self._sinks[request.request_id] = sink
+        if not self._busy and not self._closed:
+            now_ns = time.perf_counter_ns()
+            self._catch_up_idle(now_ns)
+            self._launch(now_ns)
+
+    def cancel(self, request_id: int) -> None:
+        """Release a request's KV blocks and stop writing to it."""
+        self._sinks.pop(request_id, None)
+        self.device.scheduler.cancel(request_id)
+
+    def close(self) -> None:
+        """Stop scheduling (server shutdown); in-flight requests are abandoned."""
+        self._closed = True
+        if self._deadlines is not None:
+            self._deadlines.close()
+
+    def prometheus_text(self) -> str:
+        """The vLLM and DCGM metrics of the simulated server and card, brought up to date."""
+        if not self._busy:
+            self._catch_up_idle(time.perf_counter_ns())
+        return render_metrics(self.device, self.served_model_name, self.uuid)
+
+    def _catch_up_idle(self, now_ns: int) -> None:
+        self.device.idle((now_ns - self._idle_since_ns) / 1e9)
+        self._idle_since_ns = now_ns
+
+    def _launch(self, start_ns: int) -> None:
+        it = self.device.begin()
+        if it is None or self._deadlines is None:
+            self._busy = False
+            self._idle_since_ns = start_ns
+            return
+        self._busy = True
+        end_ns = start_ns + round(it.duration_s * 1e9)
+        self._deadlines.call_at_ns(end_ns, partial(self._on_iteration_done, it, end_ns))
+
+    def _on_iteration_done(self, it: Iteration, end_ns: int) -> None:
+        if self._closed:
+            return
+        result = self.device.end(it)
+        sinks = self._sinks
+        finished = dict(result.finished)
+        for rid, count in result.emitted.items():
+            sink = sinks.get(rid)
+            if sink is None:
+                continue
+            reason = finished.get(rid)
+            if sink.closed:
+                if reason is None:
+                    self.cancel(rid)  # the client left and the server did not tell us yet
+                else:
+                    del sinks[rid]
+            elif reason is None:
+                sink.emit_tokens(count)
+            else:
+                sink.emit_tokens(count, reason)
+                del sinks[rid]
+        now_ns = time.perf_counter_ns()
+        late_ns = now_ns - end_ns
+        if late_ns > LATE_TOLERANCE_NS:
+            self.device.idle(late_ns / 1e9)
+            self._launch(now_ns)
+        else:
+            self._launch(end_ns)

@@ -1,0 +1,229 @@
+"""GpuProfile on a real asyncio loop with a fake TokenSink; the spec; the /metrics text."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import pickle
+import time
+
+import pytest
+
+from gputui.sim.catalog import CatalogError
+from gputui.sim.device import ModelDoesNotFit
+from gputui.sim.gpu_profile import GpuProfile, GpuProfileSpec
+from gputui.sim.profile import Profile, SimRequest
+
+
+class FakeSink:
+    """Records what the profile writes, like the server's sink (ends at a finish reason)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.tokens = 0
+        self.stamps_ns: list[int] = []
+        self.finish_reason: str | None = None
+        self.done = loop.create_future()
+        self.token_written = asyncio.Event()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+        assert not self._closed
+        self.tokens += count
+        self.stamps_ns.append(time.perf_counter_ns())
+        self.token_written.set()
+        if finish_reason is not None:
+            self.finish(finish_reason)
+
+    def finish(self, finish_reason: str) -> None:
+        assert not self._closed
+        self.finish_reason = finish_reason
+        self._closed = True
+        self.done.set_result(None)
+
+    def disconnect(self) -> None:
+        self._closed = True
+
+    async def wait_for_tokens(self, n: int) -> None:
+        while self.tokens < n:
+            self.token_written.clear()
+            await asyncio.wait_for(self.token_written.wait(), timeout=5.0)
+
+
+def req(rid: int, prompt: int = 100, max_tokens: int = 20) -> SimRequest:
+    return SimRequest(rid, 0, prompt, max_tokens, 0, True, True, "llama-3.1-8b")
+
+
+def parse(text: str) -> dict[str, float]:
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            samples[key] = float(value)
+    return samples
+
+
+def value(samples: dict[str, float], name: str) -> float:
+    (match,) = [v for k, v in samples.items() if k.split("{")[0] == name]
+    return match
+
+
+@pytest.fixture
+def profile() -> GpuProfile:
+    return GpuProfileSpec("h200", "llama-3.1-8b", seed=1).build()
+
+
+def test_spec_is_picklable_and_defaults_served_name() -> None:
+    spec = GpuProfileSpec("a100-80gb-pcie", "llama-3.1-8b", precision="fp8", max_num_seqs=64)
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    built = spec.build()
+    assert built.served_model_name == "llama-3.1-8b"
+    assert built.device.scheduler.max_num_seqs == 64
+    assert built.device.scheduler.max_batched_tokens == 2048  # vLLM's A100 default
+    assert GpuProfileSpec("h200", "llama-3.1-8b").build().device.scheduler.max_num_seqs == 1024
+    assert (
+        GpuProfileSpec("h200", "llama-3.1-8b", served_model_name="x").build().served_model_name
+        == "x"
+    )
+    assert "blocks" in built.summary()
+    as_profile: Profile = built  # structurally a Profile (checked by mypy)
+    assert as_profile.name == "gpu"
+
+
+def test_24gb_refuses_qwen14b_bf16_and_48gb_accepts_it() -> None:
+    with pytest.raises(
+        ModelDoesNotFit, match=r"qwen2\.5-14b bf16 needs 29\.5 GB of weights"
+    ) as err:
+        GpuProfileSpec("rtx4090-24gb", "qwen2.5-14b").build()
+    assert "rtx4090-24gb has 25.8 GB" in str(err.value)
+    assert "short by" in str(err.value)
+    assert GpuProfileSpec("rtx4090-48gb", "qwen2.5-14b").build().device.plan.fits
+    assert GpuProfileSpec("rtx4090-24gb", "qwen2.5-14b", precision="fp8").build().device.plan.fits
+
+
+def test_unknown_names_raise_catalog_errors() -> None:
+    with pytest.raises(CatalogError, match="choose one of"):
+        GpuProfileSpec("rtx5090", "llama-3.1-8b").build()
+    with pytest.raises(CatalogError, match="precision"):
+        GpuProfileSpec("h200", "llama-3.1-8b", precision="fp4").build()
+
+
+def test_start_requires_bind(profile: GpuProfile) -> None:
+    with pytest.raises(RuntimeError, match="bind"):
+        profile.start(req(1), FakeSink(asyncio.new_event_loop()))
+
+
+async def test_streams_every_token_with_roofline_timing(profile: GpuProfile) -> None:
+    loop = asyncio.get_running_loop()
+    profile.bind(loop)
+    sinks = [FakeSink(loop) for _ in range(4)]
+    started_ns = time.perf_counter_ns()
+    for rid, sink in enumerate(sinks):
+        profile.start(req(rid), sink)
+    await asyncio.wait_for(asyncio.gather(*(s.done for s in sinks)), timeout=5.0)
+    elapsed = (time.perf_counter_ns() - started_ns) / 1e9
+    assert [(s.tokens, s.finish_reason) for s in sinks] == [(20, "length")] * 4
+    # 1 prefill pass + 19 decode passes, each at least the weight read at 82 % of 4.8 TB/s.
+    weight_read_s = profile.device.roofline.weight_bytes / (4800e9 * 0.82)
+    assert elapsed >= 20 * weight_read_s
+    assert elapsed < 2.0
+    stamps = sinks[0].stamps_ns
+    gaps_s = [(b - a) / 1e9 for a, b in itertools.pairwise(stamps)]
+    assert min(gaps_s) >= weight_read_s  # never early: a deadline is never before the roofline
+    samples = parse(profile.prometheus_text())
+    assert value(samples, "vllm:generation_tokens_total") == 80
+    assert value(samples, "vllm:prompt_tokens_total") == 400
+    assert value(samples, "vllm:num_requests_running") == 0
+    assert value(samples, "vllm:kv_cache_usage_perc") == 0.0
+    assert (
+        samples['vllm:request_success_total{finished_reason="length",model_name="llama-3.1-8b"}']
+        == 4
+    )
+    profile.close()
+
+
+async def test_cancel_stops_tokens_and_frees_blocks(profile: GpuProfile) -> None:
+    loop = asyncio.get_running_loop()
+    profile.bind(loop)
+    gone, stays = FakeSink(loop), FakeSink(loop)
+    profile.start(req(1, max_tokens=200), gone)
+    profile.start(req(2, max_tokens=30), stays)
+    await gone.wait_for_tokens(3)
+    gone.disconnect()
+    profile.cancel(1)
+    tokens_at_cancel = gone.tokens
+    await asyncio.wait_for(stays.done, timeout=5.0)
+    assert gone.tokens == tokens_at_cancel
+    assert stays.tokens == 30
+    sched = profile.device.scheduler
+    assert sched.free_blocks == sched.num_blocks
+    assert sched.finished_total["abort"] == 1
+    profile.close()
+
+
+async def test_closed_sink_without_cancel_is_dropped(profile: GpuProfile) -> None:
+    loop = asyncio.get_running_loop()
+    profile.bind(loop)
+    sink = FakeSink(loop)
+    profile.start(req(1, max_tokens=500), sink)
+    await sink.wait_for_tokens(2)
+    sink.disconnect()
+    await asyncio.sleep(0.05)
+    assert not profile.device.scheduler.has_work
+    profile.close()
+
+
+async def test_overlong_request_is_cut_to_max_model_len() -> None:
+    profile = GpuProfileSpec("h200", "llama-3.1-8b", gpu_memory_utilization=0.13).build()
+    limit = profile.max_model_len
+    assert limit == profile.device.plan.capacity_tokens < 131_072
+    loop = asyncio.get_running_loop()
+    profile.bind(loop)
+    too_long, cut = FakeSink(loop), FakeSink(loop)
+    profile.start(req(1, prompt=limit), too_long)
+    assert (too_long.tokens, too_long.finish_reason) == (0, "length")
+    profile.start(req(2, prompt=limit - 5, max_tokens=100), cut)
+    await asyncio.wait_for(cut.done, timeout=5.0)
+    assert (cut.tokens, cut.finish_reason) == (5, "length")
+    profile.close()
+
+
+def test_metrics_text_names_types_and_labels(profile: GpuProfile) -> None:
+    text = profile.prometheus_text()
+    for name, kind in [
+        ("vllm:num_requests_running", "gauge"),
+        ("vllm:num_requests_waiting", "gauge"),
+        ("vllm:kv_cache_usage_perc", "gauge"),
+        ("vllm:num_preemptions_total", "counter"),
+        ("vllm:prompt_tokens_total", "counter"),
+        ("vllm:generation_tokens_total", "counter"),
+        ("vllm:cache_config_info", "gauge"),
+        ("DCGM_FI_DEV_GPU_TEMP", "gauge"),
+        ("DCGM_FI_DEV_SM_CLOCK", "gauge"),
+        ("DCGM_FI_DEV_MEM_CLOCK", "gauge"),
+        ("DCGM_FI_DEV_FB_USED", "gauge"),
+        ("DCGM_FI_DEV_FB_FREE", "gauge"),
+        ("DCGM_FI_DEV_POWER_USAGE", "gauge"),
+        ("DCGM_FI_DEV_GPU_UTIL", "gauge"),
+        ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge"),
+    ]:
+        assert f"# TYPE {name} {kind}\n" in text
+        assert f"# HELP {name} " in text
+    blocks = profile.device.plan.num_blocks
+    assert 'block_size="16"' in text
+    assert f'num_gpu_blocks="{blocks}"' in text
+    samples = parse(text)
+    dcgm_labels = (
+        f'{{gpu="0",UUID="{profile.uuid}",pci_bus_id="00000000:01:00.0",device="nvidia0",'
+        'modelName="NVIDIA H200"}'
+    )
+    total_mib = 143771
+    used = samples["DCGM_FI_DEV_FB_USED" + dcgm_labels]
+    assert used + samples["DCGM_FI_DEV_FB_FREE" + dcgm_labels] == total_mib
+    assert used == pytest.approx(0.9 * total_mib, abs=1)
+    assert samples["DCGM_FI_DEV_MEM_CLOCK" + dcgm_labels] == 3201
+    assert profile.uuid.startswith("GPU-")
+    assert profile.uuid == GpuProfileSpec("h200", "llama-3.1-8b", seed=1).build().uuid
