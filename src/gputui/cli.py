@@ -133,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="headless sweep: one line per step, a snapshot JSON")
     _add_run_arguments(run)
+    demo = commands.add_parser("demo", help="sweep the built-in simulated GPU server (default)")
+    from gputui.demo import add_demo_arguments
+
+    add_demo_arguments(demo)
     sim = commands.add_parser("sim", help="the built-in simulated inference server")
     from gputui.sim.command import add_sim_arguments
 
@@ -153,8 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.sim.command import run_sim_command
 
             return run_sim_command(args)
-        parser.print_help()
-        return 0
+        if args.command is None:
+            args = parser.parse_args(["demo"])
+        from gputui.demo import run_demo
+
+        return run_demo(args, parser)
     except GputuiError as exc:
         sys.stderr.write(f"gputui: {exc}\n")
         return exc.exit_code

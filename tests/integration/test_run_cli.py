@@ -190,3 +190,33 @@ def test_interrupted_run_saves_what_it_measured(
     assert second.requests_ok > 0
     assert second.requests_failed == 0  # requests aborted by the signal are not failures
     assert "incomplete" in stdout
+
+
+def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
+    out = tmp_path / "demo.json"
+    result = subprocess.run(
+        [
+            *GPUTUI,
+            "demo",
+            "--concurrency",
+            "1,8",
+            "--step-seconds",
+            "2",
+            "--warmup-seconds",
+            "1",
+            "--output-tokens",
+            "32",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, result.stderr
+    snap = load_snapshot(out)
+    one, eight = snap.steps
+    assert one.requests_failed == 0
+    assert eight.requests_failed == 0
+    # Batching: eight streams give several times the single stream's token rate (not 8x).
+    assert 3.0 < eight.output_tokens_per_s / one.output_tokens_per_s < 8.0
