@@ -5,10 +5,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from gputui.metrics.capacity import Capacity
+from gputui.metrics.knee import Knee
 from gputui.metrics.sla import Sla, step_meets_sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.snapshot.models import (
+    CapacityModel,
     Client,
+    KneeModel,
     Network,
     SlaBounds,
     Snapshot,
@@ -103,6 +107,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     v1 = {"schema_version", "gputui_version", "created_at", "label", "complete", "target"}
     v1 |= {"workload", "sla", "steps", "network", "client"}
     added_in_v1 = {"plan", "interrupted_by", "requests_cancelled"}  # optional, with defaults
+    added_in_v1 |= {"knee", "capacity", "capacity_reason", "validation", "bursts"}
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1
     assert set(data["target"]) == {"url", "model", "endpoint", "backend", "server_header"}
@@ -149,10 +154,10 @@ def test_defaults_and_optional_sections() -> None:
 
 
 def test_models_are_frozen_and_keep_unknown_keys() -> None:
-    snap = make_snapshot(knee={"level": 16})
+    snap = make_snapshot(telemetry={"gpu": [{"index": 0}]})
     with pytest.raises(ValidationError):
         snap.__setattr__("complete", False)
-    assert snap.model_dump(mode="json")["knee"] == {"level": 16}
+    assert snap.model_dump(mode="json")["telemetry"] == {"gpu": [{"index": 0}]}
 
 
 @pytest.mark.parametrize("created_at", ["2026-05-01T12:00:00", "yesterday"])
@@ -166,3 +171,50 @@ def test_bad_step_mode_is_rejected() -> None:
     data["steps"][0]["mode"] = "burst"
     with pytest.raises(ValidationError, match="mode"):
         Snapshot.model_validate(data)
+
+
+def test_knee_and_capacity_sections_from_the_metrics() -> None:
+    knee = Knee(16.0, "concurrency", "gain_per_doubling", "the knee is 16", index=4)
+    capacity = Capacity(
+        level=24.0,
+        mode="concurrency",
+        output_tokens_per_s=1500.0,
+        requests_per_s=6.25,
+        ttft_p95_s=0.4,
+        tpot_p95_s=0.02,
+        error_rate=0.0,
+    )
+    snap = make_snapshot(
+        knee=KneeModel.from_knee(knee),
+        capacity=CapacityModel.from_capacity(capacity),
+        capacity_reason="concurrency 24 is the highest level that met every SLA bound",
+        validation={"rate_per_s": 5.0, "sla_ok": True},
+        bursts=[{"peak_rate_per_s": 10.0, "recovered_s": 12.5}],
+    )
+    data = snap.model_dump(mode="json")
+    assert data["knee"] == {
+        "level": 16.0,
+        "mode": "concurrency",
+        "method": "gain_per_doubling",
+        "reason": "the knee is 16",
+    }
+    assert data["capacity"] == {
+        "level": 24.0,
+        "mode": "concurrency",
+        "output_tokens_per_s": 1500.0,
+        "requests_per_s": 6.25,
+        "ttft_p95_s": 0.4,
+        "tpot_p95_s": 0.02,
+        "error_rate": 0.0,
+    }
+    assert data["bursts"] == [{"peak_rate_per_s": 10.0, "recovered_s": 12.5}]
+    assert Snapshot.model_validate(data) == snap
+
+
+def test_files_without_the_analysis_sections_still_load() -> None:
+    data = make_snapshot().model_dump(mode="json")
+    for key in ("knee", "capacity", "capacity_reason", "validation", "bursts"):
+        del data[key]
+    snap = Snapshot.model_validate(data)
+    assert (snap.knee, snap.capacity, snap.capacity_reason) == (None, None, None)
+    assert (snap.validation, snap.bursts) == (None, ())

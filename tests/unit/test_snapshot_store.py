@@ -32,12 +32,12 @@ def test_file_is_indented_json(tmp_path: Path) -> None:
 def test_unknown_keys_survive_a_load_and_save(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     data = make_snapshot().model_dump(mode="json")
-    data["knee"] = {"level": 16.0}
+    data["telemetry"] = {"gpu": [{"index": 0}]}
     data["steps"][0]["gpu_util_mean"] = 0.97
     path.write_bytes(orjson.dumps(data))
     save_snapshot(load_snapshot(path), path)
     again = orjson.loads(path.read_bytes())
-    assert again["knee"] == {"level": 16.0}
+    assert again["telemetry"] == {"gpu": [{"index": 0}]}
     assert again["steps"][0]["gpu_util_mean"] == 0.97
 
 

@@ -2,7 +2,9 @@
 
 from gputui.snapshot.models import (
     SCHEMA_VERSION,
+    CapacityModel,
     Client,
+    KneeModel,
     Network,
     SlaBounds,
     Snapshot,
@@ -18,7 +20,9 @@ from gputui.snapshot.store import load_snapshot, save_snapshot
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CapacityModel",
     "Client",
+    "KneeModel",
     "Network",
     "SlaBounds",
     "Snapshot",

@@ -9,8 +9,12 @@ from gputui.engine.load import LoadMode
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.session import Session
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee import knee_from_steps
 from gputui.snapshot.models import (
+    CapacityModel,
     Client,
+    KneeModel,
     Network,
     SlaBounds,
     Snapshot,
@@ -49,6 +53,9 @@ class RunInfo:
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     """The snapshot of everything the session measured."""
     status = session.status
+    results = session.finished_steps()
+    knee = knee_from_steps(results, mode=info.mode) if results else None
+    capacity = qualified_capacity(results, session.sla) if results else None
     extra_body = {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
     return Snapshot(
         label=info.label,
@@ -71,7 +78,13 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             input_tokens_method="approximate (common words; measured from usage)",
         ),
         sla=SlaBounds.from_sla(session.sla),
-        steps=tuple(step_from_result(result) for result in session.finished_steps()),
+        steps=tuple(step_from_result(result) for result in results),
+        knee=KneeModel.from_knee(knee.knee) if knee and knee.knee else None,
+        knee_reason=knee.reason if knee else "no finished step",
+        capacity=CapacityModel.from_capacity(capacity.capacity)
+        if capacity and capacity.capacity
+        else None,
+        capacity_reason=capacity.reason if capacity else "no finished step",
         network=Network(
             rtt_s=Stats.from_summary(session.rtt_summary()),
             probe_path=info.probe_path,

@@ -2,10 +2,10 @@
 
 Contract: the JSON keys are an interface that other tools read, so names never change within a
 schema version. Every model is frozen and accepts keys it does not know (`extra="allow"`), so a file
-written by a newer *minor* gputui (same `schema_version`, extra keys such as knee, capacity or
-telemetry) still loads and re-saves without losing them; an incompatible change bumps
-`SCHEMA_VERSION`, which `store.load_snapshot` refuses with a clear message. Times are seconds as
-floats; `created_at` is the one wall-clock value of a run (ISO 8601 with a timezone).
+written by a newer *minor* gputui (same `schema_version`, extra keys such as telemetry) still loads
+and re-saves without losing them; an incompatible change bumps `SCHEMA_VERSION`, which
+`store.load_snapshot` refuses with a clear message. Times are seconds as floats; `created_at` is
+the one wall-clock value of a run (ISO 8601 with a timezone).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, field_validator
 
 from gputui import __version__
+from gputui.metrics.capacity import Capacity
+from gputui.metrics.knee import Knee
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepMode, StepResult
 from gputui.metrics.summary import Summary
@@ -156,6 +158,46 @@ class Client(_Model):
     connections_opened: NonNegativeInt | None = None
 
 
+class KneeModel(_Model):
+    """Where throughput stopped growing usefully; semantics in `gputui.metrics.knee`."""
+
+    level: float
+    mode: StepMode
+    method: str
+    """Either "gain_per_doubling" or "kneedle"; a plain str, so a newer minor's method loads."""
+    reason: str
+
+    @classmethod
+    def from_knee(cls, knee: Knee) -> KneeModel:
+        """Snapshot form of a metrics Knee (its step index is not kept: steps can be re-ordered)."""
+        return cls(level=knee.level, mode=knee.mode, method=knee.method, reason=knee.reason)
+
+
+class CapacityModel(_Model):
+    """The SLA-qualified capacity and the numbers measured there; see `gputui.metrics.capacity`."""
+
+    level: float
+    mode: StepMode
+    output_tokens_per_s: NonNegativeFloat
+    requests_per_s: NonNegativeFloat
+    ttft_p95_s: float | None = None
+    tpot_p95_s: float | None = None
+    error_rate: float | None = None
+
+    @classmethod
+    def from_capacity(cls, capacity: Capacity) -> CapacityModel:
+        """Snapshot form of a metrics Capacity."""
+        return cls(
+            level=capacity.level,
+            mode=capacity.mode,
+            output_tokens_per_s=capacity.output_tokens_per_s,
+            requests_per_s=capacity.requests_per_s,
+            ttft_p95_s=capacity.ttft_p95_s,
+            tpot_p95_s=capacity.tpot_p95_s,
+            error_rate=capacity.error_rate,
+        )
+
+
 def now_iso() -> str:
     """The wall-clock time for `created_at` (the one wall-clock value a snapshot holds)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -182,6 +224,16 @@ class Snapshot(_Model):
     """The signal or reason that ended an incomplete run."""
     requests_cancelled: NonNegativeInt = 0
     """In-flight requests aborted at the end of an interrupted run (in no step's counts)."""
+    knee: KneeModel | None = None
+    knee_reason: str | None = None
+    """How the knee was found, or why there is none (see `metrics.knee`)."""
+    capacity: CapacityModel | None = None
+    capacity_reason: str | None = None
+    """Why `capacity` is that level, or why there is none (see `metrics.capacity`)."""
+    validation: dict[str, Any] | None = None
+    """The rate hold near the knee that confirms the capacity (written by the engine)."""
+    bursts: tuple[dict[str, Any], ...] = ()
+    """Burst-and-recovery checks, one object per burst (written by the engine)."""
 
     @field_validator("created_at")
     @classmethod

@@ -1,0 +1,380 @@
+"""The live controller: the typed API the TUI drives, and the one immutable view it reads.
+
+Contract: `LiveController` owns a Session (engine process + statistics) and an optional telemetry
+sampler. The UI calls its small command API (`step_up`, `step_down`, `cycle_factor`,
+`toggle_mode`, `toggle_pause`, `burst`, `save`) and reads `view()`, a frozen `LiveView` rebuilt only
+when something changed. Nothing here imports Textual, so everything the TUI shows can be driven and
+tested headless. An unreachable target is a state (`target_state`), retried every 2 s, not an error.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from gputui.engine.load import LoadMode
+from gputui.engine.preflight import preflight
+from gputui.engine.process import EngineConfig
+from gputui.errors import GputuiError
+from gputui.metrics.capacity import Capacity, qualified_capacity
+from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.session import Session, StatsFrame
+from gputui.snapshot.assemble import RunInfo, build_snapshot
+from gputui.snapshot.store import save_snapshot
+from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
+
+EventKind = Literal["info", "error", "throttle", "preemption", "sla"]
+_RETRY_S = 2.0
+_MAX_EVENTS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSettings:
+    """What a live session needs (built by the CLI from flags or a scenario)."""
+
+    engine: EngineConfig
+    sla: Sla
+    warmup_s: float = 5.0
+    window_s: float = 30.0
+    start_mode: LoadMode = "concurrency"
+    start_level: float = 1.0
+    factor: float = 2.0
+    burst_size: int = 16
+    snapshot_dir: Path = Path()
+    label: str | None = None
+    gpu_description: str | None = None
+    """For a simulated target, the card and model it simulates."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEvent:
+    """One line of the event log."""
+
+    t_s: float
+    """Seconds since the session started."""
+    kind: EventKind
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveView:
+    """Everything the live screen shows, at one instant (never mutated)."""
+
+    seq: int
+    target_url: str
+    model: str
+    target_state: str
+    """"connecting", "ok", or "unreachable: <reason>"."""
+    backend: str | None
+    mode: LoadMode
+    level: float
+    factor: float
+    paused: bool
+    session_s: float
+    frame: StatsFrame | None
+    steps: tuple[StepResult, ...]
+    knee: Knee | None
+    knee_reason: str
+    capacity: Capacity | None
+    capacity_reason: str
+    telemetry: TelemetryFrame | None
+    traces: Traces | None
+    """Recent telemetry history for the GPU traces."""
+    events: tuple[LiveEvent, ...]
+    sla: Sla
+    gpu_description: str | None
+    last_saved: Path | None = None
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+
+class LiveController:
+    """Drives one live session (see the module docstring)."""
+
+    def __init__(self, settings: LiveSettings, telemetry: TelemetrySampler | None = None) -> None:
+        self.settings = settings
+        self._telemetry = telemetry
+        self._session = Session(
+            settings.engine,
+            settings.sla,
+            warmup_s=settings.warmup_s,
+            window_s=settings.window_s,
+            on_step_finished=self._step_finished,
+        )
+        self._lock = threading.Lock()
+        self._mode: LoadMode = settings.start_mode
+        self._level = settings.start_level
+        self._factor = settings.factor
+        self._paused = False
+        self._target_state = "connecting"
+        self._backend: str | None = None
+        self._events: deque[LiveEvent] = deque(maxlen=_MAX_EVENTS)
+        self._errors_seen: Counter[str] = Counter()
+        self._throttled: dict[int, tuple[str, ...]] = {}
+        self._preemptions: int | None = None
+        self._stopping = threading.Event()
+        self._started_ns = time.perf_counter_ns()
+        self._view: LiveView | None = None
+        self._view_key: tuple[object, ...] = ()
+        self._seq = 0
+        self._last_saved: Path | None = None
+        self._running = False
+        self._starter: threading.Thread | None = None
+
+    # lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connect in the background (retrying) and then apply the starting load."""
+        if self._telemetry is not None:
+            self._telemetry.start()
+        self._starter = threading.Thread(target=self._connect, name="gputui-connect", daemon=True)
+        self._starter.start()
+
+    def _connect(self) -> None:
+        client = self.settings.engine.client
+        while not self._stopping.is_set():
+            try:
+                checked = preflight(
+                    client.target, client.model, api_key=client.api_key, timeout_s=5.0
+                )
+            except GputuiError as exc:
+                state = f"unreachable: {exc}"
+                if state != self._target_state:
+                    self._event("error", f"target {state}; retrying every {_RETRY_S:g} s")
+                self._target_state = state
+                self._stopping.wait(_RETRY_S)
+                continue
+            self._backend = _backend_from_server(checked.server_header)
+            break
+        if self._stopping.is_set():
+            return
+        self._session.start()
+        self._running = True
+        self._target_state = "ok"
+        self._event("info", f"connected to {client.target.base_url}")
+        self._apply()
+
+    def stop(self, *, save: bool = True, label: str | None = None) -> Path | None:
+        """End the session; save a snapshot of what was measured (unless nothing was)."""
+        self._stopping.set()
+        if self._starter is not None:
+            self._starter.join(timeout=10.0)
+        path = None
+        if self._running:
+            self._session.stop(cancel=True, drain_timeout_s=5.0)
+            self._running = False
+            if save and self._session.finished_steps():
+                path = self._save(label or self.settings.label, complete=True)
+        if self._telemetry is not None:
+            self._telemetry.stop()
+        return path
+
+    # commands (the UI's control API) ------------------------------------------------------------
+    def step_up(self) -> None:
+        """Multiply the load by the factor (concurrency: at least +1)."""
+        with self._lock:
+            self._level = self._scaled(self._level, self._factor)
+        self._apply()
+
+    def step_down(self) -> None:
+        """Divide the load by the factor (never below the minimum)."""
+        with self._lock:
+            self._level = self._scaled(self._level, 1 / self._factor)
+        self._apply()
+
+    def cycle_factor(self, direction: int) -> float:
+        """`]` raises the step factor, `[` lowers it: 1.25, 1.5, 2, 3, 4."""
+        choices = (1.25, 1.5, 2.0, 3.0, 4.0)
+        with self._lock:
+            i = min(range(len(choices)), key=lambda k: abs(choices[k] - self._factor))
+            self._factor = choices[max(0, min(len(choices) - 1, i + direction))]
+            self._event("info", f"step factor x{self._factor:g}")
+            return self._factor
+
+    def toggle_mode(self) -> None:
+        """Switch closed loop <-> open loop at about the same load as now."""
+        frame = self._session.latest
+        with self._lock:
+            if self._mode == "concurrency":
+                rate = frame.window.requests_per_s if frame and frame.window.requests_per_s else 0
+                self._mode, self._level = "rate", round(max(rate, 0.1), 2)
+            else:
+                in_flight = frame.in_flight if frame else 1
+                self._mode, self._level = "concurrency", float(max(1, in_flight))
+        self._apply()
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume sending; resuming starts a new step."""
+        with self._lock:
+            self._paused = not self._paused
+            paused = self._paused
+        if not self._running:
+            return paused
+        if paused:
+            self._session.pause()
+            self._event("info", "paused: no new requests")
+        else:
+            self._session.resume()
+            self._apply()
+        return paused
+
+    def burst(self) -> int:
+        """Fire the burst on top of the load."""
+        if self._running:
+            self._session.burst(self.settings.burst_size)
+            self._event("info", f"burst of {self.settings.burst_size} requests")
+        return self.settings.burst_size
+
+    def save(self, label: str | None = None) -> Path | None:
+        """Save a snapshot of everything finished so far (the session goes on)."""
+        if not self._session.finished_steps():
+            self._event("info", "nothing to save yet: no step has finished")
+            return None
+        return self._save(label or self.settings.label, complete=False)
+
+    # the view ------------------------------------------------------------------------------------
+    def view(self) -> LiveView:
+        """The current view; the same object until something changed."""
+        frame = self._session.latest if self._running else None
+        telemetry = self._telemetry.latest() if self._telemetry is not None else None
+        steps = tuple(self._session.finished_steps()) if self._running else ()
+        self._watch(frame, telemetry)
+        key = (
+            frame.seq if frame else -1,
+            telemetry.seq if telemetry else -1,
+            len(steps),
+            len(self._events),
+            self._target_state,
+            self._mode,
+            self._level,
+            self._factor,
+            self._paused,
+            self._last_saved,
+            int(self._elapsed_s()),
+        )
+        if self._view is not None and key == self._view_key:
+            return self._view
+        knee = knee_from_steps(steps, mode=self._mode) if steps else None
+        capacity = qualified_capacity(steps, self.settings.sla) if steps else None
+        client = self.settings.engine.client
+        self._seq += 1
+        self._view = LiveView(
+            seq=self._seq,
+            target_url=client.target.base_url,
+            model=client.model,
+            target_state=self._target_state,
+            backend=self._backend,
+            mode=self._mode,
+            level=self._level,
+            factor=self._factor,
+            paused=self._paused,
+            session_s=self._elapsed_s(),
+            frame=frame,
+            steps=steps,
+            knee=knee.knee if knee else None,
+            knee_reason=knee.reason if knee else "no finished step yet",
+            capacity=capacity.capacity if capacity else None,
+            capacity_reason=capacity.reason if capacity else "no finished step yet",
+            telemetry=telemetry,
+            traces=self._telemetry.recent() if self._telemetry is not None else None,
+            events=tuple(self._events),
+            sla=self.settings.sla,
+            gpu_description=self.settings.gpu_description,
+            last_saved=self._last_saved,
+        )
+        self._view_key = key
+        return self._view
+
+    # internals -----------------------------------------------------------------------------------
+    def _elapsed_s(self) -> float:
+        return (time.perf_counter_ns() - self._started_ns) / 1e9
+
+    def _scaled(self, level: float, factor: float) -> float:
+        if self._mode == "concurrency":
+            scaled = round(level * factor)
+            if factor > 1:
+                scaled = max(scaled, int(level) + 1)
+            return float(max(1, min(scaled, 4096)))
+        return round(max(0.05, level * factor), 3)
+
+    def _apply(self) -> None:
+        if not self._running or self._paused:
+            return
+        with self._lock:
+            mode, level = self._mode, self._level
+        self._session.set_load(mode, level)
+        unit = "concurrent" if mode == "concurrency" else "req/s"
+        self._event("info", f"load {level:g} {unit}")
+
+    def _event(self, kind: EventKind, text: str) -> None:
+        self._events.append(LiveEvent(round(self._elapsed_s(), 1), kind, text))
+
+    def _step_finished(self, step: StepResult) -> None:
+        if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
+            self._event("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA")
+
+    def _watch(self, frame: StatsFrame | None, telemetry: TelemetryFrame | None) -> None:
+        """Turn changes in the frames into events (errors, throttling, preemptions)."""
+        if frame is not None:
+            for reason, count in frame.window.errors.items():
+                seen = self._errors_seen[reason]
+                if count > seen:
+                    self._event("error", f"{count - seen} x {reason}")
+                self._errors_seen[reason] = max(seen, count)
+        if telemetry is None:
+            return
+        for gpu in telemetry.gpus:
+            reasons = tuple(r for r in (gpu.throttle_reasons or ()) if r != "gpu_idle")
+            if reasons and reasons != self._throttled.get(gpu.index):
+                self._event("throttle", f"GPU {gpu.index} throttling: {', '.join(reasons)}")
+            self._throttled[gpu.index] = reasons
+        server = telemetry.server
+        if server is not None and server.preemptions_total is not None:
+            if self._preemptions is not None and server.preemptions_total > self._preemptions:
+                delta = server.preemptions_total - self._preemptions
+                self._event("preemption", f"{delta} preemptions (KV cache full)")
+            self._preemptions = server.preemptions_total
+
+    def _save(self, label: str | None, *, complete: bool) -> Path:
+        client = self.settings.engine.client
+        steps = self._session.finished_steps()
+        info = RunInfo(
+            label=label,
+            target=client.target,
+            model=client.model,
+            endpoint=client.endpoint,
+            mode=self._mode,
+            levels=[s.level for s in steps],
+            input_tokens=self.settings.engine.shape.input_tokens,
+            output_tokens=self.settings.engine.shape.output_tokens,
+            step_seconds=0.0,
+            warmup_seconds=self.settings.warmup_s,
+            complete=complete,
+            extra_body=client.extra_body,
+            backend=self._backend,
+        )
+        snapshot = build_snapshot(self._session, info)
+        folder = self.settings.snapshot_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
+        path = folder / f"{stamp}-{slug}.json"
+        save_snapshot(snapshot, path)
+        self._last_saved = path
+        self._event("info", f"saved {path.name}")
+        return path
+
+
+def _backend_from_server(server_header: str) -> str | None:
+    header = server_header.lower()
+    if "llama.cpp" in header:
+        return "llamacpp"
+    if "gputui-sim" in header:
+        return "gputui-sim"
+    return None

@@ -1,0 +1,169 @@
+"""SLA-qualified capacity: the highest level whose steps met every bound, and why."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui.metrics.capacity import (
+    Capacity,
+    majority_mode,
+    qualified_capacity,
+    sla_violations,
+)
+from gputui.metrics.sla import Sla, step_meets_sla
+from gputui.metrics.step import StepResult
+from gputui.snapshot.models import step_from_result
+from tests.support.steps import make_step
+
+SLA = Sla(ttft_p95_s=1.0, tpot_p95_s=0.035, max_error_rate=0.01)
+
+
+def sweep(
+    ttft_p95_s: list[float], levels: tuple[float, ...] = (1, 2, 4, 8, 16, 32)
+) -> list[StepResult]:
+    return [
+        make_step(x, output_tokens_per_s=100.0 * x, ttft_p95_s=t, index=i)
+        for i, (x, t) in enumerate(zip(levels, ttft_p95_s, strict=True))
+    ]
+
+
+def test_highest_passing_level_with_its_numbers() -> None:
+    steps = sweep([0.3, 0.3, 0.4, 0.6, 0.9, 1.4])
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity == Capacity(
+        level=16,
+        mode="concurrency",
+        output_tokens_per_s=1600.0,
+        requests_per_s=8.0,
+        ttft_p95_s=0.9,
+        tpot_p95_s=0.02,
+        error_rate=0.0,
+    )
+    assert result.reason == (
+        "concurrency 16 is the highest level that met every SLA bound;"
+        " the next level failed (concurrency 32: P95 TTFT 1.4 s > 1.0 s)"
+    )
+
+
+def test_no_step_met_the_sla() -> None:
+    result = qualified_capacity(sweep([1.4, 1.6, 2.0], (1, 2, 4)), SLA)
+    assert result.capacity is None
+    assert (
+        result.reason == "no step met the SLA (lowest level concurrency 1: P95 TTFT 1.4 s > 1.0 s)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        (make_step(1, ttft_p95_s=1.04), ["P95 TTFT 1.04 s > 1.00 s"]),
+        (make_step(1, tpot_p95_s=0.041), ["P95 TPOT 41 ms > 35 ms"]),
+        (make_step(1, tpot_p95_s=0.0354), ["P95 TPOT 35.4 ms > 35.0 ms"]),
+        (make_step(1, requests_ok=97, requests_failed=3), ["error rate 3.0 % > 1.0 %"]),
+        (make_step(1, ttft_p95_s=None), ["no TTFT measured"]),
+        (make_step(1, requests_ok=0, requests_failed=5), ["no request succeeded"]),
+        (
+            make_step(1, ttft_p95_s=2.5, tpot_p95_s=0.05),
+            ["P95 TTFT 2.5 s > 1.0 s", "P95 TPOT 50 ms > 35 ms"],
+        ),
+        (make_step(1, requests_ok=99, requests_failed=1, tpot_p95_s=0.035), []),  # inclusive
+        (make_step(1, tpot_p95_s=None), []),  # every output had one token
+    ],
+)
+def test_sla_violations_agree_with_step_meets_sla(step: StepResult, expected: list[str]) -> None:
+    assert sla_violations(step, SLA) == expected
+    assert step_meets_sla(step, SLA) is (not expected)
+
+
+def test_a_lower_failure_is_reported_but_the_highest_pass_counts() -> None:
+    steps = sweep([0.3, 0.3, 1.2, 0.6, 0.9, 1.4])  # level 4 failed: noise or instability
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 16
+    assert (
+        "note: a lower level failed although 16 passed (concurrency 4: P95 TTFT 1.2 s > 1.0 s)"
+        in (result.reason)
+    )
+
+
+def test_top_level_passing_means_capacity_may_be_higher() -> None:
+    result = qualified_capacity(sweep([0.3, 0.4, 0.5], (1, 2, 4)), SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 4
+    assert result.reason.endswith("no higher level was tested, so the capacity may be higher")
+
+
+def test_incomplete_steps_are_skipped() -> None:
+    steps = [*sweep([0.3, 0.4, 1.5], (1, 2, 4)), make_step(8, ttft_p95_s=0.1, incomplete=True)]
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 2
+    only_incomplete = [make_step(8, incomplete=True)]
+    assert qualified_capacity(only_incomplete, SLA).reason == "no complete step to judge"
+
+
+def test_a_level_with_a_failed_repeat_is_not_sustained() -> None:
+    steps = [*sweep([0.3, 0.4, 0.5], (1, 2, 4)), make_step(4, ttft_p95_s=1.3)]
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 2
+    assert "the next level failed (concurrency 4: P95 TTFT 1.3 s > 1.0 s)" in result.reason
+
+
+def test_repeated_passing_level_reports_its_last_step() -> None:
+    steps = [make_step(4, output_tokens_per_s=400.0), make_step(4, output_tokens_per_s=420.0)]
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.output_tokens_per_s == 420.0
+
+
+def test_modes_are_judged_separately() -> None:
+    conc = sweep([0.3, 0.4, 1.5], (1, 2, 4))
+    rates = [
+        make_step(1.5, mode="rate", ttft_p95_s=0.5, output_tokens_per_s=300.0),
+        make_step(3.0, mode="rate", ttft_p95_s=0.8, output_tokens_per_s=600.0),
+    ]
+    steps = [*conc, *rates]
+    assert majority_mode(steps) == "concurrency"
+    picked = qualified_capacity(steps, SLA)
+    assert picked.capacity is not None
+    assert (picked.capacity.mode, picked.capacity.level) == ("concurrency", 2)
+    assert picked.reason.endswith("2 rate step(s) are judged separately")
+    rate = qualified_capacity(steps, SLA, mode="rate")
+    assert rate.capacity is not None
+    assert (rate.capacity.mode, rate.capacity.level) == ("rate", 3.0)
+    assert rate.reason.startswith("rate 3 req/s is the highest level")
+    # a tie goes to the open-loop rate steps, which do not slow down with the server
+    assert majority_mode([*conc[:2], *rates]) == "rate"
+    assert majority_mode([]) is None
+    assert qualified_capacity(conc, SLA, mode="rate").reason == "no complete rate step to judge"
+
+
+def test_no_bounds_is_peak_not_interactive_capacity() -> None:
+    result = qualified_capacity(sweep([5.0, 9.0, 20.0], (1, 2, 4)), Sla())
+    assert result.capacity is not None
+    assert result.capacity.level == 4
+    assert "the SLA sets no bound, so this is peak load, not interactive capacity" in result.reason
+
+
+def test_error_rate_is_carried_and_bounded() -> None:
+    steps = [
+        make_step(1, requests_ok=99, requests_failed=1, output_tokens_per_s=100.0),
+        make_step(2, requests_ok=97, requests_failed=3, output_tokens_per_s=200.0),
+    ]
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 1
+    assert result.capacity.error_rate == pytest.approx(0.01)
+    assert "(concurrency 2: error rate 3.0 % > 1.0 %)" in result.reason
+
+
+def test_snapshot_steps_can_be_rejudged() -> None:
+    steps = [step_from_result(s) for s in sweep([0.3, 0.3, 0.4, 0.6, 0.9, 1.4])]
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 16
+    stricter = qualified_capacity(steps, Sla(ttft_p95_s=0.5))
+    assert stricter.capacity is not None
+    assert stricter.capacity.level == 4
+    assert "(concurrency 8: P95 TTFT 600 ms > 500 ms)" in stricter.reason
