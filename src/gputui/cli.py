@@ -82,9 +82,35 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="environment variable holding the API key (never logged or saved)",
     )
     load = parser.add_argument_group("load")
-    levels = load.add_mutually_exclusive_group(required=True)
+    levels = load.add_mutually_exclusive_group()
     levels.add_argument("--concurrency", type=_int_list, help="closed-loop levels, e.g. 1,2,4,8")
     levels.add_argument("--rate", type=_float_list, help="open-loop requests/s, e.g. 0.5,1,2")
+    levels.add_argument(
+        "--auto",
+        action="store_true",
+        help="find the capacity: concurrency ramp x2 until the SLA breaks or throughput stalls, "
+        "then bisect; then hold 90%% of its req/s to validate it",
+    )
+    levels.add_argument(
+        "--validate-rate",
+        type=_positive_float,
+        metavar="R",
+        help="hold R requests/s (Poisson) for --seconds: does the SLA hold, is the queue bounded?",
+    )
+    load.add_argument("--max-level", type=_positive_int, default=256, help="--auto's ceiling")
+    load.add_argument("--max-minutes", type=_positive_float, default=30.0, help="--auto's budget")
+    load.add_argument(
+        "--seconds", type=_positive_float, default=60.0, help="length of the validation hold"
+    )
+    load.add_argument("--no-validate", action="store_true", help="skip the hold after --auto")
+    load.add_argument(
+        "--burst",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="fire K extra requests at once every --burst-every seconds",
+    )
+    load.add_argument("--burst-every", type=_positive_float, default=30.0, metavar="S")
     load.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default=None)
     load.add_argument(
         "--burstiness", type=_positive_float, default=None, help="gamma shape (1 = Poisson)"

@@ -29,7 +29,15 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session
 from gputui.snapshot.assemble import RunInfo, build_snapshot
+from gputui.snapshot.models import Snapshot
 from gputui.snapshot.store import save_snapshot
+from gputui.sweep import (
+    BurstFirer,
+    InFlightTrace,
+    SweepRunner,
+    burst_recoveries,
+    capacity_rate,
+)
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -40,10 +48,12 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         out = _output_path(args.out)
     except UsageError as exc:
         parser.error(str(exc))
+    if not (args.concurrency or args.rate or args.auto or args.validate_rate):
+        parser.error("one of --concurrency, --rate, --auto or --validate-rate is required")
     if args.ignore_eos:
         extra_body.setdefault("ignore_eos", True)
-    mode: LoadMode = "concurrency" if args.concurrency else "rate"
-    levels: list[float] = [float(x) for x in (args.concurrency or args.rate)]
+    mode: LoadMode = "rate" if args.rate or args.validate_rate else "concurrency"
+    levels: list[float] = [float(x) for x in (args.concurrency or args.rate or [])]
     arrival: Arrival = args.arrival or ("gamma" if args.burstiness is not None else "poisson")
     warmup_s = (
         args.warmup_seconds
@@ -75,26 +85,60 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     )
     sla = Sla(args.sla_ttft_p95, args.sla_tpot_p95, args.max_error_rate)
     printer = StepPrinter(sys.stdout)
-    session = Session(config, sla, warmup_s=warmup_s, on_step_finished=printer.step)
+    trace = InFlightTrace()
+    session = Session(
+        config, sla, warmup_s=warmup_s, on_step_finished=printer.step, on_frame=trace.on_frame
+    )
     stopper = _SignalStopper()
+    plan = _describe_plan(args, mode, levels)
     sys.stdout.write(
-        f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {mode} "
-        f"{','.join(f'{x:g}' for x in levels)}, {warmup_s:g} s warm-up + "
-        f"{args.step_seconds:g} s per step\n"
+        f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {plan}, "
+        f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
     )
     sys.stdout.flush()
+    runner = SweepRunner(
+        session, stopper.fired, step_s=args.step_seconds, warmup_s=warmup_s, trace=trace
+    )
+    bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
+    auto_reason: str | None = None
+    validation: dict[str, Any] | None = None
     with stopper:
         session.start()
-        for level in levels:
-            if stopper.fired.is_set():
-                break
-            session.set_load(mode, level)
-            stopper.fired.wait(warmup_s + args.step_seconds)
+        if bursts is not None:
+            bursts.start()
+        if args.auto:
+            auto_reason = runner.auto(
+                "concurrency", sla, max_level=args.max_level, max_minutes=args.max_minutes
+            )
+            printer.note(f"auto sweep: {auto_reason}")
+            rate = capacity_rate(session.finished_steps(), sla)
+            if rate is not None and not args.no_validate and not stopper.fired.is_set():
+                printer.note(
+                    f"validating: {rate:g} req/s (90 % of capacity) for {args.seconds:g} s"
+                )
+                validation = runner.validate(rate, args.seconds)
+        elif args.validate_rate:
+            validation = runner.validate(args.validate_rate, args.seconds)
+        else:
+            runner.fixed(mode, levels)
+        if bursts is not None:
+            bursts.stop()
         interrupted = stopper.fired.is_set()
         if not interrupted:
-            sys.stdout.write("gputui run: last step done, waiting for requests in flight\n")
-            sys.stdout.flush()
+            printer.note("last step done, waiting for requests in flight")
         session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
+    burst_results = (
+        burst_recoveries(
+            bursts.fired_ns,
+            args.burst,
+            session.all_records(),
+            trace,
+            sla.ttft_p95_s,
+            session.started_ns,
+        )
+        if bursts is not None
+        else []
+    )
     info = RunInfo(
         label=args.label,
         target=target,
@@ -114,15 +158,27 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         server_header=checked.server_header,
         complete=not interrupted,
         interrupted_by=stopper.signal_name,
+        auto_reason=auto_reason,
+        validation=validation,
+        bursts=burst_results,
     )
     snapshot = build_snapshot(session, info)
     save_snapshot(snapshot, out)
     printer.table(session.finished_steps())
+    printer.summary(snapshot)
     if session.cancelled:
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {out}{note}\n")
     return 128 + stopper.signal_number if interrupted else 0
+
+
+def _describe_plan(args: argparse.Namespace, mode: LoadMode, levels: list[float]) -> str:
+    if args.auto:
+        return f"auto sweep up to concurrency {args.max_level} within {args.max_minutes:g} min"
+    if args.validate_rate:
+        return f"validation hold at {args.validate_rate:g} req/s for {args.seconds:g} s"
+    return f"{mode} {','.join(f'{x:g}' for x in levels)}"
 
 
 def _extra_body(text: str | None) -> dict[str, Any]:
@@ -186,14 +242,15 @@ class StepPrinter:
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()
+        self._printed = 0
 
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
         sla = "SLA ok" if result.sla_ok else "SLA fail"
         flag = " INCOMPLETE" if result.incomplete else ""
         errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
-        line = (
-            f"step {result.index + 1} {result.mode} {result.level:g}: "
+        body = (
+            f"{result.mode} {result.level:g}: "
             f"ok {result.requests_ok} failed {result.requests_failed}"
             f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
             f"{result.output_tokens_per_s:.1f} out tok/s, "
@@ -202,7 +259,51 @@ class StepPrinter:
             f"{sla}{flag}\n"
         )
         with self._lock:
-            self._stream.write(line)
+            self._printed += 1
+            self._stream.write(f"step {self._printed} {body}")
+            self._stream.flush()
+
+    def note(self, text: str) -> None:
+        """A line of progress."""
+        with self._lock:
+            self._stream.write(f"gputui run: {text}\n")
+            self._stream.flush()
+
+    def summary(self, snapshot: Snapshot) -> None:
+        """Knee, capacity, validation and bursts, one line each."""
+        lines = []
+        if snapshot.knee is not None:
+            lines.append(
+                f"knee: {snapshot.knee.mode} {snapshot.knee.level:g} ({snapshot.knee.reason})"
+            )
+        else:
+            lines.append(f"knee: none ({snapshot.knee_reason})")
+        capacity = snapshot.capacity
+        if capacity is not None:
+            lines.append(
+                f"capacity: {capacity.mode} {capacity.level:g}: "
+                f"{capacity.output_tokens_per_s:.1f} out tok/s, "
+                f"{capacity.requests_per_s:.2f} req/s, "
+                f"P95 TTFT {_ms(capacity.ttft_p95_s)} ms, P95 TPOT {_ms(capacity.tpot_p95_s)} ms"
+            )
+        else:
+            lines.append(f"capacity: none ({snapshot.capacity_reason})")
+        if snapshot.validation is not None:
+            v = snapshot.validation
+            verdict = "holds" if v.get("holds") else "does NOT hold"
+            sla_text = "ok" if v["sla_ok"] else "missed"
+            lines.append(
+                f"validation at {v['rate']:g} req/s: {verdict} "
+                f"(SLA {sla_text}, {v['queue_reason']})"
+            )
+        for burst in snapshot.bursts:
+            rec = burst["recovery_s"]
+            lines.append(
+                f"burst of {burst['count']} at {burst['at_s']:.1f} s: "
+                + (f"recovered in {rec:.2f} s" if rec is not None else "did not recover")
+            )
+        with self._lock:
+            self._stream.write("\n".join(lines) + "\n")
             self._stream.flush()
 
     def table(self, results: list[StepResult]) -> None:
@@ -215,14 +316,14 @@ class StepPrinter:
         rows = [header, "-" * len(header)]
         rows.extend(
             (
-                f"{r.index + 1:>4} {r.mode:<11} {r.level:>6g} {r.requests_ok:>6} "
+                f"{number:>4} {r.mode:<11} {r.level:>6g} {r.requests_ok:>6} "
                 f"{r.requests_failed:>5} {r.requests_per_s:>7.2f} {r.output_tokens_per_s:>9.1f} "
                 f"{_ms(r.ttft_s.p50):>8} {_ms(r.ttft_s.p95):>8} {_ms(r.tpot_s.p95):>8} "
                 f"{_ms(r.itl_s.p95):>8} {_ms(r.e2e_s.p95):>8} "
                 f"{r.goodput_requests_per_s:>8.2f} {'ok' if r.sla_ok else 'FAIL':>4}"
                 + (" incomplete" if r.incomplete else "")
             )
-            for r in results
+            for number, r in enumerate(results, start=1)
         )
         rows.append("latencies in ms; goodput in req/s meeting the SLA")
         with self._lock:

@@ -89,6 +89,7 @@ class Session:
         self._paused = False
         self._engine_stopped = False
         self._interrupted_step: int | None = None
+        self._hidden: set[int] = set()
         self.started_ns = 0
 
     # control -----------------------------------------------------------------------------------
@@ -128,6 +129,20 @@ class Session:
             )
             self._steps.append(step)
         self._engine.send("load", mode, level, step.index)
+        return step
+
+    def hold(self) -> StepSpec | None:
+        """Close the current step but keep its load, in a hidden step reported nowhere.
+
+        An automatic sweep needs a step's figures (all its requests back) before it can choose the
+        next level; meanwhile the load carries on, as warm-up of whatever comes next.
+        """
+        current = self.current_step
+        if current is None:
+            return None
+        step = self.set_load(current.mode, current.level)
+        with self._lock:
+            self._hidden.add(step.index)
         return step
 
     def pause(self) -> None:
@@ -182,7 +197,7 @@ class Session:
     def finished_steps(self) -> list[StepResult]:
         """Finished steps in order."""
         with self._lock:
-            return [self._finished[i] for i in sorted(self._finished)]
+            return [self._finished[i] for i in sorted(self._finished) if i not in self._hidden]
 
     def all_records(self) -> list[RequestRecord]:
         """Every record received so far (cancelled ones excluded)."""
@@ -288,5 +303,6 @@ class Session:
                 step, self._records.get(step.index, []), self.sla, incomplete=incomplete
             )
             self._finished[step.index] = result
-            done.append(result)
+            if step.index not in self._hidden:
+                done.append(result)
         return done

@@ -220,3 +220,58 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
     assert eight.requests_failed == 0
     # Batching: eight streams give several times the single stream's token rate (not 8x).
     assert 3.0 < eight.output_tokens_per_s / one.output_tokens_per_s < 8.0
+
+
+def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
+    from gputui.sim.gpu_profile import GpuProfileSpec
+    from gputui.sim.runner import start_background
+
+    out = tmp_path / "auto.json"
+    with start_background(GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")) as sim:
+        result = subprocess.run(
+            [
+                *GPUTUI,
+                "run",
+                "--url",
+                sim.url,
+                "--model",
+                "llama-3.1-8b",
+                "--auto",
+                "--max-level",
+                "16",
+                "--step-seconds",
+                "2.5",
+                "--warmup-seconds",
+                "0.5",
+                "--seconds",
+                "4",
+                "--input-tokens",
+                "512",
+                "--output-tokens",
+                "32",
+                "--sla-ttft-p95",
+                "0.15",
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=150,
+        )
+    assert result.returncode == 0, result.stderr
+    snap = load_snapshot(out)
+    levels = [s.level for s in snap.steps if s.mode == "concurrency"]
+    assert levels[:3] == [1.0, 2.0, 4.0]  # the geometric ramp
+    assert snap.capacity is not None
+    assert snap.capacity.mode == "concurrency"
+    # P95 TTFT crosses 150 ms between 4 and 16 streams on this profile (prefill 512 tokens).
+    assert 4 <= snap.capacity.level < 16
+    passing = [s.level for s in snap.steps if s.mode == "concurrency" and s.sla_ok]
+    failing = [s.level for s in snap.steps if s.mode == "concurrency" and not s.sla_ok]
+    assert snap.capacity.level == max(passing)
+    assert min(f for f in failing if f > snap.capacity.level) - snap.capacity.level <= 1  # bisected
+    assert snap.validation is not None
+    assert snap.validation["rate"] == pytest.approx(0.9 * snap.capacity.requests_per_s, rel=0.01)
+    assert "queue_bounded" in snap.validation
+    assert snap.steps[-1].mode == "rate"
+    assert "capacity: concurrency" in result.stdout

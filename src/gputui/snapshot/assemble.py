@@ -8,9 +8,9 @@ from typing import Any
 from gputui.engine.load import LoadMode
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
-from gputui.session import Session
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
+from gputui.session import Session
 from gputui.snapshot.models import (
     CapacityModel,
     Client,
@@ -48,6 +48,9 @@ class RunInfo:
     server_header: str = ""
     interrupted_by: str | None = None
     backend: str | None = None
+    auto_reason: str | None = None
+    validation: dict[str, Any] | None = None
+    bursts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
@@ -103,7 +106,10 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             "step_seconds": info.step_seconds,
             "warmup_seconds": info.warmup_seconds,
             "seed": info.seed,
+            "auto_reason": info.auto_reason,
         },
+        validation=info.validation,
+        bursts=tuple(info.bursts),
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )

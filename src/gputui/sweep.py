@@ -1,0 +1,254 @@
+"""Load plans that drive a Session: fixed levels, the automatic sweep, a rate hold, bursts.
+
+Contract: each plan runs in the caller's thread, sleeps on `stop` (an Event set by a signal) so an
+interrupted run ends within a moment, and reads only finished steps and published frames. Nothing
+here measures: the engine does, and `gputui.metrics` computes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gputui.engine.load import LoadMode
+from gputui.engine.records import RequestRecord
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.metrics.sweep_plan import AutoSweep
+from gputui.session import Session, StatsFrame
+
+_POLL_S = 0.1
+RECOVERY_WINDOW_S = 2.0
+"""Sliding window (by send time) over which a burst's P95 TTFT must be back under its bound."""
+
+
+@dataclass
+class InFlightTrace:
+    """Requests in flight over time, from the published frames (4 Hz)."""
+
+    t_ns: list[int] = field(default_factory=list)
+    in_flight: list[int] = field(default_factory=list)
+
+    def on_frame(self, frame: StatsFrame) -> None:
+        """Session frame callback."""
+        self.t_ns.append(time.perf_counter_ns())
+        self.in_flight.append(frame.in_flight)
+
+    def between(self, lo_ns: int, hi_ns: int) -> tuple[np.ndarray, np.ndarray]:
+        """(t_s relative to lo, in_flight) for frames inside [lo, hi)."""
+        t = np.array(self.t_ns, dtype=np.int64)
+        v = np.array(self.in_flight, dtype=np.float64)
+        mask = (t >= lo_ns) & (t < hi_ns)
+        return (t[mask] - lo_ns) / 1e9, v[mask]
+
+
+class SweepRunner:
+    """Runs plans on a started Session."""
+
+    def __init__(
+        self,
+        session: Session,
+        stop: threading.Event,
+        *,
+        step_s: float,
+        warmup_s: float,
+        trace: InFlightTrace,
+    ) -> None:
+        self.session = session
+        self.stop = stop
+        self.step_s = step_s
+        self.warmup_s = warmup_s
+        self.trace = trace
+
+    def fixed(self, mode: LoadMode, levels: Sequence[float]) -> None:
+        """One step per level, in order."""
+        for level in levels:
+            if self.stop.is_set():
+                return
+            self.session.set_load(mode, level)
+            self.stop.wait(self.warmup_s + self.step_s)
+
+    def auto(self, mode: LoadMode, sla: Sla, *, max_level: float, max_minutes: float) -> str:
+        """Ramp then bisect (metrics.sweep_plan); returns why the sweep ended."""
+        planner = AutoSweep(max_level=max_level, sla=sla, mode=mode)
+        deadline_ns = time.perf_counter_ns() + int(max_minutes * 60e9)
+        while not self.stop.is_set():
+            level = planner.next_level(self.session.finished_steps())
+            if level is None:
+                return planner.reason
+            if time.perf_counter_ns() > deadline_ns:
+                return f"stopped at the --max-minutes bound ({max_minutes:g} min)"
+            step = self.session.set_load(mode, level)
+            self.stop.wait(self.warmup_s + self.step_s)
+            self.session.hold()  # keep the load while the step's last requests come back
+            self._wait_finished(step.index)
+        return "interrupted"
+
+    def _wait_finished(self, index: int) -> None:
+        while not self.stop.is_set():
+            if any(s.index == index for s in self.session.finished_steps()):
+                return
+            self.stop.wait(_POLL_S)
+
+    def validate(self, rate: float, seconds: float) -> dict[str, Any] | None:
+        """Hold an open-loop rate; report whether the SLA holds and the queue stays bounded."""
+        step = self.session.set_load("rate", rate)
+        self.stop.wait(self.warmup_s + seconds)
+        end_ns = time.perf_counter_ns()
+        self.session.hold()
+        self._wait_finished(step.index)
+        result = next((s for s in self.session.finished_steps() if s.index == step.index), None)
+        if result is None:
+            return None
+        t_s, in_flight = self.trace.between(step.measure_start_ns, end_ns)
+        queue = queue_verdict(t_s, in_flight)
+        return {
+            "rate": rate,
+            "seconds": seconds,
+            "step_index": step.index,
+            "sla_ok": result.sla_ok,
+            "requests_per_s": result.requests_per_s,
+            "output_tokens_per_s": result.output_tokens_per_s,
+            "ttft_p95_s": result.ttft_s.p95,
+            "tpot_p95_s": result.tpot_s.p95,
+            "error_rate": result.error_rate,
+            **queue,
+            "holds": bool(result.sla_ok and queue["queue_bounded"]),
+        }
+
+
+def queue_verdict(t_s: np.ndarray, in_flight: np.ndarray) -> dict[str, Any]:
+    """Is the client-side queue bounded? A growing queue rises steadily across the hold.
+
+    The trend is a least-squares slope over the whole hold; it counts as growth when the rise it
+    implies over the hold exceeds half the mean in flight plus two requests (Poisson noise alone
+    moves the count by about its square root).
+    """
+    if in_flight.size < 4:
+        return {
+            "queue_bounded": True,
+            "in_flight_mean": None,
+            "in_flight_max": None,
+            "in_flight_growth": None,
+            "queue_reason": "too few samples to judge",
+        }
+    slope = float(np.polyfit(t_s, in_flight, 1)[0])
+    span = float(t_s[-1] - t_s[0]) or 1.0
+    growth = slope * span
+    mean = float(in_flight.mean())
+    bounded = growth <= 0.5 * mean + 2
+    return {
+        "queue_bounded": bounded,
+        "in_flight_mean": round(mean, 2),
+        "in_flight_max": int(in_flight.max()),
+        "in_flight_growth": round(growth, 2),
+        "queue_reason": (
+            f"requests in flight {'stayed level' if bounded else 'kept growing'} "
+            f"(trend {growth:+.1f} over {span:.0f} s, mean {mean:.1f})"
+        ),
+    }
+
+
+class BurstFirer:
+    """Fires K requests every S seconds on top of the load, in its own thread."""
+
+    def __init__(self, session: Session, count: int, every_s: float) -> None:
+        self._session = session
+        self._count = count
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self.fired_ns: list[int] = []
+        self._thread = threading.Thread(target=self._run, name="gputui-bursts", daemon=True)
+
+    def start(self) -> None:
+        """Begin firing (the first burst after one period)."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop firing."""
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            self.fired_ns.append(time.perf_counter_ns())
+            self._session.burst(self._count)
+
+
+def burst_recoveries(
+    fired_ns: Sequence[int],
+    count: int,
+    records: Sequence[RequestRecord],
+    trace: InFlightTrace,
+    ttft_bound_s: float | None,
+    origin_ns: int,
+) -> list[dict[str, Any]]:
+    """Per burst: how long until P95 TTFT is back under its bound and the queue is back to normal.
+
+    TTFT recovery: the first moment from which requests sent in the next 2 s have a P95 TTFT under
+    the bound (without a bound: under 1.5x the P95 of the 10 s before the burst). Queue recovery:
+    the first frame whose in-flight count is back to the pre-burst mean (+1). Recovery is the later.
+    """
+    ok = [r for r in records if r.ok and r.first_token_ns is not None]
+    sent = np.array([r.sent_ns for r in ok], dtype=np.int64)
+    ttft = np.array([(r.first_token_ns or 0) - r.sent_ns for r in ok], dtype=np.float64) / 1e9
+    order = np.argsort(sent)
+    sent, ttft = sent[order], ttft[order]
+    t_all = np.array(trace.t_ns, dtype=np.int64)
+    v_all = np.array(trace.in_flight, dtype=np.float64)
+    out = []
+    for fired in fired_ns:
+        before = (sent >= fired - 10_000_000_000) & (sent < fired)
+        bound = ttft_bound_s
+        if bound is None:
+            bound = 1.5 * float(np.percentile(ttft[before], 95)) if before.any() else None
+        ttft_s = _ttft_recovery_s(sent, ttft, fired, bound)
+        pre = (t_all >= fired - 2_000_000_000) & (t_all < fired)
+        baseline = float(v_all[pre].mean()) if pre.any() else None
+        queue_s = None
+        if baseline is not None:
+            after = np.nonzero((t_all > fired) & (v_all <= baseline + 1))[0]
+            queue_s = (int(t_all[after[0]]) - fired) / 1e9 if after.size else None
+        recovered = ttft_s is not None and queue_s is not None
+        out.append(
+            {
+                "at_s": round((fired - origin_ns) / 1e9, 3),
+                "count": count,
+                "ttft_bound_s": bound,
+                "ttft_recovery_s": ttft_s,
+                "queue_baseline": None if baseline is None else round(baseline, 2),
+                "queue_recovery_s": queue_s,
+                "recovery_s": max(ttft_s, queue_s) if recovered else None,  # type: ignore[type-var]
+                "recovered": recovered,
+            }
+        )
+    return out
+
+
+def _ttft_recovery_s(
+    sent: np.ndarray, ttft: np.ndarray, fired_ns: int, bound_s: float | None
+) -> float | None:
+    if bound_s is None:
+        return None
+    window_ns = int(RECOVERY_WINDOW_S * 1e9)
+    first = int(np.searchsorted(sent, fired_ns))
+    ends = np.searchsorted(sent, sent + window_ns)
+    for i in range(first, sent.size):
+        window = ttft[i : int(ends[i])]
+        if window.size >= 3 and float(np.percentile(window, 95)) <= bound_s:
+            return (int(sent[i]) - fired_ns) / 1e9
+    return None
+
+
+def capacity_rate(steps: Sequence[StepResult], sla: Sla) -> float | None:
+    """90 % of the qualified capacity's req/s: the rate an automatic validation holds."""
+    capacity = qualified_capacity(steps, sla).capacity
+    if capacity is None or capacity.requests_per_s <= 0:
+        return None
+    return round(0.9 * capacity.requests_per_s, 3)
