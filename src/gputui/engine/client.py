@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -93,17 +94,28 @@ class StreamingClient:
         """How many TCP connections the pool has opened so far."""
         return self._pool.opened
 
-    def build_body(self, prompt: str, max_tokens: int) -> bytes:
-        """The JSON request body (extra body fields override the defaults)."""
+    def build_body(
+        self,
+        prompt: str,
+        max_tokens: int,
+        *,
+        messages: Sequence[dict[str, Any]] | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> bytes:
+        """The JSON request body (the run's extra body, then the request's, override defaults)."""
         config = self._config
         body: dict[str, Any] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
         if config.endpoint == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
+            body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
+        elif messages:
+            body["prompt"] = "\n\n".join(str(m.get("content", "")) for m in messages)
         else:
             body["prompt"] = prompt
         if config.include_usage:
             body["stream_options"] = {"include_usage": True}
         body.update(config.extra_body)
+        if extra_body:
+            body.update(extra_body)
         return orjson.dumps(body)
 
     async def send(
@@ -114,16 +126,20 @@ class StreamingClient:
         request_id: int,
         step_index: int,
         queued_ns: int | None = None,
+        messages: Sequence[dict[str, Any]] | None = None,
+        extra_body: dict[str, Any] | None = None,
+        requested_input_tokens: int | None = None,
     ) -> RequestRecord:
         """Send one request and measure it; never raises except on task cancellation."""
         self._ensure_watchdog()
-        body = self.build_body(prompt, max_tokens)
+        body = self.build_body(prompt, max_tokens, messages=messages, extra_body=extra_body)
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
         common: dict[str, Any] = {
             "request_id": request_id,
             "step_index": step_index,
             "requested_output_tokens": max_tokens,
             "queued_ns": queued_ns,
+            "requested_input_tokens": requested_input_tokens,
         }
         for attempt in range(2):
             try:

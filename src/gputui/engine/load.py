@@ -20,15 +20,15 @@ from typing import Literal
 
 from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import StreamingClient
-from gputui.engine.prompts import PromptFactory
 from gputui.engine.records import REASON_CLIENT_ERROR, RequestRecord
+from gputui.engine.workload import FixedShape, RequestSource
 
 LoadMode = Literal["concurrency", "rate"]
 
 
 @dataclass(frozen=True, slots=True)
 class RequestShape:
-    """What each request asks for."""
+    """Fixed input and output lengths (the simple workload; see engine.workload for others)."""
 
     input_tokens: int
     output_tokens: int
@@ -40,7 +40,7 @@ class LoadController:
     def __init__(
         self,
         client: StreamingClient,
-        shape: RequestShape,
+        source: RequestShape | RequestSource,
         arrivals: ArrivalProcess,
         on_record: Callable[[RequestRecord], None],
         *,
@@ -48,11 +48,12 @@ class LoadController:
         seed: int = 0,
     ) -> None:
         self._client = client
-        self._shape = shape
+        if isinstance(source, RequestShape):
+            source = FixedShape(source.input_tokens, source.output_tokens, seed).build()
+        self._source = source
         self._arrivals = arrivals
         self._on_record = on_record
         self._max_in_flight = max_in_flight
-        self._prompts = PromptFactory(seed)
         self.mode: LoadMode = "concurrency"
         self.level = 0.0
         self.step_index = -1
@@ -153,14 +154,19 @@ class LoadController:
         step_index = self.step_index
         self.sent_by_step[step_index] += 1
         self.in_flight += 1
+        requested = 0
         try:
-            prompt = self._prompts.make(self._shape.input_tokens, request_id)
+            spec = self._source.next(request_id)
+            requested = spec.max_tokens
             record = await self._client.send(
-                prompt,
-                self._shape.output_tokens,
+                spec.prompt,
+                spec.max_tokens,
                 request_id=request_id,
                 step_index=step_index,
                 queued_ns=queued_ns,
+                messages=spec.messages,
+                extra_body=spec.extra_body,
+                requested_input_tokens=spec.input_tokens,
             )
         except Exception as exc:  # noqa: BLE001 (a client bug must cost one record, not the run)
             now = time.perf_counter_ns()
@@ -170,7 +176,7 @@ class LoadController:
                 sent_ns=now,
                 end_ns=now,
                 ok=False,
-                requested_output_tokens=self._shape.output_tokens,
+                requested_output_tokens=requested,
                 error=REASON_CLIENT_ERROR,
                 error_detail=f"{type(exc).__name__}: {exc}",
             )

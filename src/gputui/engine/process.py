@@ -25,6 +25,7 @@ from gputui.engine.http import ConnectionPool
 from gputui.engine.load import LoadController, RequestShape
 from gputui.engine.probe import RttProbe
 from gputui.engine.records import RequestRecord
+from gputui.engine.workload import WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,8 @@ class EngineConfig:
 
     client: ClientConfig
     shape: RequestShape
+    workload: WorkloadSpec | None = None
+    """When set, it decides each request's content and length instead of `shape`."""
     arrival: Arrival = "poisson"
     burstiness: float = 1.0
     max_in_flight: int = 1024
@@ -95,7 +98,7 @@ class _Engine:
         self._client = StreamingClient(config.client)
         self._load = LoadController(
             self._client,
-            config.shape,
+            config.workload.build() if config.workload is not None else config.shape,
             ArrivalProcess(config.arrival, burstiness=config.burstiness, seed=config.seed),
             self._add_record,
             max_in_flight=config.max_in_flight,

@@ -58,6 +58,8 @@ class RequestRecord:
     """From the server's usage report; None when the server sent none."""
     tokens_from_usage: bool = False
     requested_output_tokens: int = 0
+    requested_input_tokens: int | None = None
+    """The input length the workload asked for; `input_tokens` is what the server counted."""
     queued_ns: int | None = None
     """When the load controller decided to send (open loop: the scheduled arrival time)."""
     connect_ns: int | None = None
