@@ -145,6 +145,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     client.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="S")
     client.add_argument("--stall-timeout", type=_positive_float, default=60.0, metavar="S")
     client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
+    from gputui.telemetry.setup import add_telemetry_arguments
+
+    add_telemetry_arguments(parser)
     output = parser.add_argument_group("output")
     output.add_argument("--label", default=None)
     output.add_argument("--out", required=True, metavar="FILE.json")
@@ -163,6 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
     from gputui.demo import add_demo_arguments
 
     add_demo_arguments(demo)
+    from gputui.telemetry.commands import (
+        add_gpu_arguments,
+        add_kv_arguments,
+        add_metrics_arguments,
+    )
+
+    add_kv_arguments(commands.add_parser("kv", help="KV-cache and VRAM plan of a model on a GPU"))
+    add_gpu_arguments(commands.add_parser("gpu", help="acceptance view of this node's NVIDIA GPUs"))
+    add_metrics_arguments(commands.add_parser("metrics", help="scrape a /metrics endpoint once"))
     sim = commands.add_parser("sim", help="the built-in simulated inference server")
     from gputui.sim.command import add_sim_arguments
 
@@ -179,6 +191,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.headless import run_command
 
             return run_command(args, parser)
+        if args.command in ("kv", "gpu", "metrics"):
+            from gputui.telemetry import commands as telemetry_commands
+
+            run = {
+                "kv": telemetry_commands.run_kv,
+                "gpu": telemetry_commands.run_gpu,
+                "metrics": telemetry_commands.run_metrics,
+            }[args.command]
+            return run(args)
         if args.command == "sim":
             from gputui.sim.command import run_sim_command
 

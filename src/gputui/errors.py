@@ -25,3 +25,15 @@ class ModelNotServed(GputuiError):
 
 class SnapshotError(GputuiError):
     """A snapshot file is missing, corrupt, or of an unknown schema version."""
+
+
+class TelemetryUnavailable(GputuiError):
+    """A telemetry source (NVML, nvidia-smi, an exporter, a /metrics endpoint) cannot be read."""
+
+
+class NvmlUnavailable(TelemetryUnavailable):
+    """NVML cannot be used here: no nvidia-ml-py, no driver library, or no NVIDIA GPU."""
+
+
+class MetricsUnavailable(TelemetryUnavailable):
+    """A Prometheus endpoint is unreachable, answers an error, or does not speak Prometheus text."""

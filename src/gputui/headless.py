@@ -38,6 +38,8 @@ from gputui.sweep import (
     burst_recoveries,
     capacity_rate,
 )
+from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
+from gputui.telemetry.snapshot_sections import sections_from_sampler
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -90,6 +92,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         config, sla, warmup_s=warmup_s, on_step_finished=printer.step, on_frame=trace.on_frame
     )
     stopper = _SignalStopper()
+    sampler = build_sampler(telemetry_config_from_args(args, target.base_url + target.root_prefix))
     plan = _describe_plan(args, mode, levels)
     sys.stdout.write(
         f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {plan}, "
@@ -103,6 +106,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     auto_reason: str | None = None
     validation: dict[str, Any] | None = None
     with stopper:
+        sampler.start()
         session.start()
         if bursts is not None:
             bursts.start()
@@ -127,6 +131,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if not interrupted:
             printer.note("last step done, waiting for requests in flight")
         session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
+        sampler.stop()
+    hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
+    server_sample = sampler.latest().server
     burst_results = (
         burst_recoveries(
             bursts.fired_ns,
@@ -161,6 +168,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         auto_reason=auto_reason,
         validation=validation,
         bursts=burst_results,
+        hardware=hardware,
+        telemetry=telemetry,
+        backend=server_sample.backend if server_sample is not None else None,
     )
     snapshot = build_snapshot(session, info)
     save_snapshot(snapshot, out)

@@ -107,7 +107,16 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     v1 = {"schema_version", "gputui_version", "created_at", "label", "complete", "target"}
     v1 |= {"workload", "sla", "steps", "network", "client"}
     added_in_v1 = {"plan", "interrupted_by", "requests_cancelled"}  # optional, with defaults
-    added_in_v1 |= {"knee", "capacity", "knee_reason", "capacity_reason", "validation", "bursts"}
+    added_in_v1 |= {
+        "knee",
+        "capacity",
+        "knee_reason",
+        "capacity_reason",
+        "hardware",
+        "telemetry",
+        "validation",
+        "bursts",
+    }
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1
     assert set(data["target"]) == {"url", "model", "endpoint", "backend", "server_header"}

@@ -49,6 +49,8 @@ class RunInfo:
     interrupted_by: str | None = None
     backend: str | None = None
     auto_reason: str | None = None
+    hardware: dict[str, Any] | None = None
+    telemetry: dict[str, Any] | None = None
     validation: dict[str, Any] | None = None
     bursts: list[dict[str, Any]] = field(default_factory=list)
 
@@ -109,6 +111,8 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             "auto_reason": info.auto_reason,
         },
         validation=info.validation,
+        hardware=info.hardware,
+        telemetry=info.telemetry,
         bursts=tuple(info.bursts),
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,

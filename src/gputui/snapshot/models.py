@@ -224,6 +224,10 @@ class Snapshot(_Model):
     """The signal or reason that ended an incomplete run."""
     requests_cancelled: NonNegativeInt = 0
     """In-flight requests aborted at the end of an interrupted run (in no step's counts)."""
+    hardware: dict[str, Any] | None = None
+    """GPU identity (NVML, nvidia-smi or the server's DCGM lines), driver, host; see telemetry."""
+    telemetry: dict[str, Any] | None = None
+    """Downsampled GPU, server and host traces, times in seconds from the run's start."""
     knee: KneeModel | None = None
     knee_reason: str | None = None
     """How the knee was found, or why there is none (see `metrics.knee`)."""

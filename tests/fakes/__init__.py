@@ -1,0 +1,1 @@
+"""Fakes injected at the ports of gputui (NVML, ...)."""
