@@ -145,6 +145,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     client.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="S")
     client.add_argument("--stall-timeout", type=_positive_float, default=60.0, metavar="S")
     client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
+    client.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        help="engine processes sharing the load (one core each) when one client core saturates",
+    )
     from gputui.telemetry.setup import add_telemetry_arguments
 
     add_telemetry_arguments(parser)

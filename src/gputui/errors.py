@@ -37,3 +37,7 @@ class NvmlUnavailable(TelemetryUnavailable):
 
 class MetricsUnavailable(TelemetryUnavailable):
     """A Prometheus endpoint is unreachable, answers an error, or does not speak Prometheus text."""
+
+
+class EngineFailed(GputuiError):
+    """The load engine process could not start or died."""

@@ -89,7 +89,12 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
     session = Session(
-        config, sla, warmup_s=warmup_s, on_step_finished=printer.step, on_frame=trace.on_frame
+        config,
+        sla,
+        warmup_s=warmup_s,
+        on_step_finished=printer.step,
+        on_frame=trace.on_frame,
+        workers=args.workers,
     )
     stopper = _SignalStopper()
     sampler = build_sampler(telemetry_config_from_args(args, target.base_url + target.root_prefix))
@@ -170,11 +175,19 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         bursts=burst_results,
         hardware=hardware,
         telemetry=telemetry,
+        client_extra={"workers": args.workers, **trace.saturation()},
         backend=server_sample.backend if server_sample is not None else None,
     )
     snapshot = build_snapshot(session, info)
     save_snapshot(snapshot, out)
     printer.table(session.finished_steps())
+    saturation = trace.saturation()
+    if saturation["saturated_share"] > 0.05:
+        printer.note(
+            f"warning: the client itself was saturated in {saturation['saturated_share']:.0%} of "
+            f"the run (busiest engine process up to {saturation['busiest_worker_cpu_percent_max']}"
+            "% CPU): its timings include its own queueing; rerun with more --workers"
+        )
     printer.summary(snapshot)
     if session.cancelled:
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")

@@ -20,12 +20,20 @@ import numpy as np
 
 from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
+from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
+from gputui.errors import EngineFailed
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow, WindowStats
+
+_ENGINE_START_TIMEOUT_S = 60.0
+SATURATION_CPU_PERCENT = 90.0
+"""An engine process this busy delays its own stamps: add workers (`--workers`)."""
+SATURATION_LAG_MS = 20.0
+"""An event loop this late stamps tokens this late."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +54,10 @@ class StatsFrame:
     loop_lag_max_ms: float
     rtt_last_s: float | None
     steps_finished: int
+    workers: int = 1
+    busiest_worker_cpu_percent: float = 0.0
+    client_saturated: bool = False
+    """The client, not the server, may be limiting the measurement (see `SATURATION_*`)."""
 
 
 class Session:
@@ -60,6 +72,7 @@ class Session:
         window_s: float = 30.0,
         on_step_finished: Callable[[StepResult], None] | None = None,
         on_frame: Callable[[StatsFrame], None] | None = None,
+        workers: int = 1,
     ) -> None:
         self.config = config
         self.sla = sla
@@ -68,7 +81,12 @@ class Session:
         self._on_frame = on_frame
         self._closing = threading.Event()
         self._frames: threading.Thread | None = None
-        self._engine = EngineHandle(config, self._on_batch)
+        self.workers = workers
+        self._engine: EngineHandle | WorkerPool = (
+            EngineHandle(config, self._on_batch)
+            if workers == 1
+            else WorkerPool(config, workers, self._on_batch)
+        )
         self._lock = threading.Lock()
         self._steps: list[StepSpec] = []
         self._records: dict[int, list[RequestRecord]] = {}
@@ -99,8 +117,11 @@ class Session:
         Frames are built in their own thread at a fixed rate (4 Hz by default, never above 10 Hz),
         so a reader only ever swaps in a finished frame and the engine never waits on it.
         """
-        self.started_ns = time.perf_counter_ns()
         self._engine.start()
+        # A step must not start while its engine is still importing: wait for the loop to run.
+        if not self._engine.wait_ready(_ENGINE_START_TIMEOUT_S):
+            raise EngineFailed("the load engine process did not start")
+        self.started_ns = time.perf_counter_ns()
         if frame_interval_s is not None:
             interval_s = max(frame_interval_s, 0.1)
             self._frames = threading.Thread(
@@ -204,6 +225,12 @@ class Session:
         with self._lock:
             return [r for i in sorted(self._records) for r in self._records[i]]
 
+    def worker_cpu_percent(self) -> list[float]:
+        """CPU use of each engine process over its last interval (100 = one core)."""
+        if isinstance(self._engine, WorkerPool):
+            return self._engine.worker_cpu_percent
+        return [self.client_cpu_percent]
+
     def rtt_summary(self) -> Summary:
         """Round-trip probe statistics in seconds."""
         with self._lock:
@@ -222,6 +249,8 @@ class Session:
         if step is None:
             return None
         self._seq += 1
+        busiest = max(self.worker_cpu_percent())
+        lag_ms = status.loop_lag_max_ms if status else 0.0
         frame = StatsFrame(
             seq=self._seq,
             mode=step.mode,
@@ -236,6 +265,9 @@ class Session:
             loop_lag_max_ms=status.loop_lag_max_ms if status else 0.0,
             rtt_last_s=rtt,
             steps_finished=finished,
+            workers=self.workers,
+            busiest_worker_cpu_percent=busiest,
+            client_saturated=busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS,
         )
         self.latest = frame
         return frame

@@ -34,11 +34,26 @@ class InFlightTrace:
 
     t_ns: list[int] = field(default_factory=list)
     in_flight: list[int] = field(default_factory=list)
+    saturated: list[bool] = field(default_factory=list)
+    busiest_cpu_percent: list[float] = field(default_factory=list)
 
     def on_frame(self, frame: StatsFrame) -> None:
         """Session frame callback."""
         self.t_ns.append(time.perf_counter_ns())
         self.in_flight.append(frame.in_flight)
+        self.saturated.append(frame.client_saturated)
+        self.busiest_cpu_percent.append(frame.busiest_worker_cpu_percent)
+
+    def saturation(self) -> dict[str, Any]:
+        """How often the client itself was the bottleneck (for the snapshot and a warning)."""
+        frames = len(self.saturated)
+        share = sum(self.saturated) / frames if frames else 0.0
+        cpu = self.busiest_cpu_percent
+        return {
+            "saturated_share": round(share, 3),
+            "busiest_worker_cpu_percent_max": round(max(cpu), 1) if cpu else None,
+            "busiest_worker_cpu_percent_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
+        }
 
     def between(self, lo_ns: int, hi_ns: int) -> tuple[np.ndarray, np.ndarray]:
         """(t_s relative to lo, in_flight) for frames inside [lo, hi)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -155,6 +156,21 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
     assert "error:" in result.stderr.splitlines()[-1]
 
 
+def wait_for_line(proc: subprocess.Popen[str], prefix: str, timeout_s: float) -> str:
+    """Read the process's stdout until a line starts with `prefix`; returns what was read."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    seen = ""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            line = proc.stdout.readline()
+            seen += line
+            if line.startswith(prefix):
+                return seen
+    raise AssertionError(f"no line starting with {prefix!r} in {timeout_s} s: {seen!r}")
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupted_run_saves_what_it_measured(
     fixed_sim: SimProcess, tmp_path: Path, sig: signal.Signals
@@ -175,9 +191,11 @@ def test_interrupted_run_saves_what_it_measured(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(5.0)  # the first step (3 s) is done, the second is running
+    seen = wait_for_line(proc, "step 1 ", timeout_s=40)  # step 1 is finished: step 2 runs
+    time.sleep(1.0)
     os.kill(proc.pid, sig)
-    stdout, stderr = proc.communicate(timeout=30)
+    rest, stderr = proc.communicate(timeout=30)
+    stdout = seen + rest
     assert proc.returncode == 128 + sig
     assert "Traceback" not in stderr
     snap = load_snapshot(out)

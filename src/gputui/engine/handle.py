@@ -32,6 +32,8 @@ class EngineHandle:
         self._thread: threading.Thread | None = None
         self._send_lock = threading.Lock()
         self.stopped = threading.Event()
+        self.ready = threading.Event()
+        """Set when the engine's loop runs (its first batch came): load sent earlier would wait."""
         self.final_status: EngineStatus | None = None
         self.pid: int | None = None
 
@@ -46,6 +48,14 @@ class EngineHandle:
         self._conn, self._process, self.pid = parent, process, process.pid
         self._thread = threading.Thread(target=self._read, name="gputui-engine-reader", daemon=True)
         self._thread.start()
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until the engine runs (or has died); True when it is ready."""
+        while not self.ready.wait(0.05):
+            if self.stopped.is_set() or timeout_s <= 0:
+                return False
+            timeout_s -= 0.05
+        return True
 
     def send(self, *command: Any) -> None:
         """Send a command tuple; ignored once the engine has gone."""
@@ -79,6 +89,7 @@ class EngineHandle:
                 if message[0] == "batch":
                     _, records, sent_by_step, status, rtt = message
                     self._on_batch(records, sent_by_step, status, rtt)
+                    self.ready.set()
                 elif message[0] == "stopped":
                     self.final_status = message[1]
                     break

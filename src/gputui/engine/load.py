@@ -46,6 +46,8 @@ class LoadController:
         *,
         max_in_flight: int = 1024,
         seed: int = 0,
+        id_start: int = 0,
+        id_step: int = 1,
     ) -> None:
         self._client = client
         if isinstance(source, RequestShape):
@@ -61,7 +63,9 @@ class LoadController:
         self.stopping = False
         self.in_flight = 0
         self.sent_by_step: Counter[int] = Counter()
-        self._next_id = 0
+        self._next_id = id_start
+        self._id_step = id_step
+        """Workers sharing a load number their requests id_start, id_start + id_step, ..."""
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._requests: set[asyncio.Task[None]] = set()
         self._generator: asyncio.Task[None] | None = None
@@ -79,7 +83,7 @@ class LoadController:
             self._generator.cancel()
             self._generator = None
         if mode == "concurrency":
-            for slot in range(int(level)):
+            for slot in range(round(level)):
                 if slot not in self._workers:
                     self._workers[slot] = asyncio.create_task(self._closed_worker(slot))
         elif level > 0:
@@ -118,7 +122,7 @@ class LoadController:
     # the loops -------------------------------------------------------------------------------
     async def _closed_worker(self, slot: int) -> None:
         try:
-            while not self.stopping and self.mode == "concurrency" and slot < int(self.level):
+            while not self.stopping and self.mode == "concurrency" and slot < round(self.level):
                 if self.paused:
                     await self._resumed.wait()
                     continue
@@ -150,7 +154,7 @@ class LoadController:
 
     async def _one_request(self, queued_ns: int | None) -> None:
         request_id = self._next_id
-        self._next_id += 1
+        self._next_id += self._id_step
         step_index = self.step_index
         self.sent_by_step[step_index] += 1
         self.in_flight += 1

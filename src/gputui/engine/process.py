@@ -44,6 +44,9 @@ class EngineConfig:
     probe_interval_s: float = 2.0
     batch_interval_s: float = 0.1
     use_uvloop: bool = True
+    worker_index: int = 0
+    """This engine's place among `worker_count` engines sharing one load (see engine.pool)."""
+    worker_count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +106,15 @@ class _Engine:
             self._add_record,
             max_in_flight=config.max_in_flight,
             seed=config.seed,
+            id_start=config.worker_index,
+            id_step=config.worker_count,
         )
         # Commands are read by a thread blocked in recv(): an event-loop reader would make the
         # pipe non-blocking, and a full pipe would then tear a batch in half mid-write.
         threading.Thread(
             target=self._read_commands, args=(loop,), name="gputui-commands", daemon=True
         ).start()
+        self._flush()  # the first (empty) batch tells the parent the engine is ready
         background = [loop.create_task(self._flush_forever()), loop.create_task(self._lag())]
         if config.probe_path:
             target = config.client.target

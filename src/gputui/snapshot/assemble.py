@@ -51,6 +51,8 @@ class RunInfo:
     auto_reason: str | None = None
     hardware: dict[str, Any] | None = None
     telemetry: dict[str, Any] | None = None
+    client_extra: dict[str, Any] = field(default_factory=dict)
+    """Load-generator facts beyond the Client model's fields (workers, saturation)."""
     validation: dict[str, Any] | None = None
     bursts: list[dict[str, Any]] = field(default_factory=list)
 
@@ -101,6 +103,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             event_loop="uvloop" if status and status.uvloop else "asyncio",
             uvloop=bool(status and status.uvloop),
             connections_opened=status.connections_opened if status else 0,
+            **info.client_extra,
         ),
         plan={
             "mode": info.mode,

@@ -1,0 +1,154 @@
+"""Several engine processes behind one handle: the load is split, the records merge.
+
+Why: one Python process ingests only so many tokens per second (benchmarks/fidelity.py); past
+that, the client's own queueing shows up as server latency. With N workers each process runs its
+own event loop on its own core. Concurrency N is split as evenly as whole numbers allow, a rate R
+into N independent Poisson (or gamma) streams of R/N (their superposition has the asked-for rate),
+a burst of K likewise. Each worker stamps its own intervals; no two workers' clocks are compared.
+
+The pool presents EngineHandle's interface, so the Session does not know how many workers run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+from gputui.engine.handle import BatchCallback, EngineHandle
+from gputui.engine.process import EngineConfig, EngineStatus
+from gputui.engine.records import RequestRecord
+
+
+def split_whole(total: int, parts: int) -> list[int]:
+    """`total` split into `parts` whole shares that differ by at most one."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
+    """One status for the pool: sums of work, the worst lag, the oldest step."""
+    return EngineStatus(
+        in_flight=sum(s.in_flight for s in statuses),
+        step_index=min(s.step_index for s in statuses),
+        cpu_s=sum(s.cpu_s for s in statuses),
+        wall_s=max(s.wall_s for s in statuses),
+        loop_lag_max_ms=max(s.loop_lag_max_ms for s in statuses),
+        connections_opened=sum(s.connections_opened for s in statuses),
+        uvloop=all(s.uvloop for s in statuses),
+        paused=any(s.paused for s in statuses),
+    )
+
+
+class WorkerPool:
+    """N EngineHandles with one on_batch stream of merged counts."""
+
+    def __init__(self, config: EngineConfig, workers: int, on_batch: BatchCallback) -> None:
+        self._on_batch = on_batch
+        self._lock = threading.Lock()
+        self._sent: list[dict[int, int]] = [{} for _ in range(workers)]
+        self._status: list[EngineStatus | None] = [None] * workers
+        self._cpu_percent = [0.0] * workers
+        self._handles = [
+            EngineHandle(
+                replace(
+                    config,
+                    worker_index=i,
+                    worker_count=workers,
+                    seed=config.seed + 7919 * i,  # independent arrival streams and prompts
+                    probe_path=config.probe_path if i == 0 else None,
+                ),
+                self._receiver(i),
+            )
+            for i in range(workers)
+        ]
+        self.stopped = threading.Event()
+
+    @property
+    def worker_statuses(self) -> list[EngineStatus | None]:
+        """The newest status of each worker (None until it reported)."""
+        with self._lock:
+            return list(self._status)
+
+    @property
+    def worker_cpu_percent(self) -> list[float]:
+        """Each worker's CPU use over its last batch interval (100 = one core)."""
+        with self._lock:
+            return list(self._cpu_percent)
+
+    @property
+    def pids(self) -> list[int | None]:
+        """The workers' process ids."""
+        return [h.pid for h in self._handles]
+
+    def start(self) -> None:
+        """Start every worker."""
+        for handle in self._handles:
+            handle.start()
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until every worker runs."""
+        return all(h.wait_ready(timeout_s) for h in self._handles)
+
+    def send(self, *command: Any) -> None:
+        """Split load and burst commands across the workers; broadcast the rest."""
+        kind = command[0]
+        count = len(self._handles)
+        if kind == "load":
+            _, mode, level, step = command
+            if mode == "concurrency":
+                shares: list[float] = [float(s) for s in split_whole(int(level), count)]
+            else:
+                shares = [float(level) / count] * count
+            for handle, share in zip(self._handles, shares, strict=True):
+                handle.send("load", mode, share, step)
+        elif kind == "burst":
+            for handle, share in zip(
+                self._handles, split_whole(int(command[1]), count), strict=True
+            ):
+                if share:
+                    handle.send("burst", share)
+        else:
+            for handle in self._handles:
+                handle.send(*command)
+
+    def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
+        """Stop every worker (in parallel) and merge their final statuses."""
+        for handle in self._handles:
+            handle.send("stop", cancel)
+        finals = [h.stop(cancel=cancel, timeout_s=timeout_s) for h in self._handles]
+        self.stopped.set()
+        reported = [f for f in finals if f is not None]
+        return merge_status(reported) if reported else None
+
+    def _receiver(self, index: int) -> BatchCallback:
+        def on_batch(
+            records: list[RequestRecord],
+            sent_by_step: dict[int, int],
+            status: EngineStatus,
+            rtt: list[int | None],
+        ) -> None:
+            with self._lock:
+                self._sent[index] = sent_by_step
+                previous = self._status[index]
+                if previous is not None and status.wall_s > previous.wall_s:
+                    self._cpu_percent[index] = (
+                        100 * (status.cpu_s - previous.cpu_s) / (status.wall_s - previous.wall_s)
+                    )
+                self._status[index] = status
+                if any(s is None for s in self._status):
+                    merged = None  # not every worker has reported: no step can be judged yet
+                else:
+                    merged = merge_status([s for s in self._status if s is not None])
+                total: dict[int, int] = {}
+                for sent in self._sent:
+                    for step, n in sent.items():
+                        total[step] = total.get(step, 0) + n
+            self._on_batch(records, total, merged or _unacknowledged(status), rtt)
+
+        return on_batch
+
+
+def _unacknowledged(status: EngineStatus) -> EngineStatus:
+    """A status that acknowledges no step (some worker has not reported yet)."""
+    return replace(status, step_index=-1)
