@@ -151,6 +151,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="engine processes sharing the load (one core each) when one client core saturates",
     )
+    client.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="place the --workers on this Ray cluster (pip install 'gputui[distributed]')",
+    )
     from gputui.telemetry.setup import add_telemetry_arguments
 
     add_telemetry_arguments(parser)

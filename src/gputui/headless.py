@@ -95,6 +95,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         on_step_finished=printer.step,
         on_frame=trace.on_frame,
         workers=args.workers,
+        ray_address=args.ray,
     )
     stopper = _SignalStopper()
     sampler = build_sampler(telemetry_config_from_args(args, target.base_url + target.root_prefix))
@@ -175,7 +176,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         bursts=burst_results,
         hardware=hardware,
         telemetry=telemetry,
-        client_extra={"workers": args.workers, **trace.saturation()},
+        client_extra={"workers": args.workers, "ray": args.ray, **trace.saturation()},
         backend=server_sample.backend if server_sample is not None else None,
     )
     snapshot = build_snapshot(session, info)

@@ -22,6 +22,7 @@ from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
 from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineConfig, EngineStatus
+from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
 from gputui.metrics.sla import Sla
@@ -73,6 +74,7 @@ class Session:
         on_step_finished: Callable[[StepResult], None] | None = None,
         on_frame: Callable[[StatsFrame], None] | None = None,
         workers: int = 1,
+        ray_address: str | None = None,
     ) -> None:
         self.config = config
         self.sla = sla
@@ -82,11 +84,13 @@ class Session:
         self._closing = threading.Event()
         self._frames: threading.Thread | None = None
         self.workers = workers
-        self._engine: EngineHandle | WorkerPool = (
-            EngineHandle(config, self._on_batch)
-            if workers == 1
-            else WorkerPool(config, workers, self._on_batch)
-        )
+        self._engine: EngineHandle | WorkerPool | RayPool
+        if ray_address is not None:
+            self._engine = RayPool(config, workers, self._on_batch, ray_address)
+        elif workers > 1:
+            self._engine = WorkerPool(config, workers, self._on_batch)
+        else:
+            self._engine = EngineHandle(config, self._on_batch)
         self._lock = threading.Lock()
         self._steps: list[StepSpec] = []
         self._records: dict[int, list[RequestRecord]] = {}
@@ -227,7 +231,7 @@ class Session:
 
     def worker_cpu_percent(self) -> list[float]:
         """CPU use of each engine process over its last interval (100 = one core)."""
-        if isinstance(self._engine, WorkerPool):
+        if isinstance(self._engine, WorkerPool | RayPool):
             return self._engine.worker_cpu_percent
         return [self.client_cpu_percent]
 

@@ -15,9 +15,10 @@ import contextlib
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Protocol
 
 from gputui.engine.arrivals import Arrival, ArrivalProcess
 from gputui.engine.client import ClientConfig, StreamingClient
@@ -66,25 +67,42 @@ class EngineStatus:
     paused: bool
 
 
+class EngineConnection(Protocol):
+    """What the engine needs of its link to the parent (a multiprocessing pipe or a queue pair)."""
+
+    def send(self, obj: Any) -> None:
+        """Send one message."""
+        ...
+
+    def recv(self) -> Any:
+        """Block for the next command; EOFError when the parent is gone."""
+        ...
+
+
 def engine_main(conn: Connection, config: EngineConfig) -> None:
     """Entry point of the engine process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    uvloop_used = False
+    run_engine(conn, config)
+
+
+def run_engine(conn: EngineConnection, config: EngineConfig) -> None:
+    """Run the engine's loop until a stop command (in whatever process or thread calls it)."""
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
     if config.use_uvloop:
         try:
             import uvloop
 
-            uvloop.install()
-            uvloop_used = True
+            loop_factory = uvloop.new_event_loop
         except ImportError:
-            uvloop_used = False
-    asyncio.run(_Engine(conn, config, uvloop_used).run())
+            loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(_Engine(conn, config, loop_factory is not None).run())
 
 
 class _Engine:
-    def __init__(self, conn: Connection, config: EngineConfig, uvloop_used: bool) -> None:
+    def __init__(self, conn: EngineConnection, config: EngineConfig, uvloop_used: bool) -> None:
         self._conn = conn
         self._config = config
         self._uvloop = uvloop_used
