@@ -1,0 +1,319 @@
+"""Timing fidelity and capacity of gputui's client against the deterministic simulator.
+
+The fixed-profile simulator records what it really delivered (TTFT from request arrival, every
+inter-token write gap) and serves it at /sim/stats. This script runs the production path (Session ->
+engine process -> lean HTTP client) at several concurrencies and prints, side by side, gputui's mean
+and p99 TTFT and mean ITL against the server's own, with the client's CPU use. A plain httpx
+streaming client (the obvious implementation) runs beside it for comparison. The server is pinned
+to one core and the client to the other, as on a 2-core node.
+
+    python benchmarks/fidelity.py [--seconds 15] [--repeats 3] [--levels 1,16,64,256] [--no-httpx]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+import orjson
+
+from gputui.engine.client import ClientConfig
+from gputui.engine.load import RequestShape
+from gputui.engine.process import EngineConfig
+from gputui.engine.target import parse_target
+from gputui.metrics.sla import Sla
+from gputui.session import Session
+
+SERVER_CPU = 1
+CLIENT_CPU = 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def sim_server(ttft_ms: float, itl_ms: float) -> Iterator[str]:
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "gputui",
+        "sim",
+        "--profile",
+        "fixed",
+        "--ttft-ms",
+        str(ttft_ms),
+        "--itl-ms",
+        str(itl_ms),
+        "--port",
+        str(port),
+        "--served-model-name",
+        "sim",
+    ]
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(proc.pid, {SERVER_CPU})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def server_stats(url: str) -> dict[str, dict[str, float]]:
+    return httpx.get(url + "/sim/stats", timeout=10).json()  # type: ignore[no-any-return]
+
+
+@dataclass
+class Result:
+    ttft_mean_ms: float
+    ttft_p99_ms: float
+    itl_mean_ms: float
+    server_ttft_mean_ms: float
+    server_ttft_p99_ms: float
+    server_itl_mean_ms: float
+    cpu_percent: float
+    tokens: int
+    cpu_s: float
+    failures: int
+
+
+def run_gputui(
+    url: str, concurrency: int, seconds: float, output_tokens: int, workers: int = 1
+) -> Result:
+    httpx.post(url + "/sim/reset", timeout=10)
+    config = EngineConfig(
+        client=ClientConfig(target=parse_target(url), model="sim", extra_body={"ignore_eos": True}),
+        shape=RequestShape(input_tokens=64, output_tokens=output_tokens),
+        probe_path=None,
+    )
+    session = Session(config, Sla(None, None, None), warmup_s=0.0, workers=workers)
+    session.start()
+    time.sleep(0.5)
+    before = session.status
+    assert before is not None, "engine did not report"
+    session.set_load("concurrency", concurrency)
+    time.sleep(seconds)
+    session.stop(cancel=False, drain_timeout_s=60)
+    records = session.all_records()
+    ok = [r for r in records if r.ok]
+    ttft = np.array([(r.first_token_ns - r.sent_ns) / 1e6 for r in ok if r.first_token_ns])
+    gaps = np.concatenate([np.diff(r.token_ns) for r in ok]) / 1e6 if ok else np.zeros(0)
+    truth = server_stats(url)
+    status = session.status
+    assert status is not None
+    return Result(
+        ttft_mean_ms=float(ttft.mean()),
+        ttft_p99_ms=float(np.percentile(ttft, 99)),
+        itl_mean_ms=float(gaps.mean()),
+        server_ttft_mean_ms=truth["ttft_ms"]["mean"],
+        server_ttft_p99_ms=truth["ttft_ms"]["p99"],
+        server_itl_mean_ms=truth["itl_ms"]["mean"],
+        cpu_percent=100 * (status.cpu_s - before.cpu_s) / (status.wall_s - before.wall_s),
+        tokens=sum(r.output_tokens for r in ok),
+        cpu_s=status.cpu_s - before.cpu_s,
+        failures=len(records) - len(ok),
+    )
+
+
+# --- the obvious client, for comparison: httpx, line by line, JSON per event -------------------
+async def _httpx_load(
+    url: str, concurrency: int, seconds: float, output_tokens: int
+) -> list[tuple[int, int | None, list[int]]]:
+    out: list[tuple[int, int | None, list[int]]] = []
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(
+        max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8
+    )
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+
+        async def worker() -> None:
+            while time.perf_counter() < stop_at:
+                body = {
+                    "model": "sim",
+                    "prompt": "x " * 64,
+                    "max_tokens": output_tokens,
+                    "stream": True,
+                    "ignore_eos": True,
+                    "stream_options": {"include_usage": True},
+                }
+                sent = time.perf_counter_ns()
+                stamps: list[int] = []
+                async with client.stream("POST", "/v1/completions", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("data: ") and line != "data: [DONE]":
+                            chunk = orjson.loads(line[6:])
+                            if chunk.get("choices") and chunk["choices"][0].get("text"):
+                                stamps.append(time.perf_counter_ns())
+                out.append((sent, stamps[0] if stamps else None, stamps))
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return out
+
+
+def _httpx_child(
+    url: str,
+    concurrency: int,
+    seconds: float,
+    output_tokens: int,
+    conn: multiprocessing.connection.Connection,
+) -> None:
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+    cpu0 = time.process_time()
+    wall0 = time.perf_counter()
+    data = asyncio.run(_httpx_load(url, concurrency, seconds, output_tokens))
+    conn.send((data, time.process_time() - cpu0, time.perf_counter() - wall0))
+
+
+def run_httpx(url: str, concurrency: int, seconds: float, output_tokens: int) -> Result:
+    httpx.post(url + "/sim/reset", timeout=10)
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_httpx_child, args=(url, concurrency, seconds, output_tokens, child))
+    proc.start()
+    data, cpu_s, wall_s = parent.recv()
+    proc.join()
+    ttft = np.array([(f - s) / 1e6 for s, f, _ in data if f])
+    gaps = np.concatenate([np.diff(np.array(st)) for _, _, st in data]) / 1e6
+    truth = server_stats(url)
+    return Result(
+        ttft_mean_ms=float(ttft.mean()),
+        ttft_p99_ms=float(np.percentile(ttft, 99)),
+        itl_mean_ms=float(gaps.mean()),
+        server_ttft_mean_ms=truth["ttft_ms"]["mean"],
+        server_ttft_p99_ms=truth["ttft_ms"]["p99"],
+        server_itl_mean_ms=truth["itl_ms"]["mean"],
+        cpu_percent=100 * cpu_s / wall_s,
+        tokens=sum(len(st) for _, _, st in data),
+        cpu_s=cpu_s,
+        failures=0,
+    )
+
+
+def median_result(results: list[Result]) -> Result:
+    fields = Result.__dataclass_fields__
+    return Result(**{k: statistics.median(getattr(r, k) for r in results) for k in fields})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--levels", default="1,16,64,256")
+    parser.add_argument("--output-tokens", type=int, default=128)
+    parser.add_argument("--no-httpx", action="store_true")
+    parser.add_argument("--capacity-seconds", type=float, default=10.0)
+    parser.add_argument("--scaling", action="store_true", help="also 1 vs 2 workers (ITL 0)")
+    args = parser.parse_args()
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, {CLIENT_CPU})
+    levels = [int(x) for x in args.levels.split(",")]
+    clients = ["gputui"] + ([] if args.no_httpx else ["httpx"])
+    print(
+        f"fixed sim: TTFT 50 ms, ITL 10 ms, {args.output_tokens} output tokens; "
+        f"{args.seconds:g} s per run, median of {args.repeats}; server on CPU {SERVER_CPU}, "
+        f"client on CPU {CLIENT_CPU}"
+    )
+    header = (
+        f"{'client':<7} {'conc':>5} {'TTFT mean':>9} {'server':>7} {'excess':>7} "
+        f"{'TTFT p99':>8} {'server':>7} {'excess':>7} {'ITL mean':>8} {'server':>7} "
+        f"{'diff':>6} {'fail':>5} {'client CPU':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    with sim_server(50, 10) as url:
+        for level in levels:
+            for client in clients:
+                runner = run_gputui if client == "gputui" else run_httpx
+                results = [
+                    runner(url, level, args.seconds, args.output_tokens)
+                    for _ in range(args.repeats)
+                ]
+                r = median_result(results)
+                print(
+                    f"{client:<7} {level:>5} {r.ttft_mean_ms:>9.2f} {r.server_ttft_mean_ms:>7.2f} "
+                    f"{r.ttft_mean_ms - r.server_ttft_mean_ms:>+7.2f} {r.ttft_p99_ms:>8.2f} "
+                    f"{r.server_ttft_p99_ms:>7.2f} {r.ttft_p99_ms - r.server_ttft_p99_ms:>+7.2f} "
+                    f"{r.itl_mean_ms:>8.3f} {r.server_itl_mean_ms:>7.3f} "
+                    f"{r.itl_mean_ms - r.server_itl_mean_ms:>+6.3f} {r.failures:>5.0f} "
+                    f"{r.cpu_percent:>9.1f}%",
+                    flush=True,
+                )
+    print("\ncapacity: ITL 0, 1024 output tokens, concurrency 64")
+    print(f"{'client':<7} {'tokens':>9} {'client CPU s':>12} {'tokens per CPU-second':>22}")
+    with sim_server(0, 0) as url:
+        for client in clients:
+            runner = run_gputui if client == "gputui" else run_httpx
+            r = runner(url, 64, args.capacity_seconds, 1024)
+            print(
+                f"{client:<7} {r.tokens:>9} {r.cpu_s:>12.2f} {r.tokens / r.cpu_s:>22,.0f}",
+                flush=True,
+            )
+
+    if args.scaling:
+        scaling(args.capacity_seconds)
+
+
+def scaling(seconds: float) -> None:
+    """Ingest with 1 and 2 engine workers against the ITL-0 server, unpinned."""
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    print("\nscaling: ITL 0, 1024 output tokens, concurrency 64, no pinning")
+    print(
+        f"{'workers':>7} {'tokens/s (wall)':>15} {'client CPU s':>12} {'tokens per CPU-s':>16} "
+        f"{'server CPU':>10}"
+    )
+    with sim_server(0, 0) as url:
+        pid = server_pid(url)
+        for workers in (1, 2):
+            cpu0 = proc_cpu_s(pid)
+            t0 = time.perf_counter()
+            r = run_gputui(url, 64, seconds, 1024, workers=workers)
+            server_share = (proc_cpu_s(pid) - cpu0) / (time.perf_counter() - t0)
+            print(
+                f"{workers:>7} {r.tokens / seconds:>15,.0f} {r.cpu_s:>12.2f} "
+                f"{r.tokens / r.cpu_s:>16,.0f} {100 * server_share:>9.0f}%",
+                flush=True,
+            )
+
+
+def server_pid(url: str) -> int:
+    port = url.rsplit(":", 1)[1]
+    out = subprocess.run(["pgrep", "-f", f"--port {port}"], capture_output=True, text=True)
+    return int(out.stdout.split()[0])
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+if __name__ == "__main__":
+    main()
