@@ -187,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_kv_arguments(commands.add_parser("kv", help="KV-cache and VRAM plan of a model on a GPU"))
     add_gpu_arguments(commands.add_parser("gpu", help="acceptance view of this node's NVIDIA GPUs"))
     add_metrics_arguments(commands.add_parser("metrics", help="scrape a /metrics endpoint once"))
+    from gputui.node.commands import add_burn_arguments, add_vram_check_arguments
+
+    add_vram_check_arguments(
+        commands.add_parser("vram-check", help="write and verify VRAM; measure its bandwidth")
+    )
+    add_burn_arguments(
+        commands.add_parser("burn", help="sustained GEMMs while sampling clocks and throttling")
+    )
     sim = commands.add_parser("sim", help="the built-in simulated inference server")
     from gputui.sim.command import add_sim_arguments
 
@@ -212,6 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "metrics": telemetry_commands.run_metrics,
             }[args.command]
             return run(args)
+        if args.command in ("vram-check", "burn"):
+            from gputui.node import commands as node_commands
+
+            if args.command == "vram-check":
+                return node_commands.run_vram_check_command(args)
+            return node_commands.run_burn_command(args)
         if args.command == "sim":
             from gputui.sim.command import run_sim_command
 

@@ -1,0 +1,345 @@
+"""`gputui vram-check` and `gputui burn`: declare their flags, find the device, run, print.
+
+Contract: `add_<cmd>_arguments(parser)` declares a subcommand's flags (importing nothing heavy);
+`run_<cmd>_command(args) -> int` prints the report (or `--json`) to stdout and returns the exit
+status: 0 when the check ran (a flagged bandwidth or a power-capped clock is reported, not failed),
+1 when memory or compute errors were found or the device failed mid-check, 2 when there is nothing
+to run on: no PyTorch/CuPy (`pip install 'gputui[gpu]'`), no CUDA GPU visible, no such `--gpu`.
+Errors are one line on stderr, never a traceback.
+
+`--gpu` is the index nvidia-smi shows (NVML's, PCI order) and is matched to the CUDA device by UUID
+(or PCI bus id), since CUDA numbers devices fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID.
+Without NVML it is the CUDA index. `check_vram(...)` and `burn_gpu(...)` are the same runs without
+printing, for the TUI's node screen (which stores `acceptance.acceptance_section(...)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gputui.errors import GputuiError
+
+BACKENDS = ("auto", "torch", "cupy", "numpy")
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def _patterns(text: str) -> tuple[str, ...]:
+    from gputui.node.patterns import parse_patterns
+
+    try:
+        return parse_patterns(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gpu",
+        type=_int_at_least(0),
+        default=0,
+        metavar="INDEX",
+        help="GPU index as nvidia-smi shows it (matched to the CUDA device by UUID)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="array library: PyTorch, else CuPy (auto); numpy = a 64 MiB host-memory stand-in "
+        "that tests gputui itself, not a GPU",
+    )
+    parser.add_argument("--json", action="store_true", help="JSON output")
+
+
+def add_vram_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare `gputui vram-check`'s flags."""
+    _add_common(parser)
+    parser.add_argument(
+        "--fraction",
+        type=_fraction,
+        default=0.95,
+        metavar="F",
+        help="share of the free memory to check (default 0.95; 512 MiB always stays free)",
+    )
+    parser.add_argument(
+        "--patterns",
+        type=_patterns,
+        default=("address", "walking1", "walking0", "random"),
+        metavar="LIST",
+        help="comma list of address, walking1, walking0, random, or all (default all)",
+    )
+    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="pattern seed")
+    parser.add_argument(
+        "--chunk-mib", type=_int_at_least(32), default=1024, metavar="MIB", help="allocation chunk"
+    )
+    parser.add_argument(
+        "--max-report",
+        type=_int_at_least(0),
+        default=32,
+        metavar="N",
+        help="mismatches listed per pattern (all are counted)",
+    )
+    parser.add_argument(
+        "--expect-gb",
+        type=_positive_float,
+        default=None,
+        metavar="GB",
+        help="the capacity the node was sold with (e.g. 48): says if it is one card or several",
+    )
+
+
+def add_burn_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare `gputui burn`'s flags."""
+    _add_common(parser)
+    parser.add_argument(
+        "--seconds", type=_positive_float, default=600.0, help="burn length (default 600)"
+    )
+    parser.add_argument(
+        "--interval",
+        type=_positive_float,
+        default=0.5,
+        metavar="S",
+        help="GPU sampling interval (default 0.5)",
+    )
+    parser.add_argument(
+        "--size", type=_int_at_least(256), default=8192, metavar="N", help="matrix size N x N"
+    )
+
+
+@dataclass
+class NodeTarget:
+    """The device to check, opened, with what NVML says about the machine."""
+
+    backend: Any
+    """A `backends.DeviceBackend`."""
+    gpu: int
+    name: str
+    memory_total_bytes: int
+    devices: tuple[Any, ...]
+    """`backends.DeviceInfo` of every GPU (NVML's list when available)."""
+    port: Any
+    """The telemetry GPU port (NVML or nvidia-smi), or None."""
+    telemetry: str
+
+    def close(self) -> None:
+        """Release the telemetry port."""
+        if self.port is not None:
+            self.port.close()
+            self.port = None
+
+
+def open_target(
+    choice: str, command: str, gpu: int, *, nvml_module: Any = None, runtime: Any = None
+) -> NodeTarget:
+    """Find the array library and the device; `NodeUnavailable` (exit 2) when there is none."""
+    from gputui.node.backends import DeviceFailure, DeviceInfo, NodeUnavailable, open_runtime
+
+    rt = open_runtime(choice, command) if runtime is None else runtime
+    cuda_devices = rt.devices()
+    port: Any = None
+    if rt.name == "numpy" and nvml_module is None:
+        telemetry = "not used: NumPy stand-in"
+    else:
+        from gputui.telemetry.setup import open_gpu_port
+
+        port, status = open_gpu_port("auto", None, nvml_module)
+        telemetry = "unavailable: " + status.split(": ", 1)[-1] if port is None else port.name
+    identities = () if port is None or rt.name == "numpy" else port.identities()
+    if not identities:
+        if gpu >= len(cuda_devices):
+            _close(port)
+            raise NodeUnavailable(f"no GPU {gpu}: {rt.name} sees {len(cuda_devices)} device(s)")
+        cuda_index, name, total, devices = gpu, None, None, tuple(cuda_devices)
+    else:
+        ident = next((i for i in identities if i.index == gpu), None)
+        if ident is None:
+            _close(port)
+            raise NodeUnavailable(f"no GPU {gpu}: NVML lists {len(identities)}")
+        matched = _cuda_index(ident, cuda_devices)
+        if matched is None:
+            _close(port)
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            raise NodeUnavailable(
+                f"GPU {gpu} ({ident.name}, {ident.uuid}) is not visible to CUDA"
+                + ("" if visible is None else f" (CUDA_VISIBLE_DEVICES={visible!r})")
+            )
+        cuda_index, name, total = matched, ident.name, ident.memory_total_bytes
+        devices = tuple(
+            DeviceInfo(i.index, i.name, i.memory_total_bytes or 0, i.uuid, i.pci_bus_id)
+            for i in identities
+        )
+    try:
+        backend = rt.open(cuda_index)
+    except RuntimeError as exc:
+        _close(port)
+        raise DeviceFailure(
+            f"GPU {gpu}: CUDA device {cuda_index} cannot be opened: {exc}"
+        ) from None
+    return NodeTarget(
+        backend=backend,
+        gpu=gpu,
+        name=name or backend.device.name,
+        memory_total_bytes=total or backend.device.memory_total_bytes,
+        devices=devices,
+        port=port,
+        telemetry=telemetry,
+    )
+
+
+def _cuda_index(ident: Any, cuda_devices: tuple[Any, ...]) -> int | None:
+    """The CUDA device with the NVML device's UUID or bus id; by index when neither is known."""
+    for d in cuda_devices:
+        if d.uuid and ident.uuid and d.uuid.lower() == ident.uuid.lower():
+            return int(d.index)
+        if d.pci_bus_id and ident.pci_bus_id and d.pci_bus_id.lower() == ident.pci_bus_id.lower():
+            return int(d.index)
+    if any(d.uuid or d.pci_bus_id for d in cuda_devices):
+        return None
+    return int(ident.index) if ident.index < len(cuda_devices) else None
+
+
+def _close(port: Any) -> None:
+    if port is not None:
+        port.close()
+
+
+def check_vram(args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None) -> Any:
+    """Run the vram check from parsed flags; returns a `VramCheckResult`."""
+    from gputui.node.vram_check import run_vram_check
+
+    target = open_target(
+        args.backend, "vram-check", args.gpu, nvml_module=nvml_module, runtime=runtime
+    )
+    target.close()  # identity is all vram-check needs from NVML
+    return run_vram_check(
+        target.backend,
+        gpu=target.gpu,
+        devices=target.devices,
+        fraction=args.fraction,
+        patterns=args.patterns,
+        seed=args.seed,
+        chunk_bytes=args.chunk_mib << 20,
+        max_report=args.max_report,
+        expect_gb=args.expect_gb,
+        reported_name=target.name,
+        reported_total_bytes=target.memory_total_bytes,
+        progress=_progress_line("vram-check") if _show_progress(args) else None,
+    )
+
+
+def burn_gpu(args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None) -> Any:
+    """Run the burn from parsed flags; returns a `BurnResult`."""
+    from gputui.node.burn import run_burn
+    from gputui.node.vram_check import match_catalog
+
+    target = open_target(args.backend, "burn", args.gpu, nvml_module=nvml_module, runtime=runtime)
+    spec = match_catalog(target.name, target.memory_total_bytes)
+    try:
+        return run_burn(
+            target.backend,
+            gpu=target.gpu,
+            name=target.name,
+            port=target.port,
+            port_index=target.gpu,
+            telemetry=target.telemetry,
+            seconds=args.seconds,
+            interval_s=args.interval,
+            size=args.size,
+            catalog_boost_mhz=None if spec is None else spec.boost_clock_mhz,
+            catalog_name=None if spec is None else spec.name,
+            catalog_bf16_tflops=None if spec is None else spec.bf16_tflops,
+        )
+    finally:
+        target.close()
+
+
+def run_vram_check_command(
+    args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None
+) -> int:
+    """`gputui vram-check`: print the report; 1 when memory errors were found."""
+    from gputui.node.vram_check import vram_json, vram_report
+
+    try:
+        result = check_vram(args, nvml_module=nvml_module, runtime=runtime)
+    except GputuiError as exc:
+        return _fail(exc)
+    _emit(args, vram_json(result), vram_report(result))
+    return 1 if result.mismatch_count else 0
+
+
+def run_burn_command(
+    args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None
+) -> int:
+    """`gputui burn`: print the trace summary; 1 when the GEMM results came out wrong."""
+    from gputui.node.burn import burn_json, burn_report
+
+    try:
+        result = burn_gpu(args, nvml_module=nvml_module, runtime=runtime)
+    except GputuiError as exc:
+        return _fail(exc)
+    _emit(args, burn_json(result), burn_report(result))
+    return 1 if result.compute_mismatches else 0
+
+
+def _emit(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def _fail(exc: GputuiError) -> int:
+    sys.stderr.write(f"gputui: {exc}\n")
+    return exc.exit_code
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    return not args.json and sys.stderr.isatty()
+
+
+def _progress_line(command: str) -> Callable[[float, str], None]:
+    last = [-1]
+
+    def show(done: float, stage: str) -> None:
+        pct = int(done * 100)
+        if pct != last[0]:
+            last[0] = pct
+            end = "\n" if pct >= 100 else ""
+            sys.stderr.write(f"\r{command}: {pct:3d}% {stage:<20}{end}")
+            sys.stderr.flush()
+
+    return show
