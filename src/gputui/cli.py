@@ -163,6 +163,13 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     output = parser.add_argument_group("output")
     output.add_argument("--label", default=None)
     output.add_argument("--out", required=True, metavar="FILE.json")
+    output.add_argument(
+        "--price-per-hour",
+        type=_non_negative_float,
+        default=None,
+        metavar="PRICE",
+        help="hourly price of this node, saved in the snapshot for `gputui compare`",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_burn_arguments(
         commands.add_parser("burn", help="sustained GEMMs while sampling clocks and throttling")
     )
+    from gputui.snapshot.compare_command import add_compare_arguments, add_sessions_arguments
+
+    add_compare_arguments(
+        commands.add_parser("compare", help="qualified capacity table and cost of snapshots")
+    )
+    add_sessions_arguments(commands.add_parser("sessions", help="list saved sessions"))
     sim = commands.add_parser("sim", help="the built-in simulated inference server")
     from gputui.sim.command import add_sim_arguments
 
@@ -226,6 +239,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "vram-check":
                 return node_commands.run_vram_check_command(args)
             return node_commands.run_burn_command(args)
+        if args.command in ("compare", "sessions"):
+            from gputui.snapshot import compare_command
+
+            if args.command == "compare":
+                return compare_command.run_compare(args, parser)
+            return compare_command.run_sessions(args)
         if args.command == "sim":
             from gputui.sim.command import run_sim_command
 

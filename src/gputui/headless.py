@@ -180,6 +180,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         backend=server_sample.backend if server_sample is not None else None,
     )
     snapshot = build_snapshot(session, info)
+    if args.price_per_hour is not None:
+        # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
+        snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
     save_snapshot(snapshot, out)
     printer.table(session.finished_steps())
     saturation = trace.saturation()

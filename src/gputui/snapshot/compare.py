@@ -1,0 +1,397 @@
+"""Compare saved runs: the qualified capacity table, cost, capacity planning (docs/domain.md §4).
+
+Contract: `build_comparison(snapshots, ...)` turns named snapshots into one `CompareRow` per
+snapshot (the first is the reference of the ratio columns) plus the warnings a reader must see:
+runs of a different model, precision, workload or SLA are *not comparable*, and the comparison
+says so instead of silently ranking them. Every number comes from the snapshot as saved (its
+qualified capacity was judged against its own SLA); the cost, planning and equal-throughput
+figures use `metrics.cost`, never a formula of their own. Sections added by newer minors
+(`hardware`, `telemetry`, `price_per_hour`) are read defensively: absent or malformed means
+"unknown"/None, never an error. `sweep_curve` is the one reading of a run's sweep that the
+tables, the HTML charts and the TUI's overlay share. Pure functions: no I/O beyond `load_named`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from gputui.errors import UsageError
+from gputui.metrics.capacity import level_text, majority_mode
+from gputui.metrics.cost import (
+    cost_per_million_output_tokens,
+    demand_output_tokens_per_s,
+    interpolate_at_throughput,
+    servers_needed,
+)
+from gputui.metrics.sla import error_rate
+from gputui.metrics.step import StepMode
+from gputui.snapshot.comparable import (
+    comparability_warnings,
+    length_kind,
+    sla_text,
+    workload_name,
+)
+from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
+from gputui.snapshot.models import KneeModel, SlaBounds, Snapshot, Step
+from gputui.snapshot.store import load_snapshot
+
+__all__ = [
+    "AtThroughputRow",
+    "CompareRow",
+    "Comparison",
+    "Demand",
+    "GpuSummary",
+    "NamedSnapshot",
+    "SweepCurve",
+    "build_comparison",
+    "load_named",
+    "parse_prices",
+    "sla_text",
+    "sweep_curve",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class NamedSnapshot:
+    """A snapshot and the name it goes by in a comparison (its label, else its file name)."""
+
+    name: str
+    snapshot: Snapshot
+    path: Path | None = None
+
+
+def load_named(paths: Sequence[str | os.PathLike[str]]) -> list[NamedSnapshot]:
+    """Load each file (SnapshotError on the first bad one) and give each a unique name."""
+    loaded = [(Path(p), load_snapshot(p)) for p in paths]
+    return name_snapshots([(snap, path) for path, snap in loaded])
+
+
+def name_snapshots(items: Sequence[tuple[Snapshot, Path | None]]) -> list[NamedSnapshot]:
+    """Label (else file stem); a name used twice gets its file name, then a counter."""
+    base = [snap.label or (path.stem if path else "snapshot") for snap, path in items]
+    names: list[str] = []
+    for i, (name, (_, path)) in enumerate(zip(base, items, strict=True)):
+        candidate = name
+        if base.count(name) > 1 and path is not None and path.stem != name:
+            candidate = f"{name} ({path.name})"
+        n = 2
+        unique = candidate
+        while unique in names or (unique != base[i] and unique in base):
+            unique = f"{candidate} #{n}"
+            n += 1
+        names.append(unique)
+    return [
+        NamedSnapshot(name, snap, path) for name, (snap, path) in zip(names, items, strict=True)
+    ]
+
+
+def parse_prices(specs: Sequence[str], named: Sequence[NamedSnapshot]) -> dict[str, float]:
+    """`--price LABEL=PER_HOUR` values by snapshot name; UsageError for a bad or unknown one."""
+    prices: dict[str, float] = {}
+    for spec in specs:
+        key, sep, value = spec.rpartition("=")
+        if not sep or not key:
+            raise UsageError(f"--price {spec!r}: expected LABEL=PER_HOUR, e.g. a100=7")
+        try:
+            price = float(value)
+        except ValueError:
+            raise UsageError(f"--price {spec!r}: {value!r} is not a number") from None
+        if not price >= 0 or price == float("inf"):
+            raise UsageError(f"--price {spec!r}: the price must be a finite number >= 0")
+        matches = [n.name for n in named if key in _aliases(n)]
+        if not matches:
+            known = ", ".join(n.name for n in named)
+            raise UsageError(f"--price {spec!r}: no snapshot is named {key!r} (names: {known})")
+        for name in matches:
+            prices[name] = price
+    return prices
+
+
+def _aliases(named: NamedSnapshot) -> set[str]:
+    names = {named.name}
+    if named.snapshot.label:
+        names.add(named.snapshot.label)
+    if named.path is not None:
+        names |= {named.path.name, named.path.stem, str(named.path)}
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCurve:
+    """A run's sweep as curves over load: one point per level (the last complete step there)."""
+
+    levels: tuple[float, ...]
+    output_tokens_per_s: tuple[float, ...]
+    ttft_p95_s: tuple[float | None, ...]
+    tpot_p95_s: tuple[float | None, ...]
+    knee: KneeModel | None
+    mode: StepMode | None
+    """"concurrency" or "rate" (the unit of `levels`); None when no step is complete."""
+
+
+def sweep_curve(snapshot: Snapshot) -> SweepCurve:
+    """The curve to plot or overlay: complete steps of the knee's (else capacity's) mode."""
+    steps = snapshot.steps
+    mode = (
+        snapshot.knee.mode
+        if snapshot.knee is not None
+        else snapshot.capacity.mode
+        if snapshot.capacity is not None
+        else majority_mode(steps)
+    )
+    last: dict[float, Step] = {}
+    for step in steps:
+        if step.mode == mode and not step.incomplete:
+            last[step.level] = step
+    picked = [last[level] for level in sorted(last)]
+    knee = snapshot.knee if snapshot.knee is not None and snapshot.knee.mode == mode else None
+    return SweepCurve(
+        levels=tuple(s.level for s in picked),
+        output_tokens_per_s=tuple(s.output_tokens_per_s for s in picked),
+        ttft_p95_s=tuple(s.ttft_s.p95 for s in picked),
+        tpot_p95_s=tuple(s.tpot_s.p95 for s in picked),
+        knee=knee,
+        mode=mode,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """A demand to plan for: requests per minute x mean output tokens, plus headroom."""
+
+    requests_per_min: float
+    mean_output_tokens: float
+    headroom: float = 0.3
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """The demand itself, in output tok/s."""
+        return demand_output_tokens_per_s(self.requests_per_min, self.mean_output_tokens)
+
+    @property
+    def target_output_tokens_per_s(self) -> float:
+        """The demand plus headroom: what the fleet must carry."""
+        return self.output_tokens_per_s * (1.0 + self.headroom)
+
+
+AtStatus = Literal["ok", "cannot reach", "not measured", "no steps"]
+
+
+@dataclass(frozen=True, slots=True)
+class AtThroughputRow:
+    """A run read at one output throughput (equal-throughput comparison)."""
+
+    output_tokens_per_s: float
+    status: AtStatus
+    level: float | None = None
+    mode: StepMode | None = None
+    ttft_p95_s: float | None = None
+    tpot_p95_s: float | None = None
+    detail: str = ""
+    """Why there is no reading, e.g. "peak 812.3 out tok/s"."""
+
+
+def at_throughput(curve: SweepCurve, target: float) -> AtThroughputRow:
+    """P95 TTFT, P95 TPOT and load level where the rising sweep reaches `target` tok/s."""
+    if not curve.levels:
+        return AtThroughputRow(target, "no steps", detail="no complete step")
+    ttft = interpolate_at_throughput(
+        curve.levels, curve.output_tokens_per_s, curve.ttft_p95_s, target
+    )
+    if ttft is None:
+        lowest = curve.output_tokens_per_s[0]
+        if target < lowest:
+            where = level_text(curve.mode or "concurrency", curve.levels[0])
+            return AtThroughputRow(
+                target, "not measured", detail=f"lowest step gives {lowest:.1f} ({where})"
+            )
+        peak = max(curve.output_tokens_per_s)
+        return AtThroughputRow(target, "cannot reach", detail=f"peak {peak:.1f} out tok/s")
+    tpot = interpolate_at_throughput(
+        curve.levels, curve.output_tokens_per_s, curve.tpot_p95_s, target
+    )
+    return AtThroughputRow(
+        target,
+        "ok",
+        level=ttft.level,
+        mode=curve.mode,
+        ttft_p95_s=ttft.value,
+        tpot_p95_s=tpot.value if tpot is not None else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CompareRow:
+    """One snapshot's line of the qualified capacity table."""
+
+    label: str
+    path: Path | None
+    created_at: str
+    gpu: GpuSummary
+    model: str
+    precision: str | None
+    input_tokens: int
+    output_tokens: int
+    workload_name: str | None
+    """The scenario's name or the dataset's file name, when the run used one."""
+    input_kind: str | None
+    """The input-length distribution ("normal", "empirical", ...); None when fixed."""
+    output_kind: str | None
+    sla: SlaBounds
+    complete: bool
+    """False for an interrupted run."""
+    tested_mode: StepMode | None
+    tested_levels: tuple[float, ...]
+    """The levels of the sweep curve (complete steps of its mode), ascending."""
+    qualified_mode: StepMode | None
+    qualified_level: float | None
+    qualified_output_tokens_per_s: float | None
+    qualified_requests_per_s: float | None
+    ttft_p95_s: float | None
+    tpot_p95_s: float | None
+    e2e_p95_s: float | None
+    error_rate: float | None
+    capacity_reason: str | None
+    price_per_hour: float | None
+    cost_per_million_output_tokens: float | None
+    output_tokens_per_s_vs_first: float | None
+    cost_vs_first: float | None
+    servers_needed: int | None
+    total_price_per_hour: float | None
+    at: AtThroughputRow | None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The rows, what makes them hard to compare, and the options they were computed with."""
+
+    rows: tuple[CompareRow, ...]
+    warnings: tuple[str, ...]
+    snapshots: tuple[NamedSnapshot, ...]
+    currency: str | None = None
+    demand: Demand | None = None
+    at_output_tokens_per_s: float | None = None
+
+
+def stored_price(snapshot: Snapshot) -> float | None:
+    """The `price_per_hour` that `gputui run --price-per-hour` saved, if it is a usable number."""
+    value = getattr(snapshot, "price_per_hour", None)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    price = float(value)
+    return price if 0 <= price < float("inf") else None
+
+
+def _capacity_step(snapshot: Snapshot) -> Step | None:
+    cap = snapshot.capacity
+    if cap is None:
+        return None
+    for step in reversed(snapshot.steps):
+        if step.mode == cap.mode and step.level == cap.level and not step.incomplete:
+            return step
+    return None
+
+
+def _ratio(value: float | None, reference: float | None) -> float | None:
+    if value is None or reference is None or reference == 0:
+        return None
+    return value / reference
+
+
+def _row(
+    named: NamedSnapshot, price: float | None, demand: Demand | None, at: float | None
+) -> CompareRow:
+    snap = named.snapshot
+    cap = snap.capacity
+    tok_s = cap.output_tokens_per_s if cap is not None and cap.output_tokens_per_s > 0 else None
+    cost = (
+        cost_per_million_output_tokens(price, tok_s)
+        if price is not None and tok_s is not None
+        else None
+    )
+    servers = (
+        servers_needed(demand.requests_per_min, demand.mean_output_tokens, tok_s, demand.headroom)
+        if demand is not None and tok_s is not None
+        else None
+    )
+    step = _capacity_step(snap)
+    curve = sweep_curve(snap)
+    rate = cap.error_rate if cap is not None else None
+    if rate is None and step is not None:
+        rate = error_rate(step.requests_ok, step.requests_failed)
+    return CompareRow(
+        label=named.name,
+        path=named.path,
+        created_at=snap.created_at,
+        gpu=gpu_summary(snap),
+        model=snap.target.model,
+        precision=precision_of(snap),
+        input_tokens=snap.workload.input_tokens,
+        output_tokens=snap.workload.output_tokens,
+        workload_name=workload_name(snap.workload),
+        input_kind=length_kind(snap.workload, "input"),
+        output_kind=length_kind(snap.workload, "output"),
+        sla=snap.sla,
+        complete=snap.complete,
+        tested_mode=curve.mode,
+        tested_levels=curve.levels,
+        qualified_mode=cap.mode if cap is not None else None,
+        qualified_level=cap.level if cap is not None else None,
+        qualified_output_tokens_per_s=cap.output_tokens_per_s if cap is not None else None,
+        qualified_requests_per_s=cap.requests_per_s if cap is not None else None,
+        ttft_p95_s=cap.ttft_p95_s if cap is not None else None,
+        tpot_p95_s=cap.tpot_p95_s if cap is not None else None,
+        e2e_p95_s=step.e2e_s.p95 if step is not None else None,
+        error_rate=rate,
+        capacity_reason=snap.capacity_reason,
+        price_per_hour=price,
+        cost_per_million_output_tokens=cost,
+        output_tokens_per_s_vs_first=None,
+        cost_vs_first=None,
+        servers_needed=servers,
+        total_price_per_hour=servers * price if servers is not None and price is not None else None,
+        at=at_throughput(curve, at) if at is not None else None,
+    )
+
+
+def build_comparison(
+    snapshots: Sequence[NamedSnapshot],
+    *,
+    prices: Mapping[str, float] | None = None,
+    currency: str | None = None,
+    demand: Demand | None = None,
+    at_output_tokens_per_s: float | None = None,
+) -> Comparison:
+    """The qualified capacity table of these runs; `prices` (by name) override stored prices."""
+    if not snapshots:
+        raise UsageError("nothing to compare: give at least one snapshot file")
+    given = prices or {}
+    rows = [
+        _row(n, given.get(n.name, stored_price(n.snapshot)), demand, at_output_tokens_per_s)
+        for n in snapshots
+    ]
+    first = rows[0]
+    rows = [
+        _with_ratios(
+            row,
+            _ratio(row.qualified_output_tokens_per_s, first.qualified_output_tokens_per_s),
+            _ratio(row.cost_per_million_output_tokens, first.cost_per_million_output_tokens),
+        )
+        for row in rows
+    ]
+    return Comparison(
+        rows=tuple(rows),
+        warnings=tuple(comparability_warnings([(n.name, n.snapshot) for n in snapshots])),
+        snapshots=tuple(snapshots),
+        currency=currency,
+        demand=demand,
+        at_output_tokens_per_s=at_output_tokens_per_s,
+    )
+
+
+def _with_ratios(row: CompareRow, tok_s: float | None, cost: float | None) -> CompareRow:
+    return replace(row, output_tokens_per_s_vs_first=tok_s, cost_vs_first=cost)

@@ -1,0 +1,163 @@
+"""What a snapshot says about the GPU it ran on, read defensively from its optional sections.
+
+Contract: `hardware` (GPU identity: `gpus[i].name`, `memory_total_bytes`) and `telemetry` (the
+`gpu` trace: points with `t_s`, `index`, `temperature_c`, `sm_clock_mhz`, `power_w`,
+`memory_used_bytes`, `throttle_reasons`) are written by newer runs only, and by other tools
+perhaps not at all. Every reader here returns None (shown as "unknown" or "n/a") for an absent,
+null or wrongly typed field; nothing raises. "Throttled" means a point under load reported a
+reason that holds clocks down (power cap, HW slowdown, thermal, power brake:
+`telemetry.throttle.THROTTLING_MASK`); idle and application-clock reasons do not count. With
+several GPUs, the peak VRAM is the largest card's peak and the VRAM free the tightest card's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gputui.snapshot.models import Snapshot
+from gputui.telemetry.throttle import THROTTLING_MASK, decode
+
+THROTTLING_REASONS: Final = frozenset(decode(THROTTLING_MASK))
+TRACE_FIELDS: Final = ("temperature_c", "sm_clock_mhz", "power_w", "memory_used_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSummary:
+    """The GPU identity and the extremes of its trace over the whole run; None = unknown."""
+
+    name: str | None = None
+    count: int = 0
+    """GPUs listed in `hardware` (0 when the snapshot has no identity)."""
+    memory_total_bytes: int | None = None
+    """Of the first GPU."""
+    peak_vram_used_bytes: int | None = None
+    vram_free_bytes: int | None = None
+    """Total minus peak used, on the card with the least left."""
+    max_temperature_c: float | None = None
+    throttled: bool | None = None
+    throttle_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTrace:
+    """One GPU's series over the run (seconds from its start); None where a point lacks it."""
+
+    index: int
+    t_s: tuple[float, ...]
+    values: Mapping[str, tuple[float | None, ...]]
+    """By field name in `TRACE_FIELDS`."""
+
+
+def _section(snapshot: Snapshot, name: str) -> Mapping[str, Any] | None:
+    value = getattr(snapshot, name, None)
+    return value if isinstance(value, Mapping) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if value == value else None
+
+
+def _gpus(snapshot: Snapshot) -> list[Mapping[str, Any]]:
+    hardware = _section(snapshot, "hardware")
+    gpus = hardware.get("gpus") if hardware is not None else None
+    if not isinstance(gpus, Sequence) or isinstance(gpus, str):
+        return []
+    return [g for g in gpus if isinstance(g, Mapping)]
+
+
+def _points(snapshot: Snapshot) -> list[Mapping[str, Any]]:
+    telemetry = _section(snapshot, "telemetry")
+    points = telemetry.get("gpu") if telemetry is not None else None
+    if not isinstance(points, Sequence) or isinstance(points, str):
+        return []
+    return [p for p in points if isinstance(p, Mapping)]
+
+
+def _fallback_name(snapshot: Snapshot) -> str | None:
+    """A free-text description some writers put in `target` (e.g. `gpu_description`)."""
+    extra = snapshot.target.model_extra or {}
+    for key in ("gpu_description", "gpu_name", "gpu"):
+        value = extra.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def precision_of(snapshot: Snapshot) -> str | None:
+    """The weights' precision when some section states it (e.g. "bf16"); None = unknown."""
+    candidates: list[Mapping[str, Any]] = [snapshot.model_extra or {}]
+    candidates.append(snapshot.target.model_extra or {})
+    candidates.append(snapshot.workload.model_extra or {})
+    hardware = _section(snapshot, "hardware")
+    if hardware is not None:
+        candidates.append(hardware)
+    for section in candidates:
+        for key in ("precision", "dtype"):
+            value = section.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
+def gpu_summary(snapshot: Snapshot) -> GpuSummary:
+    """Identity from `hardware`, peaks from the `telemetry` GPU trace."""
+    gpus = _gpus(snapshot)
+    names = [g.get("name") for g in gpus]
+    name = next((n for n in names if isinstance(n, str) and n), None) or _fallback_name(snapshot)
+    totals: dict[int, float] = {}
+    for position, gpu in enumerate(gpus):
+        index = gpu.get("index")
+        total = _number(gpu.get("memory_total_bytes"))
+        if total is not None:
+            totals[index if isinstance(index, int) else position] = total
+    first_total = _number(gpus[0].get("memory_total_bytes")) if gpus else None
+
+    peak_used: dict[int, float] = {}
+    temps: list[float] = []
+    reasons: set[str] = set()
+    saw_reasons = False
+    for point in _points(snapshot):
+        index = point.get("index")
+        key = index if isinstance(index, int) else 0
+        used = _number(point.get("memory_used_bytes"))
+        if used is not None:
+            peak_used[key] = max(used, peak_used.get(key, used))
+        temp = _number(point.get("temperature_c"))
+        if temp is not None:
+            temps.append(temp)
+        point_reasons = point.get("throttle_reasons")
+        if isinstance(point_reasons, Sequence) and not isinstance(point_reasons, str):
+            saw_reasons = True
+            reasons |= {r for r in point_reasons if isinstance(r, str)} & THROTTLING_REASONS
+    free = [totals[i] - used for i, used in peak_used.items() if i in totals]
+    return GpuSummary(
+        name=name,
+        count=len(gpus),
+        memory_total_bytes=int(first_total) if first_total is not None else None,
+        peak_vram_used_bytes=int(max(peak_used.values())) if peak_used else None,
+        vram_free_bytes=int(min(free)) if free else None,
+        max_temperature_c=max(temps) if temps else None,
+        throttled=bool(reasons) if saw_reasons else None,
+        throttle_reasons=tuple(sorted(reasons)),
+    )
+
+
+def gpu_traces(snapshot: Snapshot) -> list[GpuTrace]:
+    """Each GPU's trace, for charts; empty when the snapshot has none."""
+    by_index: dict[int, list[Mapping[str, Any]]] = {}
+    for point in _points(snapshot):
+        t = _number(point.get("t_s"))
+        if t is None:
+            continue
+        index = point.get("index")
+        by_index.setdefault(index if isinstance(index, int) else 0, []).append(point)
+    traces = []
+    for index in sorted(by_index):
+        points = sorted(by_index[index], key=lambda p: float(p["t_s"]))
+        values = {f: tuple(_number(p.get(f)) for p in points) for f in TRACE_FIELDS}
+        traces.append(GpuTrace(index, tuple(float(p["t_s"]) for p in points), values))
+    return traces
