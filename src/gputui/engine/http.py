@@ -32,6 +32,7 @@ class Exchange:
     __slots__ = (
         "_on_body",
         "body",
+        "body_started",
         "connection",
         "content_type",
         "done",
@@ -63,6 +64,8 @@ class Exchange:
         self.last_activity_ns = 0
         self.headers_ns: int | None = None
         self.got_bytes = False
+        self.body_started = False
+        """A body byte arrived: from here on silence is a stall (before it, queueing: TTFT)."""
         self.status_code: int | None = None
         self.keep_alive = True
         self.content_type = ""
@@ -93,6 +96,7 @@ class Exchange:
 
     def on_body(self, body: bytes) -> None:
         """Hand 2xx bodies to the stream reader; buffer error bodies (bounded) for the message."""
+        self.body_started = True
         if self._on_body is not None and self.status_code is not None and self.status_code < 300:
             self._on_body(body, self.now_ns)
         elif len(self.body) < _ERROR_BODY_LIMIT:

@@ -7,23 +7,32 @@ last one ended; lowering N lets surplus workers finish their request and retire.
 keeps an absolute schedule (arrival k at t0 + sum of gaps), so late wake-ups do not lower the rate;
 when `max_in_flight` requests are out, arrivals wait for a slot and the wait is kept in the record
 (`queued_ns`), so a client-side queue is visible rather than hidden in TTFT.
+
+A closed-loop worker whose request could not connect waits before its next one (50 ms, doubling
+to 1 s, reset by the first request that reaches the server): when the server is down, the run goes
+on and counts `connect` failures at a few per second per worker rather than spinning a core on
+thousands of them. The open loop needs no such brake: its arrivals keep their schedule.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import StreamingClient
-from gputui.engine.records import REASON_CLIENT_ERROR, RequestRecord
+from gputui.engine.records import REASON_CLIENT_ERROR, REASON_CONNECT, RequestRecord
 from gputui.engine.workload import FixedShape, RequestSource
 
 LoadMode = Literal["concurrency", "rate"]
+
+CONNECT_BACKOFF_S: Final = (0.05, 1.0)
+"""First and longest wait of a closed-loop worker after a failed connection."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +76,12 @@ class LoadController:
         self._id_step = id_step
         """Workers sharing a load number their requests id_start, id_start + id_step, ..."""
         self._workers: dict[int, asyncio.Task[None]] = {}
-        self._requests: set[asyncio.Task[None]] = set()
+        self._requests: set[asyncio.Task[str | None]] = set()
         self._generator: asyncio.Task[None] | None = None
         self._resumed = asyncio.Event()
         self._resumed.set()
         self._slot_freed = asyncio.Event()
+        self._stopped = asyncio.Event()
 
     # control ---------------------------------------------------------------------------------
     def set_load(self, mode: LoadMode, level: float, step_index: int) -> None:
@@ -107,6 +117,7 @@ class LoadController:
     async def stop(self, *, cancel: bool, drain_timeout_s: float) -> None:
         """Send nothing more; abort in-flight requests (`cancel`) or wait for them to finish."""
         self.stopping = True
+        self._stopped.set()
         self._resumed.set()
         if self._generator is not None:
             self._generator.cancel()
@@ -121,12 +132,19 @@ class LoadController:
 
     # the loops -------------------------------------------------------------------------------
     async def _closed_worker(self, slot: int) -> None:
+        backoff_s = 0.0
         try:
             while not self.stopping and self.mode == "concurrency" and slot < round(self.level):
                 if self.paused:
                     await self._resumed.wait()
                     continue
-                await self._one_request(None)
+                if await self._one_request(None) != REASON_CONNECT:
+                    backoff_s = 0.0
+                    continue
+                first_s, longest_s = CONNECT_BACKOFF_S
+                backoff_s = min(backoff_s * 2, longest_s) if backoff_s else first_s
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopped.wait(), backoff_s)
         finally:
             del self._workers[slot]
 
@@ -152,7 +170,8 @@ class LoadController:
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
-    async def _one_request(self, queued_ns: int | None) -> None:
+    async def _one_request(self, queued_ns: int | None) -> str | None:
+        """Send one request and hand its record on; returns its failure reason."""
         request_id = self._next_id
         self._next_id += self._id_step
         step_index = self.step_index
@@ -188,3 +207,4 @@ class LoadController:
             self.in_flight -= 1
             self._slot_freed.set()
         self._on_record(record)
+        return record.error

@@ -4,6 +4,10 @@ Contract: `add_sim_arguments` declares the flags on the subcommand's parser (bad
 errors, exit 2); `run_sim_command` prints one line, `gputui sim: serving <profile> on http://HOST:PORT`,
 to stderr once listening, serves until SIGINT/SIGTERM and returns 0. A port that cannot be bound
 (in use, no permission) gives one line on stderr and returns 1, with no traceback.
+
+Faults: `--faults reset=0.01,http503=0.02,...` (names and behaviour in `faults.py`) with
+`--faults-seed` and `--slow-start-ms`; `--die-after S` makes the process exit S seconds after the
+first completion request (status `DIE_EXIT_CODE`), the crash case. A bad spec is an argparse error.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.server import DEFAULT_MODEL_NAME
@@ -60,6 +65,20 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _fault_probabilities(text: str) -> dict[str, float]:
+    try:
+        return dict(FaultSpec.parse(text).probabilities)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_seconds(text: str) -> float:
+    value = _non_negative_ms(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare `gputui sim`'s flags."""
     parser.add_argument(
@@ -101,6 +120,32 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
+    faults = parser.add_argument_group("fault injection")
+    faults.add_argument(
+        "--faults",
+        type=_fault_probabilities,
+        default=None,
+        metavar="SPEC",
+        help="per-request fault probabilities, e.g. reset=0.01,stall=0.005,http503=0.02 "
+        f"(faults: {', '.join(FAULTS)}; at most one per request, drawn in arrival order)",
+    )
+    faults.add_argument(
+        "--faults-seed", type=int, default=0, help="seed of the fault draws (default 0)"
+    )
+    faults.add_argument(
+        "--slow-start-ms",
+        type=_non_negative_ms,
+        default=DEFAULT_SLOW_START_MS,
+        metavar="MS",
+        help=f"how late a slow_start request's first token is (default {DEFAULT_SLOW_START_MS:g})",
+    )
+    faults.add_argument(
+        "--die-after",
+        type=_positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="crash: exit SECONDS after the first completion request, dropping every connection",
+    )
 
 
 def run_sim_command(args: argparse.Namespace) -> int:
@@ -124,18 +169,44 @@ def run_sim_command(args: argparse.Namespace) -> int:
     host: str = args.host
     profile_name = "fixed" if isinstance(spec, FixedProfileSpec) else f"{args.gpu} {args.model}"
 
+    faults = fault_spec(args)
+
     def ready(port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"gputui sim: serving {profile_name} on http://{shown}:{port}\n")
+        if faults is not None:
+            sys.stderr.write(
+                f"gputui sim: faults {faults.describe() or 'none'} (seed {faults.seed}, "
+                f"slow start {faults.slow_start_ms:g} ms)\n"
+            )
+        if args.die_after is not None:
+            sys.stderr.write(
+                f"gputui sim: will exit {args.die_after:g} s after the first completion request\n"
+            )
         sys.stderr.flush()
 
     try:
-        serve(profile, host, args.port, ready, served_model_name=spec.served_model_name)
+        serve(
+            profile,
+            host,
+            args.port,
+            ready,
+            served_model_name=spec.served_model_name,
+            faults=faults,
+            die_after_s=args.die_after,
+        )
     except OSError as exc:
         reason = exc.strerror or str(exc)
         sys.stderr.write(f"gputui sim: cannot listen on {host}:{args.port}: {reason}\n")
         return 1
     return 0
+
+
+def fault_spec(args: argparse.Namespace) -> FaultSpec | None:
+    """The faults the flags ask for; None without `--faults`."""
+    if args.faults is None:
+        return None
+    return FaultSpec(args.faults, seed=args.faults_seed, slow_start_ms=args.slow_start_ms)
 
 
 def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:

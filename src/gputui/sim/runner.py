@@ -6,6 +6,12 @@ connection. A bind failure raises `OSError` before `on_ready`. `start_background
 "spawn" child so the server has its own interpreter and GIL (a thread would share the client's and
 distort both sides' timestamps); the child reports its bound port, or its startup error, through a
 pipe. A profile crosses the process boundary as a picklable `ProfileSpec` and is built in the child.
+
+Crash simulation: with `die_after_s`, the process exits (`os._exit(DIE_EXIT_CODE)`, after one line
+on stderr) that many seconds after the first completion request, with no goodbye to anyone: the
+kernel closes its sockets, so streams in flight end mid-response and new connections are refused,
+as when a real server crashes. The clock starts at the first request so that the crash lands
+mid-run however long the client took to start.
 """
 
 from __future__ import annotations
@@ -14,17 +20,22 @@ import asyncio
 import contextlib
 import gc
 import multiprocessing
+import os
 import signal
+import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Final, Protocol
 
+from gputui.sim.faults import FaultSpec
 from gputui.sim.profile import Profile
 from gputui.sim.server import DEFAULT_MAX_MODEL_LEN, DEFAULT_MODEL_NAME, SimServer
 
 _READY_TIMEOUT_S: Final = 30.0
 _STOP_TIMEOUT_S: Final = 5.0
+DIE_EXIT_CODE: Final = 3
+"""Exit status of a server that died on purpose (`--die-after`)."""
 
 
 class ProfileSpec(Protocol):
@@ -61,12 +72,16 @@ def serve(
     on_ready: Callable[[int], None] | None = None,
     *,
     served_model_name: str = DEFAULT_MODEL_NAME,
+    faults: FaultSpec | None = None,
+    die_after_s: float | None = None,
 ) -> None:
-    """Serve `profile` until SIGINT or SIGTERM."""
+    """Serve `profile` until SIGINT or SIGTERM (or, with `die_after_s`, die; see the docstring)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(_serve(loop, profile, host, port, on_ready, served_model_name))
+        loop.run_until_complete(
+            _serve(loop, profile, host, port, on_ready, served_model_name, faults, die_after_s)
+        )
     finally:
         asyncio.set_event_loop(None)
         loop.close()
@@ -79,9 +94,20 @@ async def _serve(
     port: int,
     on_ready: Callable[[int], None] | None,
     served_model_name: str,
+    faults: FaultSpec | None,
+    die_after_s: float | None,
 ) -> None:
     max_model_len = int(getattr(profile, "max_model_len", DEFAULT_MAX_MODEL_LEN))
-    server = SimServer(profile, served_model_name=served_model_name, max_model_len=max_model_len)
+    server = SimServer(
+        profile, served_model_name=served_model_name, max_model_len=max_model_len, faults=faults
+    )
+    if die_after_s is not None:
+        delay_s = die_after_s
+
+        def arm() -> None:
+            loop.call_later(delay_s, _die, server, delay_s)
+
+        server.on_first_completion = arm
     profile.bind(loop)
     listener = await loop.create_server(
         server.protocol_factory, host, port, reuse_address=True, backlog=4096
@@ -106,13 +132,38 @@ async def _serve(
             await asyncio.wait_for(listener.wait_closed(), _STOP_TIMEOUT_S)
 
 
-def _child_main(spec: ProfileSpec, host: str, port: int, conn: Connection) -> None:
+def _die(server: SimServer, after_s: float) -> None:
+    """The crash: one line on stderr, then exit without closing anything."""
+    sys.stderr.write(
+        f"gputui sim: --die-after {after_s:g} s: exiting now (simulated crash), after "
+        f"{server.faults.drawn} completion requests\n"
+    )
+    sys.stderr.flush()
+    os._exit(DIE_EXIT_CODE)
+
+
+def _child_main(
+    spec: ProfileSpec,
+    host: str,
+    port: int,
+    conn: Connection,
+    faults: FaultSpec | None = None,
+    die_after_s: float | None = None,
+) -> None:
     def ready(bound_port: int) -> None:
         conn.send(("ready", bound_port))
         conn.close()
 
     try:
-        serve(spec.build(), host, port, ready, served_model_name=spec.served_model_name)
+        serve(
+            spec.build(),
+            host,
+            port,
+            ready,
+            served_model_name=spec.served_model_name,
+            faults=faults,
+            die_after_s=die_after_s,
+        )
     except Exception as exc:  # reported to the parent through the pipe
         if conn.closed:
             raise
@@ -169,13 +220,15 @@ def start_background(
     port: int = 0,
     *,
     ready_timeout_s: float = _READY_TIMEOUT_S,
+    faults: FaultSpec | None = None,
+    die_after_s: float | None = None,
 ) -> SimProcess:
     """Start the simulator in a spawned child process and wait until it listens."""
     ctx = multiprocessing.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     process = ctx.Process(
         target=_child_main,
-        args=(profile_spec, host, port, child_conn),
+        args=(profile_spec, host, port, child_conn, faults, die_after_s),
         name="gputui-sim",
         daemon=True,
     )

@@ -10,7 +10,13 @@ cancelled and its profile work is released.
 
 Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
 `POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`
-and `POST /sim/reset` (see `truth.py`). Errors are OpenAI-style JSON (400, 404, 405, 500).
+and `POST /sim/reset` (see `truth.py`; the stats carry the fault tally under `faults`). Errors are
+OpenAI-style JSON (400, 404, 405, 500).
+
+Faults (see `faults.py`): every valid completion request draws one from the server's
+`FaultInjector`, in the order requests are handled; an HTTP fault is answered here, a mid-stream
+fault wraps the request's sink in a `FaultySink`, and `slow_start` hands the request to the profile
+late. Requests without a fault take exactly the path they take without `--faults`.
 
 Request rules: any model name is accepted and answered with the served name; `prompt` may be a
 string, a list of strings (billed as one prompt: their tokens are summed) or token ids; chat
@@ -22,16 +28,27 @@ usage is included unless `include_usage` is false (vLLM's default).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, cast
 
 import httptools
 import orjson
 
+from gputui.sim.faults import (
+    HTTP_FAULTS,
+    SLOW_START,
+    STREAM_FAULTS,
+    FaultInjector,
+    FaultSpec,
+    FaultySink,
+    http_fault_response,
+)
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.sinks import (
     BufferedSink,
@@ -111,11 +128,15 @@ class SimServer:
         *,
         served_model_name: str = DEFAULT_MODEL_NAME,
         max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+        faults: FaultSpec | None = None,
     ) -> None:
         self.profile = profile
         self.served_model_name = served_model_name
         self.max_model_len = max_model_len
         self.truth = TruthRecorder()
+        self.faults = FaultInjector(faults or FaultSpec())
+        self.on_first_completion: Callable[[], None] | None = None
+        """Called once, when the first valid completion request arrives (`--die-after`)."""
         self.connections: set[HttpConnection] = set()
         self._next_request_id = 0
         self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
@@ -179,6 +200,13 @@ class SimServer:
         include_usage = isinstance(stream_options, dict) and bool(
             stream_options.get("include_usage", True)
         )
+        if self.on_first_completion is not None:
+            first, self.on_first_completion = self.on_first_completion, None
+            first()
+        fault = self.faults.draw()
+        if fault in HTTP_FAULTS:
+            conn.respond(http_fault_response(fault, keep_alive=request.keep_alive))
+            return
         self._next_request_id += 1
         sim_request = SimRequest(
             request_id=self._next_request_id,
@@ -198,7 +226,7 @@ class SimServer:
             "max_tokens": max_tokens,
             "keep_alive": request.keep_alive,
         }
-        sink: StreamSink | BufferedSink
+        sink: StreamSink | BufferedSink | FaultySink
         if body.get("stream"):
             sink = StreamSink(
                 conn.transport,
@@ -210,11 +238,31 @@ class SimServer:
             )
         else:
             sink = BufferedSink(conn.transport, self.truth, conn.response_done, **common)
+        if fault in STREAM_FAULTS:
+            sink = FaultySink(sink, fault, max_tokens, self._release)
         conn.active = sink
         self.truth.requests_started += 1
-        self.profile.start(sim_request, sink)
+        if fault == SLOW_START:
+            delay_s = self.faults.spec.slow_start_ms / 1e3
+            late = dataclasses.replace(
+                sim_request, arrival_ns=request.arrival_ns + round(delay_s * 1e9)
+            )
+            asyncio.get_running_loop().call_later(delay_s, partial(self._start_late, late, sink))
+        else:
+            self.profile.start(sim_request, sink)
 
-    def cancelled(self, sink: StreamSink | BufferedSink) -> None:
+    def _start_late(
+        self, request: SimRequest, sink: StreamSink | BufferedSink | FaultySink
+    ) -> None:
+        """A `slow_start` request reaches the profile (its arrival moved by the delay)."""
+        if not sink.closed:
+            self.profile.start(request, sink)
+
+    def _release(self, request_id: int) -> None:
+        """A fault struck: free the request's profile work, once the profile's callback is over."""
+        asyncio.get_running_loop().call_soon(self.profile.cancel, request_id)
+
+    def cancelled(self, sink: StreamSink | BufferedSink | FaultySink) -> None:
         """A client went away before its response was complete."""
         sink.abort()
         self.truth.requests_cancelled += 1
@@ -249,10 +297,12 @@ class SimServer:
         return http_response(200, text, kind, keep_alive=keep_alive)
 
     def _stats(self, _body: bytes, keep_alive: bool) -> bytes:
-        return json_response(200, self.truth.snapshot(), keep_alive=keep_alive)
+        stats = {**self.truth.snapshot(), "faults": self.faults.snapshot()}
+        return json_response(200, stats, keep_alive=keep_alive)
 
     def _reset(self, _body: bytes, keep_alive: bool) -> bytes:
         self.truth.reset()
+        self.faults.reset()
         return json_response(200, {"reset": True}, keep_alive=keep_alive)
 
 
@@ -282,7 +332,7 @@ class HttpConnection(asyncio.Protocol):
         self._server = server
         self._parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport
-        self.active: StreamSink | BufferedSink | None = None
+        self.active: StreamSink | BufferedSink | FaultySink | None = None
         """The response in progress; None when idle."""
         self._pending: deque[_Request] = deque()
         self._keep_alive = True

@@ -112,6 +112,24 @@ class _SinkBase:
         """The connection was lost: stop writing (the server counts the cancel)."""
         self._closed = True
 
+    @property
+    def transport(self) -> asyncio.Transport:
+        """The connection's transport (fault injection resets it)."""
+        return self._transport
+
+    def write(self, data: bytes) -> None:
+        """Write raw bytes into the response (fault injection); nothing once closed."""
+        if not self._closed:
+            self._transport.write(data)
+
+    def end_with(self, data: bytes) -> None:
+        """End the response with raw bytes; a faulted end, so not counted as completed."""
+        if self._closed:
+            return
+        self._closed = True
+        self._transport.write(data)
+        self._on_done()
+
     def _complete(self) -> None:
         self._closed = True
         self._truth.requests_completed += 1
@@ -322,7 +340,9 @@ _REASONS: Final = {
     400: b"Bad Request",
     404: b"Not Found",
     405: b"Method Not Allowed",
+    429: b"Too Many Requests",
     500: b"Internal Server Error",
+    503: b"Service Unavailable",
 }
 
 
@@ -362,8 +382,12 @@ def error_response(
     status: int, message: str, *, keep_alive: bool, extra_headers: bytes = b""
 ) -> bytes:
     """An OpenAI-style error response, as vLLM sends it."""
-    kind = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed"}.get(
-        status, "InternalServerError"
-    )
+    kind = {
+        400: "BadRequestError",
+        404: "NotFoundError",
+        405: "MethodNotAllowed",
+        429: "RateLimitError",
+        503: "ServiceUnavailableError",
+    }.get(status, "InternalServerError")
     body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
     return json_response(status, body, keep_alive=keep_alive, extra_headers=extra_headers)

@@ -6,7 +6,9 @@ Contract:
   or the new one, never half of one. It blocks: async callers run it through `asyncio.to_thread`.
 - `load_snapshot` raises `SnapshotError` with one line naming the file and what is wrong (missing,
   not JSON, not an object, no or unknown `schema_version`, or the first invalid field), because the
-  CLI prints exactly that line.
+  CLI prints exactly that line. Whatever the file holds (any bytes, any nesting, keys with newlines,
+  megabyte values), that line stays one bounded line and no other exception escapes: the fuzz tests
+  in tests/unit/test_fuzz_snapshot.py hold it to that.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from pydantic import ValidationError
@@ -61,15 +63,43 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+MAX_DEPTH: Final = 64
+"""Deepest nesting a snapshot may have: real ones nest a handful of levels, and orjson writes no
+more than 254, so a deeper file would load and then fail to save (or to print)."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON `value` nests more than `limit` levels (iterative: no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """Collapse whitespace and cut: quoted file content must not make a line many, or megabytes."""
+    line = " ".join(text[: limit * 4].split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
     path = ""
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
-    return path or "(top level)"
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            name = _one_line(str(part), 40)
+            path += f".{name}" if path else name
+    return _one_line(path, 160) or "(top level)"
 
 
 def _check_version(source: Path, data: dict[str, Any]) -> None:
@@ -77,7 +107,8 @@ def _check_version(source: Path, data: dict[str, Any]) -> None:
         raise SnapshotError(f"{source}: not a gputui snapshot: schema_version is missing")
     version = data["schema_version"]
     if not isinstance(version, int) or isinstance(version, bool):
-        raise SnapshotError(f"{source}: schema_version must be an integer, got {version!r}")
+        shown = _one_line(repr(version), 60)
+        raise SnapshotError(f"{source}: schema_version must be an integer, got {shown}")
     if version > SCHEMA_VERSION:
         raise SnapshotError(
             f"{source}: written by a newer gputui: schema_version {version}, "
@@ -107,6 +138,10 @@ def load_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         kind = type(data).__name__
         raise SnapshotError(f"{source}: not a gputui snapshot: top level is {kind}, not an object")
     _check_version(source, data)
+    if _deeper_than(data, MAX_DEPTH):
+        raise SnapshotError(
+            f"{source}: not a gputui snapshot: nested deeper than {MAX_DEPTH} levels"
+        )
     try:
         return Snapshot.model_validate(data)
     except ValidationError as exc:
