@@ -142,3 +142,46 @@ def test_last_event_without_blank_line_is_flushed_at_end() -> None:
     reader.end_of_body(9)
     assert reader.token_ns == [9]
     assert reader.finish_reason == "length"
+
+
+def test_llama_server_timings_and_cached_prompt_tokens() -> None:
+    _, _, body = split_response("llama_server.chat_stream.txt")
+    reader = read_all(sse_events(body))
+    assert reader.cached_input_tokens == 17
+    timings = reader.timings
+    assert timings is not None
+    assert (timings.prompt_n, timings.cache_n, timings.predicted_n) == (1, 17, 8)
+    assert timings.prompt_ms == pytest.approx(1.289)
+    assert timings.predicted_ms == pytest.approx(0.571)
+
+
+def test_timings_without_usage_still_count() -> None:
+    """Without `include_usage` llama-server still puts `timings` on its finish chunk."""
+    _, _, body = split_response("llama_server.chat_stream_no_usage_option.txt")
+    reader = read_all(sse_events(body))
+    assert reader.output_tokens is None
+    assert reader.timings is not None and reader.timings.predicted_n == 8
+
+
+def test_model_comes_from_the_first_chunk_that_names_one() -> None:
+    reader = StreamReader()
+    reader.feed(b'data: {"model":"served-name","choices":[{"delta":{"role":"assistant"}}]}\n\n', 1)
+    reader.feed(b'data: {"model":"other","choices":[{"delta":{"content":"x"}}]}\n\n', 2)
+    assert reader.model == "served-name"
+
+
+def test_empty_data_line_is_a_keepalive_not_garbage() -> None:
+    reader = StreamReader()
+    reader.feed(b"data: \n\ndata:\n\n", 1)
+    reader.feed(b'data: {"choices":[{"text":"x","finish_reason":"stop"}]}\n\n', 2)
+    assert reader.error is None
+    assert reader.events == 1
+    assert reader.token_ns == [2]
+
+
+@pytest.mark.parametrize("timings", [b'"x"', b"[1]", b'{"prompt_n":"7","predicted_ms":true}'])
+def test_odd_timings_are_ignored(timings: bytes) -> None:
+    reader = StreamReader()
+    reader.feed(b'data: {"choices":[{"text":"x"}],"timings":%s}\n\n' % timings, 1)
+    assert reader.error is None
+    assert reader.timings is None or reader.timings.prompt_n is None

@@ -5,6 +5,13 @@ outcome becomes a record with a failure reason. `sent_ns` is stamped after a con
 and just before the request is written, so connection setup is reported apart (`connect_ns`) and
 never hidden in TTFT. A watchdog (one task for all requests) enforces the request and stall
 timeouts, so the hot path arms no timer per request or per token.
+
+Timeouts (`Timeouts`, the `gputui run` flags of the same names): `connect_s` bounds opening a
+connection (reason `connect`); `request_s` bounds a whole request from sending to its last byte
+(`timeout`), and is the only bound before the first body byte, because a long wait for the first
+token is queueing, which a load test must measure rather than cut short; `stall_s` bounds the
+silence between body bytes once the body has started (`stall`). The watchdog looks every 0.25 s, so
+a timeout fires up to that much late.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import asyncio
 import ssl
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -42,10 +49,11 @@ class Timeouts:
     """Client timeouts; defaults suit LLM serving, where a long queue is a finding, not an error."""
 
     connect_s: float = 10.0
+    """TCP (and TLS) connection setup; a server that takes longer is down or drowning."""
     request_s: float = 600.0
-    """Whole request, from sending to the last byte."""
+    """Whole request, from sending to the last byte: room for a long queue and a long output."""
     stall_s: float = 60.0
-    """Longest silence allowed once the response has started."""
+    """Longest silence between body bytes once the body has started (not before the first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +151,13 @@ class StreamingClient:
         }
         for attempt in range(2):
             try:
-                connection, connect_ns, reused = await self._pool.acquire()
+                if attempt == 0:
+                    connection, connect_ns, reused = await self._pool.acquire()
+                else:
+                    # Never a second pooled one: it may be stale too (llama-server closes every
+                    # connection after a streamed response, yet announces keep-alive).
+                    connection, connect_ns = await self._pool.open()
+                    reused = False
             except (OSError, TimeoutError) as exc:
                 now = time.perf_counter_ns()
                 detail = str(exc) or type(exc).__name__
@@ -174,7 +188,12 @@ class StreamingClient:
             ):
                 continue  # a kept-alive connection the server had closed: retry on a new one
             self._pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
-            return _record(exchange, reader, sent_ns, connect_ns, common)
+            record = _record(exchange, reader, sent_ns, connect_ns, common)
+            key = self._config.api_key
+            if key and record.error_detail and key in record.error_detail:
+                # A server that echoes the key in its error text must not put it in our records.
+                record = replace(record, error_detail=record.error_detail.replace(key, "[API key]"))
+            return record
         raise AssertionError("unreachable: the second attempt always returns")
 
     def _ensure_watchdog(self) -> None:
@@ -193,7 +212,7 @@ class StreamingClient:
                     exchange.abort(
                         REASON_TIMEOUT, f"no complete response in {timeouts.request_s:g} s"
                     )
-                elif exchange.got_bytes and now - exchange.last_activity_ns > stall_ns:
+                elif exchange.body_started and now - exchange.last_activity_ns > stall_ns:
                     exchange.abort(REASON_STALL, f"no bytes for {timeouts.stall_s:g} s mid-stream")
 
     def abort_all(self) -> None:
@@ -248,6 +267,8 @@ def _record(
         error_detail=detail,
         finish_reason=reader.finish_reason,
         response_model=reader.model,
+        cached_input_tokens=reader.cached_input_tokens,
+        server_timings=reader.timings,
         **common,
     )
 

@@ -6,8 +6,12 @@ from dataclasses import dataclass
 
 import httpx
 
+from gputui.engine.backend import OPENAI_COMPATIBLE, UNCHECKED, Backend, detect_backend
 from gputui.engine.target import Target
 from gputui.errors import ModelNotServed, ServerUnreachable
+
+_METRICS_TIMEOUT_S = 2.0
+"""/metrics only names the backend: a slow or absent one must not delay the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +22,8 @@ class PreflightResult:
     probe_path: str | None
     """`/health` when the server has it, else `/v1/models`; None when neither answers 200."""
     server_header: str
+    backend: Backend = UNCHECKED
+    """What kind of server this is (see engine.backend), for the header and `target.backend`."""
 
 
 def preflight(
@@ -56,7 +62,21 @@ def preflight(
             f"{target.base_url} does not serve model {model!r} (it lists: {listed})"
         )
     probe_path = f"{target.root_prefix}/health" if health_ok else f"{target.api_prefix}/models"
-    return PreflightResult(models, probe_path, response.headers.get("server", ""))
+    server_header = response.headers.get("server", "")
+    backend = detect_backend(server_header, payload)
+    if backend.name == OPENAI_COMPATIBLE:
+        metrics = _metrics_text(f"{target.base_url}{target.root_prefix}/metrics", headers)
+        backend = detect_backend(server_header, payload, metrics)
+    return PreflightResult(models, probe_path, server_header, backend)
+
+
+def _metrics_text(url: str, headers: dict[str, str]) -> str | None:
+    """The server's /metrics text, or None when it has none (404, refused, slow)."""
+    try:
+        response = httpx.get(url, headers=headers, timeout=_METRICS_TIMEOUT_S)
+    except httpx.HTTPError:
+        return None
+    return response.text if response.status_code == 200 else None
 
 
 def _describe(exc: httpx.HTTPError) -> str:

@@ -36,6 +36,20 @@ EMPTY_STAMPS: Final[npt.NDArray[np.int64]] = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
+class ServerTimings:
+    """The server's own account of one request (llama.cpp's `timings` object in its last chunk)."""
+
+    prompt_n: int | None = None
+    """Prompt tokens it evaluated (the cached prefix excluded)."""
+    cache_n: int | None = None
+    """Prompt tokens it reused from its prefix cache."""
+    prompt_ms: float | None = None
+    predicted_n: int | None = None
+    predicted_ms: float | None = None
+    """From the first generated token to the last, in the server's own clock."""
+
+
+@dataclass(frozen=True, slots=True)
 class RequestRecord:
     """One finished request (ok or failed), as measured by the client."""
 
@@ -72,3 +86,7 @@ class RequestRecord:
     finish_reason: str | None = None
     response_model: str | None = None
     """The `model` field the server answered with (may differ from the one asked for)."""
+    cached_input_tokens: int | None = None
+    """Usage's `prompt_tokens_details.cached_tokens`: prompt tokens served from a prefix cache."""
+    server_timings: ServerTimings | None = None
+    """Only from servers that report them (llama.cpp)."""

@@ -8,10 +8,13 @@ rule lives here (see ../shared/docs/reference.md §5):
 
 - a chunk is a token event only when it carries non-empty text (`choices[0].text`, `delta.content`
   or `delta.reasoning_content`); a role-only first chat chunk is not the first token;
-- usage may come in its own chunk, on the finish chunk, on the last chunk, or not at all;
+- usage may come in its own chunk, on the finish chunk, on the last chunk, or not at all; its
+  `prompt_tokens_details.cached_tokens` and llama.cpp's `timings` object are kept when present;
+- the `model` each chunk names is kept (a server may answer with another name than was asked);
 - `[DONE]` may be missing (the stream just ends) or come without any `finish_reason` (truncated);
 - an `{"error": ...}` object (or a flat `{"object": "error"}`) inside a 200 stream is a failure;
-- bytes that are not JSON are a failure (`malformed_event`), never a crash.
+- bytes that are not JSON are a failure (`malformed_event`), never a crash; an empty `data:`
+  line is a keep-alive, like an SSE comment.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from typing import Any, Final
 
 import orjson
 
-from gputui.engine.records import REASON_ERROR_EVENT, REASON_MALFORMED_EVENT
+from gputui.engine.records import REASON_ERROR_EVENT, REASON_MALFORMED_EVENT, ServerTimings
 
 _DATA: Final = b"data: "
 _DONE: Final = b"[DONE]"
 _MAX_BUFFER_BYTES: Final = 4 * 1024 * 1024
 """An unterminated event longer than this is garbage, not a slow server."""
+_TOO_LONG: Final = "an SSE event exceeds 4 MiB without a separator"
 
 
 class StreamReader:
@@ -33,6 +37,8 @@ class StreamReader:
 
     __slots__ = (
         "_buffer",
+        "_cr",
+        "cached_input_tokens",
         "done",
         "error",
         "error_detail",
@@ -42,11 +48,15 @@ class StreamReader:
         "input_tokens",
         "model",
         "output_tokens",
+        "timings",
         "token_ns",
     )
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        """The start of an event whose end has not arrived yet."""
+        self._cr = False
+        """The last read ended with CR: a LF starting the next one belongs to it (CRLF)."""
         self.token_ns: list[int] = []
         self.first_token_ns: int | None = None
         self.done = False
@@ -56,7 +66,10 @@ class StreamReader:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         """From the usage report, when one came."""
+        self.cached_input_tokens: int | None = None
+        self.timings: ServerTimings | None = None
         self.model: str | None = None
+        """The `model` field of the first chunk that named one."""
         self.error: str | None = None
         self.error_detail: str | None = None
 
@@ -64,11 +77,23 @@ class StreamReader:
         """Consume body bytes that arrived at `now_ns`."""
         if self.error is not None:
             return
-        buffer = self._buffer + data if self._buffer else data
-        if b"\r" in buffer:
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._cr or b"\r" in data:
+            data = self._lf_only(data)
+        pending = self._buffer
+        if pending:
+            # Only the new bytes (and the one before them) can complete a separator: an event read
+            # in many small pieces is appended, never rescanned, so a huge line costs linear time.
+            if b"\n\n" not in data and not (data[:1] == b"\n" and pending[-1] == 10):
+                pending += data
+                if len(pending) > _MAX_BUFFER_BYTES:
+                    self._fail(REASON_MALFORMED_EVENT, _TOO_LONG)
+                return
+            buffer = b"".join((pending, data))
+            pending.clear()
+        else:
+            buffer = data
         parts = buffer.split(b"\n\n")
-        self._buffer = parts.pop()
+        rest = parts.pop()
         for event in parts:
             if event.startswith(_DATA) and b"\n" not in event:
                 self._payload(event[6:], now_ns)
@@ -76,8 +101,19 @@ class StreamReader:
                 self._slow_event(event, now_ns)
             if self.failed:
                 return
-        if len(self._buffer) > _MAX_BUFFER_BYTES:
-            self._fail(REASON_MALFORMED_EVENT, "an SSE event exceeds 4 MiB without a separator")
+        if len(rest) > _MAX_BUFFER_BYTES:
+            self._fail(REASON_MALFORMED_EVENT, _TOO_LONG)
+        elif rest:
+            pending += rest
+
+    def _lf_only(self, data: bytes) -> bytes:
+        """CRLF and lone CR become LF, also when a CRLF is split between two reads."""
+        if not data:
+            return data
+        if self._cr and data.startswith(b"\n"):
+            data = data[1:]
+        self._cr = data.endswith(b"\r")
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
     @property
     def failed(self) -> bool:
@@ -86,8 +122,8 @@ class StreamReader:
 
     def end_of_body(self, now_ns: int) -> None:
         """The body ended: flush a last event that had no blank line after it."""
-        rest = self._buffer.strip()
-        self._buffer = b""
+        rest = bytes(self._buffer).strip()
+        self._buffer.clear()
         if rest and self.error is None:
             self._slow_event(rest, now_ns)
 
@@ -113,6 +149,8 @@ class StreamReader:
             self._payload(b"\n".join(data_lines), now_ns)
 
     def _payload(self, payload: bytes, now_ns: int) -> None:
+        if not payload.strip():
+            return  # an empty `data:` line: a keep-alive
         self.events += 1
         if payload == _DONE:
             self.done = True
@@ -127,26 +165,40 @@ class StreamReader:
             return
         choices = obj.get("choices")
         if choices:
-            choice = choices[0]
+            # Any field of the wrong type is a malformed event (a verdict, never an exception).
+            choice = choices[0] if type(choices) is list else None
             if type(choice) is not dict:
                 self._fail(REASON_MALFORMED_EVENT, f"bad choices: {_excerpt(payload)}")
                 return
             delta = choice.get("delta")
-            if delta:
-                text = delta.get("content") or delta.get("reasoning_content")
-            else:
-                text = choice.get("text")
+            if delta and type(delta) is not dict:
+                self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(payload)}")
+                return
+            text = (
+                (delta.get("content") or delta.get("reasoning_content"))
+                if delta
+                else choice.get("text")
+            )
+            finish = choice.get("finish_reason")
+            if (text and type(text) is not str) or (finish and type(finish) is not str):
+                self._fail(REASON_MALFORMED_EVENT, f"bad text or finish: {_excerpt(payload)}")
+                return
             if text:
                 self.token_ns.append(now_ns)
                 if self.first_token_ns is None:
                     self.first_token_ns = now_ns
-                    self.model = obj.get("model")
-            finish = choice.get("finish_reason")
             if finish:
                 self.finish_reason = finish
+        if self.model is None:
+            model = obj.get("model")
+            if type(model) is str:
+                self.model = model
         usage = obj.get("usage")
         if usage:
             self._usage(usage)
+        timings = obj.get("timings")
+        if timings:
+            self._timings(timings)
         if "error" in obj or obj.get("object") == "error":
             self._fail(REASON_ERROR_EVENT, error_message(obj))
 
@@ -159,6 +211,20 @@ class StreamReader:
             self.output_tokens = completion
         if type(prompt) is int:
             self.input_tokens = prompt
+        details = usage.get("prompt_tokens_details")
+        if type(details) is dict and type(details.get("cached_tokens")) is int:
+            self.cached_input_tokens = details["cached_tokens"]
+
+    def _timings(self, timings: Any) -> None:
+        if type(timings) is not dict:
+            return
+        self.timings = ServerTimings(
+            prompt_n=_int(timings.get("prompt_n")),
+            cache_n=_int(timings.get("cache_n")),
+            prompt_ms=_float(timings.get("prompt_ms")),
+            predicted_n=_int(timings.get("predicted_n")),
+            predicted_ms=_float(timings.get("predicted_ms")),
+        )
 
     def _fail(self, reason: str, detail: str) -> None:
         self.error = reason
@@ -175,6 +241,14 @@ def error_message(obj: dict[str, Any]) -> str:
     elif inner:
         return _one_line(str(inner))
     return _one_line(orjson.dumps(obj).decode(errors="replace"))
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if type(value) in (int, float) else None
 
 
 def _excerpt(data: bytes, limit: int = 120) -> str:
