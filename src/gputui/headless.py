@@ -12,6 +12,8 @@ import os
 import signal
 import sys
 import threading
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -19,10 +21,12 @@ from typing import Any, TextIO
 import orjson
 
 from gputui.engine.arrivals import Arrival
+from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
 from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
+from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
 from gputui.metrics.sla import Sla
@@ -38,20 +42,28 @@ from gputui.sweep import (
     burst_recoveries,
     capacity_rate,
 )
+from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.snapshot_sections import sections_from_sampler
+from gputui.workloads.prepare import prepare_workload
+from gputui.workloads.report import length_lines, workload_lines
+from gputui.workloads.runplan import apply_scenario, workload_config
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a headless sweep; returns the exit code."""
     try:
         target = parse_target(args.url)
+        scenario = apply_scenario(args)
+        workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
         out = _output_path(args.out)
     except UsageError as exc:
         parser.error(str(exc))
     if not (args.concurrency or args.rate or args.auto or args.validate_rate):
         parser.error("one of --concurrency, --rate, --auto or --validate-rate is required")
+    if args.step_seconds is None:
+        parser.error("--step-seconds is required (or a --scenario that sets load.step_seconds)")
     if args.ignore_eos:
         extra_body.setdefault("ignore_eos", True)
     mode: LoadMode = "rate" if args.rate or args.validate_rate else "concurrency"
@@ -64,6 +76,19 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     )
     api_key = os.environ.get(args.api_key_env) or None
     checked = preflight(target, args.model, api_key=api_key, timeout_s=args.connect_timeout)
+    prepared = prepare_workload(
+        workload,
+        target=target,
+        model=args.model,
+        endpoint=args.endpoint,
+        api_key=api_key,
+        token_counter=args.token_counter,
+        tokenizer=args.tokenizer,
+        base_dir=scenario.folder if scenario is not None else Path(),
+        scenario_name=scenario.name if scenario is not None else None,
+        scenario_file=scenario.path if scenario is not None else None,
+        backend=checked.backend.name,
+    )
     config = EngineConfig(
         client=ClientConfig(
             target=target,
@@ -77,7 +102,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                 stall_s=args.stall_timeout,
             ),
         ),
-        shape=RequestShape(args.input_tokens, args.output_tokens),
+        shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
+        workload=prepared.spec,
         arrival=arrival,
         burstiness=args.burstiness or 1.0,
         max_in_flight=args.max_in_flight,
@@ -103,6 +129,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     sys.stdout.write(
         f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {plan}, "
         f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
+        f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
+        + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
     )
     sys.stdout.flush()
     runner = SweepRunner(
@@ -161,8 +189,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         levels=levels,
         arrival=arrival if mode == "rate" else None,
         burstiness=args.burstiness,
-        input_tokens=args.input_tokens,
-        output_tokens=args.output_tokens,
+        input_tokens=prepared.nominal_input,
+        output_tokens=prepared.nominal_output,
         extra_body=extra_body,
         step_seconds=args.step_seconds,
         warmup_seconds=warmup_s,
@@ -177,7 +205,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         hardware=hardware,
         telemetry=telemetry,
         client_extra={"workers": args.workers, "ray": args.ray, **trace.saturation()},
-        backend=server_sample.backend if server_sample is not None else None,
+        backend=_backend_name(checked.backend, server_sample),
+        backend_evidence=checked.backend.evidence,
+        workload_details=prepared.details,
     )
     snapshot = build_snapshot(session, info)
     if args.price_per_hour is not None:
@@ -193,11 +223,20 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             "% CPU): its timings include its own queueing; rerun with more --workers"
         )
     printer.summary(snapshot)
+    sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
+    printer.response_models(args.model, session.all_records())
     if session.cancelled:
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {out}{note}\n")
     return 128 + stopper.signal_number if interrupted else 0
+
+
+def _backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
+    """Preflight's detection, else what telemetry's /metrics scrape recognised."""
+    if detected.name == OPENAI_COMPATIBLE and server_sample is not None and server_sample.backend:
+        return server_sample.backend
+    return detected.name
 
 
 def _describe_plan(args: argparse.Namespace, mode: LoadMode, levels: list[float]) -> str:
@@ -259,6 +298,21 @@ class _SignalStopper:
         self.fired.set()
 
 
+def step_warnings(result: StepResult) -> list[str]:
+    """What makes a step's throughput mean less than it seems, one line each."""
+    lines = []
+    if result.short_outputs:
+        share = result.short_outputs / result.requests_ok if result.requests_ok else 0.0
+        lines.append(
+            f"{result.short_outputs} of {result.requests_ok} ok requests ({share:.0%}) stopped "
+            "before the output tokens asked for: out tok/s counts the shorter outputs "
+            "(--ignore-eos asks the server to run to the limit)"
+        )
+    if result.requests_ok and not result.output_tokens_from_usage:
+        lines.append("the server sent no usage report: output tokens are counted as content chunks")
+    return lines
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1e3:.1f}"
 
@@ -288,7 +342,18 @@ class StepPrinter:
         with self._lock:
             self._printed += 1
             self._stream.write(f"step {self._printed} {body}")
+            self._stream.write("".join(f"  warning: {line}\n" for line in step_warnings(result)))
             self._stream.flush()
+
+    def response_models(self, asked: str, records: Sequence[RequestRecord]) -> None:
+        """A note when the server answered with another `model` name than the one asked for."""
+        names = Counter(r.response_model for r in records if r.response_model is not None)
+        for name, count in names.most_common():
+            if name != asked:
+                self.note(
+                    f"the server answered with model {name!r} (asked for {asked!r}) "
+                    f"in {count} of {len(records)} requests"
+                )
 
     def note(self, text: str) -> None:
         """A line of progress."""

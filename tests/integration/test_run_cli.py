@@ -245,7 +245,8 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
     temps = [p["temperature_c"] for p in snap.telemetry["gpu"]]
     assert len(temps) >= 3
     assert all(20 < t < 95 for t in temps)
-    assert snap.target.backend == "vllm"  # the simulator speaks vLLM's metric names
+    # The simulator speaks vLLM's metric names, but names itself in /v1/models (engine.backend).
+    assert snap.target.backend == "gputui-sim"
 
 
 def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:

@@ -122,6 +122,21 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     assert set(data["target"]) == {"url", "model", "endpoint", "backend", "server_header"}
     workload = {"input_tokens", "output_tokens", "endpoint", "arrival", "burstiness"}
     workload |= {"extra_body", "ignore_eos", "input_tokens_method"}
+    workload |= {  # added in v1 (optional): scenarios, distributions, requested vs measured
+        "input_tokens_check",
+        "scenario",
+        "scenario_file",
+        "seed",
+        "input_distribution",
+        "output_distribution",
+        "dataset",
+        "unique_prefix",
+        "shared_prefix_tokens",
+        "min_tokens",
+        "input_lengths",
+        "output_lengths",
+        "lengths_by_step",
+    }
     assert set(data["workload"]) == workload
     assert set(data["sla"]) == {"ttft_p95_s", "tpot_p95_s", "max_error_rate"}
     assert set(data["steps"][0]) == STEP_KEYS

@@ -1,11 +1,21 @@
-"""Turn a finished Session into a Snapshot (the file a run leaves behind)."""
+"""Turn a finished Session into a Snapshot (the file a run leaves behind).
+
+Besides the steps, the snapshot keeps `totals` over every request the run received (warm-up and
+failed ones included, cancelled ones not): the tokens gputui counted, to set beside the server's
+own counters (e.g. llama.cpp's `tokens_predicted_total`), how many ok requests had no usage
+report (their tokens were counted as content chunks) or stopped short of the tokens they asked
+for, and which `model` names the server answered with.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.engine.load import LoadMode
+from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.metrics.capacity import qualified_capacity
@@ -23,6 +33,7 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.workloads.lengths import length_report
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,8 @@ class RunInfo:
     server_header: str = ""
     interrupted_by: str | None = None
     backend: str | None = None
+    backend_evidence: str | None = None
+    """What gave the backend away (see engine.backend)."""
     auto_reason: str | None = None
     hardware: dict[str, Any] | None = None
     telemetry: dict[str, Any] | None = None
@@ -55,6 +68,8 @@ class RunInfo:
     """Load-generator facts beyond the Client model's fields (workers, saturation)."""
     validation: dict[str, Any] | None = None
     bursts: list[dict[str, Any]] = field(default_factory=list)
+    workload_details: dict[str, Any] = field(default_factory=dict)
+    """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
 
 
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
@@ -64,16 +79,19 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     knee = knee_from_steps(results, mode=info.mode) if results else None
     capacity = qualified_capacity(results, session.sla) if results else None
     extra_body = {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
-    return Snapshot(
+    target = Target(
+        url=info.target.api_url,
+        model=info.model,
+        endpoint=info.endpoint,
+        backend=info.backend,
+        server_header=info.server_header or None,
+    )
+    if info.backend_evidence:
+        target = target.model_copy(update={"backend_evidence": info.backend_evidence})
+    snapshot = Snapshot(
         label=info.label,
         complete=info.complete,
-        target=Target(
-            url=info.target.api_url,
-            model=info.model,
-            endpoint=info.endpoint,
-            backend=info.backend,
-            server_header=info.server_header or None,
-        ),
+        target=target,
         workload=Workload(
             input_tokens=info.input_tokens,
             output_tokens=info.output_tokens,
@@ -82,7 +100,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             burstiness=info.burstiness,
             extra_body=extra_body,
             ignore_eos=bool(extra_body.get("ignore_eos", False)),
-            input_tokens_method="approximate (common words; measured from usage)",
+            **_workload_fields(info, session.all_records()),
         ),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
@@ -120,3 +138,34 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )
+    return snapshot.model_copy(update={"totals": request_totals(session.all_records())})
+
+
+def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """The prepared workload's fields, and requested vs measured lengths of the ok requests."""
+    report = length_report(records)
+    return {
+        "input_tokens_method": "approximate (common words; measured from usage)",
+        **info.workload_details,
+        "input_lengths": report["input"],
+        "output_lengths": report["output"],
+        "lengths_by_step": tuple(report["by_step"]),
+    }
+
+
+def request_totals(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """Sums over every received request (the snapshot's `totals`; see the module docstring)."""
+    cached = [r.cached_input_tokens for r in records if r.cached_input_tokens is not None]
+    models = Counter(r.response_model for r in records if r.response_model is not None)
+    ok = [r for r in records if r.ok]
+    return {
+        "requests": len(records),
+        "requests_ok": len(ok),
+        "requests_failed": len(records) - len(ok),
+        "output_tokens_total": sum(r.output_tokens for r in records),
+        "input_tokens_total": sum(r.input_tokens or 0 for r in records),
+        "cached_input_tokens_total": sum(cached) if cached else None,
+        "ok_requests_without_usage": sum(1 for r in ok if not r.tokens_from_usage),
+        "short_outputs": sum(1 for r in ok if r.output_tokens < r.requested_output_tokens),
+        "response_models": dict(models.most_common()),
+    }

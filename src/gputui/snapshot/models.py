@@ -85,6 +85,57 @@ class Workload(_Model):
     ignore_eos: bool = False
     input_tokens_method: str | None = None
     """How prompts were sized to `input_tokens` (the measured count is in the usage reports)."""
+    input_tokens_check: dict[str, Any] | None = None
+    """Calibration prompts re-counted before the run: {"matched", "total", "worst_tokens"}."""
+    scenario: str | None = None
+    scenario_file: str | None = None
+    seed: int | None = None
+    input_distribution: dict[str, Any] | None = None
+    """`kind` and parameters of the input-length distribution (None: a dataset's prompts)."""
+    output_distribution: dict[str, Any] | None = None
+    dataset: dict[str, Any] | None = None
+    """Local dataset whose prompts were sent: path, format, entries used."""
+    unique_prefix: bool | None = None
+    """Every prompt began with words unique to it (no prefix-cache hits)."""
+    shared_prefix_tokens: NonNegativeInt | None = None
+    """Tokens of the system prompt that every request shared (prefix caching on purpose)."""
+    min_tokens: bool | None = None
+    """min_tokens = max_tokens was sent with each request."""
+    input_lengths: LengthCheck | None = None
+    """Requested vs usage-reported input lengths of the ok requests (all steps)."""
+    output_lengths: LengthCheck | None = None
+    lengths_by_step: tuple[StepLengths, ...] = ()
+
+
+class LengthStats(_Model):
+    """Token lengths (not seconds): mean, percentiles and range, with the count behind them."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    min: int | None = None
+    max: int | None = None
+    n: NonNegativeInt = 0
+
+
+class LengthCheck(_Model):
+    """Requested against measured lengths; `exact` + `shorter` + `longer` were comparable."""
+
+    requested: LengthStats
+    measured: LengthStats
+    exact: NonNegativeInt = 0
+    shorter: NonNegativeInt = 0
+    longer: NonNegativeInt = 0
+    unknown: NonNegativeInt = 0
+    """No usage report or no requested length: not comparable."""
+
+
+class StepLengths(_Model):
+    """One step's length check (the index is the step's)."""
+
+    step: NonNegativeInt
+    input: LengthCheck
+    output: LengthCheck
 
 
 class SlaBounds(_Model):

@@ -1,0 +1,242 @@
+"""Scenario files: a workload, an SLA, an endpoint kind and a default load plan, in TOML.
+
+Contract: `load_scenario(path_or_name)` reads a TOML file (stdlib tomllib) into a frozen, validated
+`Scenario`, or raises `WorkloadFileError` naming the file, the field path and what was expected. A
+name without a path (`chat`) means `scenarios/chat.toml` under the current directory. Paths inside
+a scenario (datasets) are relative to the scenario's folder, so a scenario folder can move whole.
+Command-line flags override a scenario field by field (see `workloads.runplan`); the TUI calls
+`Scenario.prepare(...)` for the same workload the headless run would send.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+
+from gputui.metrics.sla import Sla
+from gputui.workloads.distributions import DIST_KINDS, LengthDist
+from gputui.workloads.errors import WorkloadFileError, describe_validation_error
+
+if TYPE_CHECKING:
+    from gputui.engine.target import Target
+    from gputui.engine.workload import WorkloadSpec
+    from gputui.workloads.counters import CounterMode
+    from gputui.workloads.prepare import PreparedRun
+
+SCENARIO_DIR = Path("scenarios")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    """A local dataset whose prompts are sent (with a unique prefix each)."""
+
+    path: str
+    """ShareGPT JSON or JSONL; relative to the scenario's folder (or, from a flag, the cwd)."""
+    format: Literal["auto", "sharegpt", "jsonl"] = "auto"
+    max_entries: PositiveInt = 1000
+    """A seeded sample of at most this many entries is used (and counted)."""
+    max_input_tokens: PositiveInt | None = None
+    """Entries with longer prompts are skipped."""
+    max_output_tokens: PositiveInt | None = None
+    """Entries with longer reference outputs are skipped."""
+
+
+class WorkloadConfig(_Strict):
+    """What each request asks for."""
+
+    input: LengthDist | None = None
+    """Input length in tokens (the whole prompt as the server counts it); or a dataset's prompts."""
+    output: LengthDist | None = None
+    """Output length, forced with max_tokens + ignore_eos (+ min_tokens); or a dataset's."""
+    dataset: DatasetConfig | None = None
+    shared_prefix_tokens: NonNegativeInt = 0
+    """A system prompt of this many tokens shared by every request (prefix caching on purpose)."""
+    unique_prefix: bool = True
+    """A per-request unique prefix, so that no prefix cache serves a prompt for free."""
+    seed: int = 0
+    ignore_eos: bool = True
+    min_tokens: bool | Literal["auto"] = "auto"
+    """Also send min_tokens = max_tokens; "auto": only to servers known to honour it (vLLM,
+    SGLang, the simulator), as others may reject an unknown field."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> WorkloadConfig:
+        if self.dataset is not None and self.input is not None:
+            raise ValueError("give either input (synthetic prompts) or dataset (its prompts)")
+        if self.dataset is None and self.input is None:
+            raise ValueError("expected input (a length or distribution) or a dataset")
+        if self.dataset is None and self.output is None:
+            raise ValueError("expected output (a length or distribution) or a dataset")
+        return self
+
+
+class SlaConfig(_Strict):
+    """P95 bounds and an error-rate bound; absent means unbounded."""
+
+    ttft_p95_s: PositiveFloat | None = None
+    tpot_p95_s: PositiveFloat | None = None
+    max_error_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    def to_sla(self) -> Sla:
+        """The metrics form."""
+        return Sla(self.ttft_p95_s, self.tpot_p95_s, self.max_error_rate)
+
+
+class LoadPlan(_Strict):
+    """The default load plan; --concurrency/--rate/--auto on the command line replace it."""
+
+    mode: Literal["concurrency", "rate", "auto"] = "concurrency"
+    levels: tuple[PositiveFloat, ...] = (1, 2, 4, 8, 16, 32)
+    """Concurrency levels (whole numbers) or arrival rates in requests/s."""
+    step_seconds: PositiveFloat = 30.0
+    warmup_seconds: NonNegativeFloat | None = None
+    arrival: Literal["poisson", "constant", "gamma"] | None = None
+    burstiness: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _levels(self) -> LoadPlan:
+        if self.mode != "auto" and not self.levels:
+            raise ValueError("expected at least one level")
+        if self.mode == "concurrency" and any(x != int(x) for x in self.levels):
+            raise ValueError(f"expected whole concurrency levels, got {list(self.levels)}")
+        return self
+
+
+class Scenario(_Strict):
+    """One benchmark scenario file."""
+
+    name: str
+    description: str = ""
+    endpoint: Literal["completions", "chat"] = "completions"
+    workload: WorkloadConfig
+    sla: SlaConfig = SlaConfig()
+    load: LoadPlan = LoadPlan()
+    path: str = ""
+    """Where it was read from (set by `load_scenario`, not by the file)."""
+
+    @property
+    def folder(self) -> Path:
+        """The scenario's folder: relative dataset paths start here."""
+        return Path(self.path).parent if self.path else Path()
+
+    def prepare(
+        self,
+        target: Target,
+        model: str,
+        *,
+        api_key: str | None = None,
+        endpoint: Literal["completions", "chat"] | None = None,
+        seed: int | None = None,
+        token_counter: CounterMode = "auto",
+        tokenizer: Path | None = None,
+        backend: str | None = None,
+    ) -> PreparedRun:
+        """Calibrate prompts against the target and return the run's workload (blocking I/O).
+
+        `backend` is `PreflightResult.backend.name` (it decides `min_tokens = "auto"`).
+        """
+        from gputui.workloads.prepare import prepare_workload
+
+        workload = (
+            self.workload if seed is None else self.workload.model_copy(update={"seed": seed})
+        )
+        return prepare_workload(
+            workload,
+            target=target,
+            model=model,
+            endpoint=endpoint or self.endpoint,
+            api_key=api_key,
+            token_counter=token_counter,
+            tokenizer=tokenizer,
+            base_dir=self.folder,
+            scenario_name=self.name,
+            scenario_file=self.path or None,
+            backend=backend,
+        )
+
+    def workload_spec(
+        self, target: Target, model: str, *, api_key: str | None = None
+    ) -> WorkloadSpec:
+        """Just the picklable spec for `EngineConfig.workload` (see `prepare` for the rest)."""
+        return self.prepare(target, model, api_key=api_key).spec
+
+    def flag_values(self) -> dict[str, Any]:
+        """The scenario as flag values (`input_tokens`, `sla_ttft_p95`, ...) for a flag-driven UI.
+
+        Lengths are nominal (a distribution's mean); the prepared spec carries the real workload.
+        """
+        work, load, sla = self.workload, self.load, self.sla
+        values: dict[str, Any] = {
+            "endpoint": self.endpoint,
+            "ignore_eos": work.ignore_eos,
+            "sla_ttft_p95": sla.ttft_p95_s,
+            "sla_tpot_p95": sla.tpot_p95_s,
+            "max_error_rate": sla.max_error_rate,
+            "start_mode": "rate" if load.mode == "rate" else "concurrency",
+            "start_level": float(load.levels[0]) if load.levels else 1.0,
+        }
+        if load.warmup_seconds is not None:
+            values["warmup_seconds"] = load.warmup_seconds
+        for name, dist in (("input_tokens", work.input), ("output_tokens", work.output)):
+            if dist is not None and dist.nominal() >= 1:  # an unread empirical one is 0
+                values[name] = round(dist.nominal())
+        return values
+
+
+def resolve_scenario_path(text: str) -> Path:
+    """A scenario file path, or a bare name looked up as `scenarios/NAME.toml`."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    if path.suffix == "" and len(path.parts) == 1:
+        named = SCENARIO_DIR / f"{text}.toml"
+        if named.is_file():
+            return named
+    raise WorkloadFileError(text, "", f"no such scenario file (nor {SCENARIO_DIR}/{text}.toml)")
+
+
+def load_scenario(path_or_name: str | Path) -> Scenario:
+    """Read and validate one scenario (raises WorkloadFileError, one line)."""
+    path = resolve_scenario_path(str(path_or_name))
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkloadFileError(path, "", f"not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadFileError(path, "", f"cannot read: {exc}") from None
+    raw.setdefault("name", path.stem)
+    if "path" in raw:
+        raise WorkloadFileError(path, "path", "unknown field")
+    try:
+        return Scenario.model_validate({**raw, "path": str(path)})
+    except ValidationError as exc:
+        raise describe_validation_error(path, exc, drop=DIST_KINDS) from None
+
+
+def find_scenarios(places: list[Path] | None = None) -> list[Path]:
+    """Scenario files in these folders or files (default: ./scenarios), sorted by name."""
+    found: list[Path] = []
+    for place in places or [SCENARIO_DIR]:
+        if place.is_dir():
+            found.extend(sorted(place.glob("*.toml")))
+        elif place.is_file():
+            found.append(place)
+        else:
+            raise WorkloadFileError(place, "", "no such scenario file or folder")
+    return found
