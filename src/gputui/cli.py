@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from gputui import __version__
@@ -45,6 +46,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = _non_negative_float(text)
     if value > 1:
@@ -74,7 +85,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_argument_group("target")
     target.add_argument("--url", required=True, help="server base URL, with or without /v1")
     target.add_argument("--model", required=True, help="model name to request")
-    target.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
+    target.add_argument(
+        "--endpoint",
+        choices=("completions", "chat"),
+        default=None,
+        help="request kind (default: the scenario's, else completions)",
+    )
     target.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
@@ -116,22 +132,84 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--burstiness", type=_positive_float, default=None, help="gamma shape (1 = Poisson)"
     )
     load.add_argument("--max-in-flight", type=_positive_int, default=1024)
-    load.add_argument("--step-seconds", type=_positive_float, required=True)
+    load.add_argument(
+        "--step-seconds",
+        type=_positive_float,
+        default=None,
+        help="length of each step (required unless the --scenario gives it)",
+    )
     load.add_argument(
         "--warmup-seconds",
         type=_non_negative_float,
         default=None,
         help="excluded from each step's statistics (default: 20%% of the step, at most 10 s)",
     )
-    load.add_argument("--seed", type=int, default=0)
+    load.add_argument(
+        "--seed", type=int, default=None, help="same seed, same requests (default: scenario's, 0)"
+    )
     work = parser.add_argument_group("workload")
-    work.add_argument("--input-tokens", type=_positive_int, required=True)
-    work.add_argument("--output-tokens", type=_positive_int, required=True)
+    work.add_argument(
+        "--scenario",
+        default=None,
+        metavar="FILE|NAME",
+        help="a scenario TOML (or NAME for scenarios/NAME.toml): workload, SLA, endpoint and "
+        "load plan; flags given here win over it (list them with `gputui scenarios`)",
+    )
+    work.add_argument("--input-tokens", type=_positive_int, default=None)
+    work.add_argument("--output-tokens", type=_positive_int, default=None)
+    work.add_argument(
+        "--input-dist",
+        default=None,
+        metavar="DIST",
+        help="input lengths: N, uniform:MIN,MAX, normal:MEAN,STD[,MIN,MAX], "
+        "lognormal:mean=M,std=S[,min=..,max=..] or empirical:FILE (a dataset's lengths)",
+    )
+    work.add_argument("--output-dist", default=None, metavar="DIST", help="as --input-dist")
+    work.add_argument(
+        "--dataset",
+        default=None,
+        metavar="FILE",
+        help="send a local dataset's prompts: ShareGPT JSON or JSONL of "
+        '{"prompt": ..., "output_tokens": N}',
+    )
+    work.add_argument(
+        "--shared-prefix-tokens",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="a system prompt of N tokens shared by every request (prefix caching on purpose)",
+    )
+    work.add_argument(
+        "--unique-prefix",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="begin each prompt with words unique to it, so no prefix cache hits (default on)",
+    )
+    work.add_argument(
+        "--token-counter",
+        choices=("auto", "server", "tokenizer", "approximate"),
+        default="auto",
+        help="how prompts are sized: the server's /tokenize, --tokenizer, or one token per "
+        "word (auto: the first that works)",
+    )
+    work.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a local tokenizer.json (needs: pip install 'gputui[tokenizers]')",
+    )
     work.add_argument(
         "--ignore-eos",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=None,
         help="ask the server to ignore EOS so outputs have the requested length (default on)",
+    )
+    work.add_argument(
+        "--min-tokens",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also send min_tokens = max_tokens (default: to vLLM, SGLang and the simulator)",
     )
     work.add_argument(
         "--extra-body", default=None, metavar="JSON", help="fields to add to requests"
@@ -141,9 +219,29 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     sla.add_argument("--sla-tpot-p95", type=_positive_float, default=None, metavar="SECONDS")
     sla.add_argument("--max-error-rate", type=_fraction, default=None, metavar="F")
     client = parser.add_argument_group("client")
-    client.add_argument("--request-timeout", type=_positive_float, default=600.0, metavar="S")
-    client.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="S")
-    client.add_argument("--stall-timeout", type=_positive_float, default=60.0, metavar="S")
+    client.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=600.0,
+        metavar="S",
+        help="give up on a request after S seconds in all (failure: timeout); the only bound "
+        "before its first byte, so a long queue is measured, not cut short (default 600)",
+    )
+    client.add_argument(
+        "--connect-timeout",
+        type=_positive_float,
+        default=10.0,
+        metavar="S",
+        help="give up opening a connection after S seconds (failure: connect; default 10)",
+    )
+    client.add_argument(
+        "--stall-timeout",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="give up on a response silent for S seconds once its body has started "
+        "(failure: stall; default 60)",
+    )
     client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
     client.add_argument(
         "--workers",
@@ -181,10 +279,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="headless sweep: one line per step, a snapshot JSON")
     _add_run_arguments(run)
-    demo = commands.add_parser("demo", help="sweep the built-in simulated GPU server (default)")
+    demo = commands.add_parser(
+        "demo", help="the live TUI on the built-in simulated GPU server (default)"
+    )
     from gputui.demo import add_demo_arguments
 
     add_demo_arguments(demo)
+    from gputui.ui.command import add_tui_arguments
+
+    add_tui_arguments(commands.add_parser("tui", help="the live TUI against a server"))
     from gputui.telemetry.commands import (
         add_gpu_arguments,
         add_kv_arguments,
@@ -208,6 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("compare", help="qualified capacity table and cost of snapshots")
     )
     add_sessions_arguments(commands.add_parser("sessions", help="list saved sessions"))
+    from gputui.workloads.command import add_scenarios_arguments
+
+    add_scenarios_arguments(
+        commands.add_parser("scenarios", help="list (and validate) the scenario files")
+    )
     sim = commands.add_parser("sim", help="the built-in simulated inference server")
     from gputui.sim.command import add_sim_arguments
 
@@ -239,12 +347,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "vram-check":
                 return node_commands.run_vram_check_command(args)
             return node_commands.run_burn_command(args)
+        if args.command == "tui":
+            from gputui.ui.command import run_tui
+
+            return run_tui(args)
         if args.command in ("compare", "sessions"):
             from gputui.snapshot import compare_command
 
             if args.command == "compare":
                 return compare_command.run_compare(args, parser)
             return compare_command.run_sessions(args)
+        if args.command == "scenarios":
+            from gputui.workloads.command import run_scenarios
+
+            return run_scenarios(args)
         if args.command == "sim":
             from gputui.sim.command import run_sim_command
 

@@ -1,7 +1,8 @@
 """`gputui demo` (and bare `gputui`): the built-in simulated GPU server, driven by gputui.
 
 The simulator runs in its own process on 127.0.0.1 (an ephemeral port), so a fresh machine without
-a GPU gets the whole experience: a concurrency sweep that finds the knee, then the snapshot.
+a GPU gets the whole experience: the live TUI on it (every `gputui tui` flag but --url), or with
+--concurrency LEVELS (or --headless) the scripted headless sweep that finds the knee.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", default="a100-80gb-pcie", help="simulated GPU (gputui sim --list)")
     parser.add_argument("--model", default="llama-3.1-8b", help="simulated model")
     parser.add_argument("--precision", choices=("bf16", "fp8", "int4"), default="bf16")
-    parser.add_argument("--concurrency", default="1,2,4,8,16,32,64", help="levels to sweep")
-    parser.add_argument("--step-seconds", default="8")
-    parser.add_argument("--warmup-seconds", default="2")
-    parser.add_argument("--input-tokens", default="512")
-    parser.add_argument("--output-tokens", default="128")
-    parser.add_argument("--sla-ttft-p95", default="1.0", metavar="SECONDS")
-    parser.add_argument("--sla-tpot-p95", default="0.035", metavar="SECONDS")
-    parser.add_argument("--out", default="gputui-demo.json", metavar="FILE.json")
+    from gputui.ui.command import add_tui_arguments
+
+    add_tui_arguments(parser, demo=True)
+    headless = parser.add_argument_group("headless sweep (instead of the TUI)")
+    headless.add_argument("--headless", action="store_true", help="sweep without the TUI")
+    headless.add_argument("--concurrency", default=None, help="levels (1,2,4,8,16,32,64)")
+    headless.add_argument("--step-seconds", default="8")
+    headless.add_argument("--out", default="gputui-demo.json", metavar="FILE.json")
 
 
 def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -40,6 +41,10 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         spec.build_device()
     except (ModelDoesNotFit, KeyError) as exc:
         raise UsageError(str(exc.args[0] if exc.args else exc)) from None
+    if not (args.headless or args.concurrency):
+        from gputui.ui.command import run_demo_tui
+
+        return run_demo_tui(args, spec)
     sys.stdout.write(f"gputui demo: simulated {args.gpu} serving {args.model} ({args.precision})\n")
     with start_background(spec) as sim:
         run_parser = build_parser()
@@ -51,19 +56,19 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 "--model",
                 spec.served_model_name or args.model,
                 "--concurrency",
-                args.concurrency,
+                args.concurrency or "1,2,4,8,16,32,64",
                 "--step-seconds",
                 args.step_seconds,
                 "--warmup-seconds",
-                args.warmup_seconds,
+                str(2.0 if args.warmup_seconds is None else args.warmup_seconds),
                 "--input-tokens",
-                args.input_tokens,
+                str(args.input_tokens or 512),
                 "--output-tokens",
-                args.output_tokens,
+                str(args.output_tokens or 128),
                 "--sla-ttft-p95",
-                args.sla_ttft_p95,
+                str(args.sla_ttft_p95 or 1.0),
                 "--sla-tpot-p95",
-                args.sla_tpot_p95,
+                str(args.sla_tpot_p95 or 0.035),
                 "--label",
                 f"demo {args.gpu} {args.model}",
                 "--out",

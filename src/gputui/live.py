@@ -2,9 +2,15 @@
 
 Contract: `LiveController` owns a Session (engine process + statistics) and an optional telemetry
 sampler. The UI calls its small command API (`step_up`, `step_down`, `cycle_factor`,
-`toggle_mode`, `toggle_pause`, `burst`, `save`) and reads `view()`, a frozen `LiveView` rebuilt only
-when something changed. Nothing here imports Textual, so everything the TUI shows can be driven and
-tested headless. An unreachable target is a state (`target_state`), retried every 2 s, not an error.
+`toggle_mode`, `toggle_pause`, `burst`, `save`, `stop`) and reads `view()`, a frozen `LiveView`
+rebuilt only when something changed. Nothing here imports Textual, so everything the TUI shows
+can be driven and tested headless. An unreachable target is a state (`target_state`), retried
+every 2 s, not an error.
+
+The session journal (`snapshot.journal`) is written from a thread of its own about once a second:
+new finished requests (found by polling the Session's records, per step) and finished steps. It is
+deleted once `stop()` has saved the snapshot, so a journal left behind means a session died unsaved.
+`stop()` is idempotent: the UI's quit, a signal handler and the CLI's clean-up may all call it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Literal
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
+from gputui.engine.records import RequestRecord
 from gputui.errors import GputuiError
 from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
@@ -28,12 +35,17 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
 from gputui.snapshot.assemble import RunInfo, build_snapshot
+from gputui.snapshot.journal import Journal, JournalHeader
+from gputui.snapshot.models import SlaBounds, Target, Workload
 from gputui.snapshot.store import save_snapshot
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
 
 EventKind = Literal["info", "error", "throttle", "preemption", "sla"]
 _RETRY_S = 2.0
 _MAX_EVENTS = 200
+_HISTORY = 240
+"""Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
+_JOURNAL_INTERVAL_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +64,8 @@ class LiveSettings:
     label: str | None = None
     gpu_description: str | None = None
     """For a simulated target, the card and model it simulates."""
+    journal: bool = True
+    """Keep an append-only journal in `snapshot_dir` while the session runs (crash recovery)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +107,17 @@ class LiveView:
     gpu_description: str | None
     last_saved: Path | None = None
     notices: tuple[str, ...] = field(default_factory=tuple)
+    throughput_history: tuple[float, ...] = ()
+    """Rolling output tok/s, one value per frame, oldest first."""
+    error_rate_history: tuple[float, ...] = ()
+    """Rolling error rate (0..1), one value per frame, oldest first."""
+    ui_cpu_percent: float | None = None
+    """CPU of this (the UI) process over the last second, 100 = one core."""
+    best_step_index: int | None = None
+    """Index in `steps` of the SLA-qualified step (the capacity), if any."""
+    label: str | None = None
+    journal_path: Path | None = None
+    stopped: bool = False
 
 
 class LiveController:
@@ -126,13 +151,33 @@ class LiveController:
         self._seq = 0
         self._last_saved: Path | None = None
         self._running = False
+        self._connected = False
         self._starter: threading.Thread | None = None
+        self._stop_lock = threading.Lock()
+        self._stopped = False
+        self._final_path: Path | None = None
+        self._history_seq = -1
+        self._throughput: deque[float] = deque(maxlen=_HISTORY)
+        self._error_rate: deque[float] = deque(maxlen=_HISTORY)
+        self._cpu_mark = (time.process_time(), time.perf_counter())
+        self._ui_cpu: float | None = None
+        self._journal: Journal | None = None
+        self._journal_thread: threading.Thread | None = None
+        self._journal_written: dict[int, int] = {}
+        self._journal_steps: deque[StepResult] = deque()
 
     # lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
-        """Connect in the background (retrying) and then apply the starting load."""
+        """Start the engine process now, then connect in the background and apply the load.
+
+        The engine is spawned here, in the caller's thread and before any UI takes over the
+        terminal: spawning later from a thread under Textual fails (multiprocessing's resource
+        tracker cannot pass on a stderr that Textual has replaced).
+        """
         if self._telemetry is not None:
             self._telemetry.start()
+        self._session.start()
+        self._running = True
         self._starter = threading.Thread(target=self._connect, name="gputui-connect", daemon=True)
         self._starter.start()
 
@@ -154,26 +199,44 @@ class LiveController:
             break
         if self._stopping.is_set():
             return
-        self._session.start()
-        self._running = True
+        self._connected = True
         self._target_state = "ok"
         self._event("info", f"connected to {client.target.base_url}")
+        self._open_journal()
         self._apply()
 
-    def stop(self, *, save: bool = True, label: str | None = None) -> Path | None:
-        """End the session; save a snapshot of what was measured (unless nothing was)."""
-        self._stopping.set()
-        if self._starter is not None:
-            self._starter.join(timeout=10.0)
-        path = None
-        if self._running:
-            self._session.stop(cancel=True, drain_timeout_s=5.0)
-            self._running = False
-            if save and self._session.finished_steps():
-                path = self._save(label or self.settings.label, complete=True)
-        if self._telemetry is not None:
-            self._telemetry.stop()
-        return path
+    def stop(
+        self, *, save: bool = True, label: str | None = None, reason: str | None = None
+    ) -> Path | None:
+        """End the session and save a snapshot of what was measured (unless nothing was).
+
+        Idempotent: a second call (a signal during the UI's quit, the CLI's clean-up) waits for
+        the first and returns the same path. `reason` (e.g. "SIGHUP") is noted in the event log.
+        """
+        with self._stop_lock:
+            if self._stopped:
+                return self._final_path
+            self._stopped = True
+            if reason:
+                self._event("info", f"{reason}: stopping and saving")
+            self._stopping.set()
+            if self._starter is not None:
+                self._starter.join(timeout=10.0)
+            path = None
+            if self._running:
+                self._session.stop(cancel=True, drain_timeout_s=5.0)
+                self._running = False
+                if save and self._session.finished_steps():
+                    path = self._save(
+                        label or self.settings.label,
+                        complete=reason is None,
+                        interrupted_by=reason,
+                    )
+            self._close_journal(saved=path is not None or not self._session.finished_steps())
+            if self._telemetry is not None:
+                self._telemetry.stop()
+            self._final_path = path
+            return path
 
     # commands (the UI's control API) ------------------------------------------------------------
     def step_up(self) -> None:
@@ -214,7 +277,7 @@ class LiveController:
         with self._lock:
             self._paused = not self._paused
             paused = self._paused
-        if not self._running:
+        if not self._running or not self._connected:
             return paused
         if paused:
             self._session.pause()
@@ -226,14 +289,14 @@ class LiveController:
 
     def burst(self) -> int:
         """Fire the burst on top of the load."""
-        if self._running:
+        if self._running and self._connected:
             self._session.burst(self.settings.burst_size)
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
 
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot of everything finished so far (the session goes on)."""
-        if not self._session.finished_steps():
+        if not self._running or not self._session.finished_steps():
             self._event("info", "nothing to save yet: no step has finished")
             return None
         return self._save(label or self.settings.label, complete=False)
@@ -241,10 +304,11 @@ class LiveController:
     # the view ------------------------------------------------------------------------------------
     def view(self) -> LiveView:
         """The current view; the same object until something changed."""
-        frame = self._session.latest if self._running else None
+        frame = self._session.latest if self._session.started_ns else None
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
-        steps = tuple(self._session.finished_steps()) if self._running else ()
+        steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
         self._watch(frame, telemetry)
+        self._track(frame)
         key = (
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
@@ -256,12 +320,14 @@ class LiveController:
             self._factor,
             self._paused,
             self._last_saved,
+            self._stopped,
             int(self._elapsed_s()),
         )
         if self._view is not None and key == self._view_key:
             return self._view
         knee = knee_from_steps(steps, mode=self._mode) if steps else None
         capacity = qualified_capacity(steps, self.settings.sla) if steps else None
+        best = _step_index_of(steps, capacity.capacity) if capacity else None
         client = self.settings.engine.client
         self._seq += 1
         self._view = LiveView(
@@ -287,6 +353,13 @@ class LiveController:
             sla=self.settings.sla,
             gpu_description=self.settings.gpu_description,
             last_saved=self._last_saved,
+            throughput_history=tuple(self._throughput),
+            error_rate_history=tuple(self._error_rate),
+            ui_cpu_percent=self._ui_cpu,
+            best_step_index=best,
+            label=self.settings.label,
+            journal_path=self._journal.path if self._journal is not None else None,
+            stopped=self._stopped,
         )
         self._view_key = key
         return self._view
@@ -304,7 +377,7 @@ class LiveController:
         return round(max(0.05, level * factor), 3)
 
     def _apply(self) -> None:
-        if not self._running or self._paused:
+        if not self._running or not self._connected or self._paused:
             return
         with self._lock:
             mode, level = self._mode, self._level
@@ -315,7 +388,84 @@ class LiveController:
     def _event(self, kind: EventKind, text: str) -> None:
         self._events.append(LiveEvent(round(self._elapsed_s(), 1), kind, text))
 
+    def _track(self, frame: StatsFrame | None) -> None:
+        """Keep the sparkline history (one point per new frame) and the UI process's CPU."""
+        if frame is not None and frame.seq != self._history_seq:
+            self._history_seq = frame.seq
+            self._throughput.append(frame.window.output_tokens_per_s)
+            self._error_rate.append(frame.window.error_rate or 0.0)
+        cpu_s, wall_s = time.process_time(), time.perf_counter()
+        if wall_s - self._cpu_mark[1] >= 1.0:
+            self._ui_cpu = 100.0 * (cpu_s - self._cpu_mark[0]) / (wall_s - self._cpu_mark[1])
+            self._cpu_mark = (cpu_s, wall_s)
+
+    # the journal ---------------------------------------------------------------------------------
+    def _open_journal(self) -> None:
+        if not self.settings.journal:
+            return
+        client = self.settings.engine.client
+        shape = self.settings.engine.shape
+        header = JournalHeader(
+            label=self.settings.label,
+            target=Target(
+                url=client.target.api_url,
+                model=client.model,
+                endpoint=client.endpoint,
+                backend=self._backend,
+            ),
+            workload=Workload(
+                input_tokens=shape.input_tokens,
+                output_tokens=shape.output_tokens,
+                endpoint=client.endpoint,
+                ignore_eos=bool(client.extra_body.get("ignore_eos", False)),
+            ),
+            sla=SlaBounds.from_sla(self.settings.sla),
+            plan={"mode": self._mode, "warmup_seconds": self.settings.warmup_s, "live": True},
+        )
+        try:
+            self._journal = Journal.create(self.settings.snapshot_dir, header)
+        except OSError as exc:
+            self._event("error", f"no journal (crash recovery off): {exc}")
+            return
+        self._journal_thread = threading.Thread(
+            target=self._journal_forever, name="gputui-journal", daemon=True
+        )
+        self._journal_thread.start()
+
+    def _journal_forever(self) -> None:
+        while not self._stopping.wait(_JOURNAL_INTERVAL_S):
+            self._flush_journal()
+
+    def _flush_journal(self) -> None:
+        """Queue the requests and steps finished since the last flush, then write them."""
+        journal = self._journal
+        if journal is None:
+            return
+        by_step: dict[int, list[RequestRecord]] = {}
+        for record in self._session.all_records():
+            by_step.setdefault(record.step_index, []).append(record)
+        origin = self._session.started_ns
+        for index, records in by_step.items():
+            done = self._journal_written.get(index, 0)
+            if len(records) > done:
+                journal.add_requests(records[done:], origin)
+                self._journal_written[index] = len(records)
+        while self._journal_steps:
+            journal.add_step(self._journal_steps.popleft())
+        try:
+            journal.flush()
+        except OSError as exc:
+            self._event("error", f"journal write failed: {exc}")
+
+    def _close_journal(self, *, saved: bool) -> None:
+        if self._journal_thread is not None:
+            self._journal_thread.join(timeout=5.0)
+        if self._journal is not None:
+            self._flush_journal()
+            self._journal.close(delete=saved)
+
     def _step_finished(self, step: StepResult) -> None:
+        self._journal_steps.append(step)
         if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
             self._event("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA")
 
@@ -341,7 +491,9 @@ class LiveController:
                 self._event("preemption", f"{delta} preemptions (KV cache full)")
             self._preemptions = server.preemptions_total
 
-    def _save(self, label: str | None, *, complete: bool) -> Path:
+    def _save(
+        self, label: str | None, *, complete: bool, interrupted_by: str | None = None
+    ) -> Path:
         client = self.settings.engine.client
         steps = self._session.finished_steps()
         info = RunInfo(
@@ -356,6 +508,7 @@ class LiveController:
             step_seconds=0.0,
             warmup_seconds=self.settings.warmup_s,
             complete=complete,
+            interrupted_by=interrupted_by,
             extra_body=client.extra_body,
             backend=self._backend,
         )
@@ -369,6 +522,17 @@ class LiveController:
         self._last_saved = path
         self._event("info", f"saved {path.name}")
         return path
+
+
+def _step_index_of(steps: tuple[StepResult, ...], capacity: Capacity | None) -> int | None:
+    """The last complete step at the capacity's level and mode (the one its numbers come from)."""
+    if capacity is None:
+        return None
+    for i in range(len(steps) - 1, -1, -1):
+        step = steps[i]
+        if step.level == capacity.level and step.mode == capacity.mode and not step.incomplete:
+            return i
+    return None
 
 
 def _backend_from_server(server_header: str) -> str | None:

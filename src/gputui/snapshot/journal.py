@@ -1,0 +1,273 @@
+"""The session journal: an append-only record of a live session, from which a crash is recovered.
+
+Contract: a journal is a file `<session>.journal` in the snapshot folder, one JSON object per line:
+- a `header` line first (journal version, the writing process's pid, the wall-clock start, label,
+  and the snapshot's `target`, `workload`, `sla` and `plan` sections),
+- one `request` line per finished request (compact: step, id, sent time in ms since the session
+  started, TTFT and E2E in ms, input and output tokens, ok, error reason),
+- one `step` line per finished step (the snapshot's `Step`, exactly as a snapshot stores it).
+
+Lines are buffered in memory and written by `flush()` (the caller flushes about once a second, off
+the UI's event loop) with one `write` + `fsync`, so a `kill -9` loses at most the last second and
+never a line that was flushed; a torn last line is skipped on reading. After a clean save the
+journal is deleted (`close(delete=True)`); a journal left behind means its session died unsaved.
+`find_leftovers` lists those (skipping journals whose writer is still alive) and `recover` rebuilds
+a snapshot from their finished steps (knee and capacity recomputed), saves it, and deletes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from gputui.engine.records import RequestRecord
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.step import StepResult
+from gputui.snapshot.models import (
+    CapacityModel,
+    KneeModel,
+    SlaBounds,
+    Snapshot,
+    Step,
+    Target,
+    Workload,
+    step_from_result,
+)
+from gputui.snapshot.store import save_snapshot
+
+JOURNAL_VERSION: Final = 1
+SUFFIX: Final = ".journal"
+
+
+@dataclass(frozen=True, slots=True)
+class JournalHeader:
+    """What the journal's session was: enough to write a snapshot without the live session."""
+
+    label: str | None
+    target: Target
+    workload: Workload
+    sla: SlaBounds
+    plan: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftoverJournal:
+    """A journal whose session ended without saving."""
+
+    path: Path
+    started_at: str
+    label: str | None
+    target_url: str
+    model: str
+    steps: int
+    requests: int
+
+
+def _ms(ns: int | None, origin_ns: int) -> float | None:
+    return None if ns is None else round((ns - origin_ns) / 1e6, 3)
+
+
+def request_line(record: RequestRecord, origin_ns: int) -> dict[str, Any]:
+    """The compact journal form of one finished request (times in ms)."""
+    return {
+        "kind": "request",
+        "step": record.step_index,
+        "id": record.request_id,
+        "sent_ms": _ms(record.sent_ns, origin_ns),
+        "ttft_ms": _ms(record.first_token_ns, record.sent_ns),
+        "e2e_ms": _ms(record.end_ns, record.sent_ns),
+        "in": record.input_tokens,
+        "out": record.output_tokens,
+        "ok": record.ok,
+        "err": record.error,
+    }
+
+
+class Journal:
+    """Writes one session's journal (thread-safe: appends from any thread, flushes from one)."""
+
+    def __init__(self, path: Path, header: JournalHeader) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._pending: list[bytes] = []
+        self._closed = False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("ab")
+        self._append(
+            {
+                "kind": "header",
+                "journal_version": JOURNAL_VERSION,
+                "pid": os.getpid(),
+                "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "label": header.label,
+                "target": header.target.model_dump(mode="json"),
+                "workload": header.workload.model_dump(mode="json"),
+                "sla": header.sla.model_dump(mode="json"),
+                "plan": header.plan,
+            }
+        )
+        self.flush()
+
+    @classmethod
+    def create(cls, folder: Path, header: JournalHeader) -> Journal:
+        """A new journal in `folder`, named after the wall-clock start and the label."""
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", header.label or "session").strip("-")[:40]
+        path = folder / f"{stamp}-{slug or 'session'}-{os.getpid()}{SUFFIX}"
+        return cls(path, header)
+
+    def _append(self, line: dict[str, Any]) -> None:
+        with self._lock:
+            if not self._closed:
+                self._pending.append(orjson.dumps(line) + b"\n")
+
+    def add_requests(self, records: Iterable[RequestRecord], origin_ns: int) -> int:
+        """Queue finished requests; returns how many."""
+        lines = [orjson.dumps(request_line(r, origin_ns)) + b"\n" for r in records]
+        with self._lock:
+            if not self._closed:
+                self._pending.extend(lines)
+        return len(lines)
+
+    def add_step(self, result: StepResult) -> None:
+        """Queue a finished step."""
+        self._append({"kind": "step", "step": step_from_result(result).model_dump(mode="json")})
+
+    def flush(self) -> None:
+        """Write what is queued and fsync it (blocking: call it off the event loop)."""
+        with self._lock:
+            if self._closed or not self._pending:
+                return
+            data, self._pending = b"".join(self._pending), []
+            self._file.write(data)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self, *, delete: bool) -> None:
+        """Flush and close; `delete` after a clean save (the snapshot now holds everything)."""
+        self.flush()
+        with self._lock:
+            self._closed = True
+            self._file.close()
+        if delete:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+
+def read_journal(path: Path) -> tuple[dict[str, Any], list[Step], int]:
+    """The header, the finished steps and the number of requests (a torn line is skipped)."""
+    header: dict[str, Any] | None = None
+    steps: list[Step] = []
+    requests = 0
+    with path.open("rb") as file:
+        for raw in file:
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            kind = line.get("kind") if isinstance(line, dict) else None
+            if kind == "header" and header is None:
+                header = line
+            elif kind == "request":
+                requests += 1
+            elif kind == "step":
+                steps.append(Step.model_validate(line["step"]))
+    if header is None:
+        raise ValueError(f"{path.name}: no journal header")
+    return header, steps, requests
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def find_leftovers(folder: Path) -> list[LeftoverJournal]:
+    """Journals in `folder` whose writer is gone (oldest first); unreadable ones are skipped."""
+    found = []
+    for path in sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []:
+        try:
+            header, steps, requests = read_journal(path)
+        except (OSError, ValueError):
+            continue
+        if _alive(header.get("pid")):
+            continue
+        target = header.get("target") or {}
+        found.append(
+            LeftoverJournal(
+                path=path,
+                started_at=str(header.get("started_at", "")),
+                label=header.get("label"),
+                target_url=str(target.get("url", "")),
+                model=str(target.get("model", "")),
+                steps=len(steps),
+                requests=requests,
+            )
+        )
+    return found
+
+
+def recover(path: Path, folder: Path) -> Path | None:
+    """Rebuild and save the snapshot of a leftover journal, then delete it.
+
+    Returns the snapshot's path, or None when the session finished no step (the journal is
+    deleted all the same: there is nothing to recover).
+    """
+    header, steps, requests = read_journal(path)
+    if not steps:
+        path.unlink()
+        return None
+    sla = SlaBounds.model_validate(header["sla"])
+    mode = steps[-1].mode
+    knee = knee_from_steps(steps, mode=mode)
+    capacity = qualified_capacity(steps, sla.to_sla())
+    label = header.get("label")
+    snapshot = Snapshot(
+        label=label,
+        complete=False,
+        target=Target.model_validate(header["target"]),
+        workload=Workload.model_validate(header["workload"]),
+        sla=sla,
+        steps=tuple(steps),
+        plan=header.get("plan"),
+        interrupted_by="lost (recovered from the journal)",
+        knee=KneeModel.from_knee(knee.knee) if knee.knee else None,
+        knee_reason=knee.reason,
+        capacity=CapacityModel.from_capacity(capacity.capacity) if capacity.capacity else None,
+        capacity_reason=capacity.reason,
+    )
+    # Snapshots allow extra keys: say where this one came from.
+    recovered = {"journal": path.name, "requests": requests, "steps": len(steps)}
+    snapshot = Snapshot.model_validate(
+        {**snapshot.model_dump(mode="json"), "recovered_from": recovered}
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{path.name.removesuffix(SUFFIX)}-recovered.json"
+    save_snapshot(snapshot, out)
+    path.unlink()
+    return out
+
+
+def discard(path: Path) -> None:
+    """Delete a leftover journal."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()

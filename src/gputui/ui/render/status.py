@@ -1,0 +1,82 @@
+"""The session header (two lines) and the event log."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gputui.live import LiveView
+from gputui.ui.render import format as fmt
+from gputui.ui.render.spans import Line, fit
+
+EVENT_ROLES = {"error": "crit", "sla": "crit", "throttle": "warn", "preemption": "warn"}
+
+
+def gpu_names(view: LiveView) -> str:
+    """The GPUs as "2x NVIDIA A100-SXM4-80GB", or what is known instead."""
+    gpus = view.telemetry.gpus if view.telemetry is not None else ()
+    if gpus:
+        counts = Counter(g.name for g in gpus)
+        return ", ".join(f"{n}x {name}" if n > 1 else name for name, n in counts.items())
+    return view.gpu_description or "n/a"
+
+
+def backend_name(view: LiveView) -> str:
+    """The backend the target said it is, else the one its /metrics names suggest."""
+    if view.backend:
+        return view.backend
+    state = view.telemetry.state("server") if view.telemetry is not None else None
+    if state is not None and state.status == "ok" and state.source != "server":
+        return f"{state.source} (by its metrics)"
+    return "unknown"
+
+
+def header_lines(view: LiveView, width: int) -> list[Line]:
+    """Load, step, in flight, clock and the client's CPU; then target, model, backend, GPUs."""
+    state = view.target_state
+    dot_role = "ok" if state == "ok" else ("crit" if state.startswith("unreachable") else "warn")
+    frame = view.frame
+    unit = "concurrent" if view.mode == "concurrency" else "req/s"
+    first: Line = [("● ", dot_role), (f"{view.level:g}", "accent"), (f" {unit}", "")]
+    first.append((f" ×{view.factor:g}", "dim"))
+    if state != "ok":
+        first += [("  ", ""), (state, dot_role)]
+        if state.startswith("unreachable"):
+            first.append((" (retrying)", "dim"))
+    elif view.paused:
+        first.append(("  ❚❚ paused", "warn"))
+    if frame is not None:
+        first += [("  step ", "label"), (f"{frame.step_index + 1}", "")]
+        first += [
+            (f" {frame.step_elapsed_s:.0f}s", ""),
+            (" warm-up" if frame.in_warmup else "", "warn"),
+        ]
+        first += [("  in flight ", "label"), (str(frame.in_flight), "")]
+    first += [("  ", ""), (fmt.clock(view.session_s), "")]
+    engine_cpu = f"{frame.client_cpu_percent:.0f}%" if frame is not None else "-"
+    ui_cpu = f"{view.ui_cpu_percent:.0f}%" if view.ui_cpu_percent is not None else "-"
+    first += [("  cpu ", "label"), (f"engine {engine_cpu} ui {ui_cpu}", "")]
+    if view.last_saved is not None:
+        first += [("  saved ", "label"), (view.last_saved.name, "ok")]
+    second: Line = [("  ", ""), (view.target_url, "accent"), ("  ", ""), (view.model, "")]
+    second += [("  backend ", "label"), (backend_name(view), "")]
+    second += [("  GPU ", "label"), (gpu_names(view), "")]
+    if view.label:
+        second += [("  label ", "label"), (view.label, "")]
+    return [fit(first, width), fit(second, width)]
+
+
+def events_lines(view: LiveView, width: int, height: int) -> list[Line]:
+    """The newest events that fit, oldest of them first."""
+    events = view.events[-height:] if height > 0 else ()
+    lines: list[Line] = []
+    for event in events:
+        role = EVENT_ROLES.get(event.kind, "dim")
+        lines.append(
+            [
+                (fmt.clock(event.t_s), "dim"),
+                (f" {event.kind:<11}", role),
+                (event.text, "crit" if role == "crit" else ""),
+            ]
+        )
+    out = [fit(line, width) for line in lines]
+    return out + [fit([], width) for _ in range(height - len(out))]

@@ -1,0 +1,226 @@
+"""Deterministic `LiveView` sequences for snapshot tests and screenshots, built from a saved sweep.
+
+`views_from_snapshot(snapshot)` replays a real run's finished steps one by one (view k shows the
+first k steps, the next step live), then a last view back at the knee. The live window of each view
+is the next step's own figures, and the GPU and server telemetry is a fixed, plausible trace (a
+card warming up and reaching its power cap as the load grows): no clock and no randomness, so the
+same snapshot always gives the same screens.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from gputui.live import LiveEvent, LiveView
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.step import StepResult
+from gputui.metrics.window import WindowStats
+from gputui.session import StatsFrame
+from gputui.snapshot.models import Snapshot, Step
+from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
+from gputui.telemetry.samples import GpuSample, ServerSample
+
+GPU_NAME = "NVIDIA A100 80GB PCIe"
+_GIB = 2**30
+_TRACE_POINTS = 240
+_T0_NS = 1_000_000_000
+
+
+def step_result(step: Step) -> StepResult:
+    """A snapshot step back in its metrics form."""
+    return StepResult(
+        index=step.index,
+        mode=step.mode,
+        level=step.level,
+        duration_s=step.duration_s,
+        warmup_s=step.warmup_s,
+        requests_ok=step.requests_ok,
+        requests_failed=step.requests_failed,
+        errors=dict(step.errors),
+        requests_per_s=step.requests_per_s,
+        input_tokens_per_s=step.input_tokens_per_s,
+        output_tokens_per_s=step.output_tokens_per_s,
+        ttft_s=step.ttft_s.to_summary(),
+        tpot_s=step.tpot_s.to_summary(),
+        itl_s=step.itl_s.to_summary(),
+        e2e_s=step.e2e_s.to_summary(),
+        connect_s=step.connect_s.to_summary(),
+        goodput_requests_per_s=step.goodput_requests_per_s,
+        goodput_output_tokens_per_s=step.goodput_output_tokens_per_s,
+        sla_ok=step.sla_ok,
+        incomplete=step.incomplete,
+        output_tokens_from_usage=step.output_tokens_from_usage,
+        short_outputs=step.short_outputs,
+    )
+
+
+def _window(step: StepResult, window_s: float) -> WindowStats:
+    n = step.requests_ok + step.requests_failed
+    return WindowStats(
+        window_s=window_s,
+        span_s=window_s,
+        ttft_s=step.ttft_s,
+        tpot_s=step.tpot_s,
+        itl_s=step.itl_s,
+        e2e_s=step.e2e_s,
+        output_tokens_per_s=step.output_tokens_per_s,
+        requests_per_s=step.requests_per_s,
+        error_rate=step.error_rate,
+        errors=dict(step.errors),
+        n_requests=n,
+        requests_ok=step.requests_ok,
+        requests_failed=step.requests_failed,
+    )
+
+
+def _gpu(i: int, load: float) -> GpuSample:
+    """The card at trace point i under a load 0..1: heats up, draws power, hits its power cap."""
+    warm = 1 - math.exp(-i / 80)
+    power = 60 + 235 * load * (0.9 + 0.1 * warm) + 4 * math.sin(i / 3)
+    capped = power > 285
+    return GpuSample(
+        index=0,
+        uuid="GPU-5e1d0000-sim0",
+        name=GPU_NAME,
+        t_ns=_T0_NS + i * 250_000_000,
+        temperature_c=round(38 + 34 * load * warm + math.sin(i / 7), 1),
+        sm_clock_mhz=1410 - (60 + int(15 * math.sin(i / 4)) if capped else 0),
+        sm_clock_max_mhz=1410,
+        power_w=round(min(power, 300.0), 1),
+        power_limit_w=300.0,
+        utilization_gpu_pct=round(min(99.0, 20 + 80 * load), 0),
+        memory_used_bytes=int((16.1 + 55.5) * _GIB),
+        memory_total_bytes=80 * _GIB,
+        throttle_reasons=("sw_power_cap",) if capped else (),
+        pstate=0,
+        source="dcgm",
+    )
+
+
+def _traces(load: float) -> tuple[GpuSample, ...]:
+    ramp = [min(1.0, load * (0.4 + 0.6 * i / _TRACE_POINTS)) for i in range(_TRACE_POINTS)]
+    return tuple(_gpu(i, ramp[i]) for i in range(_TRACE_POINTS))
+
+
+def _telemetry(load: float, seq: int, running: int) -> tuple[TelemetryFrame, Traces]:
+    gpus = _traces(load)
+    server = ServerSample(
+        t_ns=gpus[-1].t_ns,
+        backend="vllm",
+        requests_running=running,
+        requests_waiting=max(0, running - 48),
+        kv_cache_usage=round(min(0.97, 0.05 + 0.9 * load), 2),
+        preemptions_total=max(0, running - 56) * 3,
+        kv_blocks_total=21_000,
+        kv_block_size=16,
+    )
+    states = (
+        SourceState("gpu", "dcgm (via /metrics)", "ok"),
+        SourceState("server", "vllm", "ok"),
+        SourceState("host", "host", "ok"),
+    )
+    frame = TelemetryFrame(seq, (gpus[-1],), server, None, states)
+    return frame, Traces(gpu=gpus, server=(server,), host=())
+
+
+def _events(steps: list[StepResult], t_s: float) -> tuple[LiveEvent, ...]:
+    events = [LiveEvent(0.4, "info", "connected to http://127.0.0.1:8000")]
+    for step in steps:
+        start = step.index * (step.duration_s + step.warmup_s) + 1
+        events.append(LiveEvent(round(start, 1), "info", f"load {step.level:g} concurrent"))
+        if not step.sla_ok:
+            events.append(
+                LiveEvent(round(start + 8, 1), "sla", f"step {step.index + 1} missed the SLA")
+            )
+        if step.level >= 64:
+            events.append(
+                LiveEvent(round(start + 3, 1), "throttle", "GPU 0 throttling: sw_power_cap")
+            )
+            events.append(LiveEvent(round(start + 5, 1), "preemption", "24 preemptions (KV full)"))
+    return tuple(sorted((e for e in events if e.t_s <= t_s), key=lambda e: e.t_s))
+
+
+def views_from_snapshot(
+    snapshot: Snapshot, *, target_url: str = "http://127.0.0.1:8000"
+) -> list[LiveView]:
+    """The replay: view k has the first k steps finished and step k+1 live; then the knee."""
+    sla = snapshot.sla.to_sla()
+    steps = [step_result(s) for s in snapshot.steps if not s.incomplete]
+    top = max(s.level for s in steps)
+    per_step_s = steps[0].duration_s + steps[0].warmup_s
+    views: list[LiveView] = []
+    plan = [(k, steps[k]) for k in range(len(steps))]
+    knee_all = knee_from_steps(steps, mode=steps[0].mode).knee
+    knee_step = steps[knee_all.index] if knee_all is not None else steps[-1]
+    plan.append((len(steps), knee_step))
+    history: list[float] = []
+    for seq, (k, live) in enumerate(plan, start=1):
+        done = tuple(steps[:k])
+        knee = knee_from_steps(done, mode=live.mode) if done else None
+        capacity = qualified_capacity(done, sla) if done else None
+        best = None
+        if capacity is not None and capacity.capacity is not None:
+            best = max(i for i, s in enumerate(done) if s.level == capacity.capacity.level)
+        t_s = k * per_step_s + 12.0
+        load = math.log2(live.level + 1) / math.log2(top + 1)
+        in_flight = int(live.level)
+        telemetry, traces = _telemetry(load, seq, in_flight)
+        history = [
+            *history,
+            *(live.output_tokens_per_s * (0.9 + 0.02 * (j % 6)) for j in range(24)),
+        ]
+        frame = StatsFrame(
+            seq=seq,
+            mode=live.mode,
+            level=live.level,
+            step_index=k,
+            step_elapsed_s=12.0,
+            in_warmup=False,
+            in_flight=in_flight,
+            paused=False,
+            window=_window(live, 15.0),
+            client_cpu_percent=11.0 + 0.2 * live.level,
+            loop_lag_max_ms=0.4,
+            rtt_last_s=0.0002,
+            steps_finished=k,
+        )
+        views.append(
+            LiveView(
+                seq=seq,
+                target_url=target_url,
+                model=snapshot.target.model,
+                target_state="ok",
+                backend=snapshot.target.backend or "gputui-sim",
+                mode=live.mode,
+                level=live.level,
+                factor=2.0,
+                paused=False,
+                session_s=t_s,
+                frame=frame,
+                steps=done,
+                knee=knee.knee if knee else None,
+                knee_reason=knee.reason if knee else "no finished step yet",
+                capacity=capacity.capacity if capacity else None,
+                capacity_reason=capacity.reason if capacity else "no finished step yet",
+                telemetry=telemetry,
+                traces=traces,
+                events=_events(list(done), t_s),
+                sla=sla,
+                gpu_description="a100-80gb-pcie (simulated)",
+                throughput_history=tuple(history[-240:]),
+                error_rate_history=tuple(0.0 for _ in history[-240:]),
+                ui_cpu_percent=3.0,
+                best_step_index=best,
+                label=snapshot.label,
+            )
+        )
+    return views
+
+
+def load_views(path: Path) -> list[LiveView]:
+    """`views_from_snapshot` of a snapshot file."""
+    from gputui.snapshot.store import load_snapshot
+
+    return views_from_snapshot(load_snapshot(path))

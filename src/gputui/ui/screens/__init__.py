@@ -1,0 +1,1 @@
+"""The screens: the live session, help, and the save / recovery dialogs."""

@@ -1,0 +1,101 @@
+"""The help screen: every key, panel and metric in one line each."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+KEYS = (
+    ("up / +", "multiply the load by the step factor: a new step (its warm-up is not measured)"),
+    ("down / -", "divide the load by the step factor: a new step"),
+    ("[ / ]", "smaller / larger step factor (1.25, 1.5, 2, 3, 4)"),
+    ("r", "switch concurrency (closed loop) <-> arrival rate (open loop) at about the same load"),
+    ("space", "pause / resume sending; resuming starts a new step"),
+    ("b", "fire a burst of requests on top of the load"),
+    ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
+    ("q", "stop the load, save the snapshot, exit (SIGHUP and SIGTERM do the same)"),
+    ("pgup / pgdn", "scroll the panels when they are stacked (small terminals)"),
+    ("? / esc", "open / close this help"),
+)
+
+PANELS = (
+    (
+        "Header",
+        "target, model, backend, GPUs; load mode and level, step and its time (warm-up "
+        "shown), requests in flight, session clock, CPU of the load engine and of this UI",
+    ),
+    (
+        "Sweep",
+        "one point per finished step: output tok/s (left axis) against load; P95 TTFT and "
+        "P95 TPOT on the right (log) axis; dashed lines are the SLA bounds; ◆ is the current step, "
+        "live; ┊ the knee; ★ the SLA-qualified capacity",
+    ),
+    (
+        "Latency",
+        "percentiles over the rolling window; red with ! = over the SLA bound, yellow = "
+        "above 80 % of it; sparklines of output tok/s and error rate, one point per frame",
+    ),
+    (
+        "GPU",
+        "per GPU: temperature, SM clock and power over the last minute, utilisation, active "
+        "throttle reasons (red), VRAM; the server's KV-cache use, running, waiting, preemptions",
+    ),
+    (
+        "Steps",
+        "one row per finished step with its aggregates (warm-up excluded); ★ marks the "
+        "highest load that met every SLA bound, ┊ the knee",
+    ),
+    ("Events", "errors by reason, throttling, preemption bursts, SLA breaches, with session time"),
+)
+
+METRICS = (
+    ("TTFT", "time from sending a request to its first output token"),
+    ("TPOT", "per request: (E2E - TTFT) / (output tokens - 1); P95 TPOT is over requests"),
+    ("ITL", "every gap between consecutive output tokens (P95 ITL is over all gaps)"),
+    ("E2E", "time from sending to the last byte of the response"),
+    ("tok/s", "output tokens that arrived per second (not input, not requests)"),
+    ("goodput", "output tok/s of requests that met every SLA bound"),
+    ("err", "failed requests / requests sent, each failure counted with its reason"),
+    ("knee", "the load past which throughput grows < 10 % per doubling of load"),
+    ("capacity", "the highest load whose step met the P95 TTFT, P95 TPOT and error-rate bounds"),
+    ("KV", "fraction of the server's KV cache in use; full means queueing and preemption"),
+)
+
+
+def _table(title: str, rows: tuple[tuple[str, str], ...]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.title = title
+    table.title_justify = "left"
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for key, text in rows:
+        table.add_row(key, Text(text))
+    return table
+
+
+class HelpScreen(Screen[None]):
+    """Keys, panels and metrics, one line each."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "close", "Close", id="close_help", tooltip="Back"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        """Three short tables."""
+        with VerticalScroll(id="help-body"):
+            yield Static("gputui · live serving-load experiments", id="help-title")
+            yield Static(_table("Keys", KEYS), classes="help-table")
+            yield Static(_table("Panels", PANELS), classes="help-table")
+            yield Static(_table("Metrics", METRICS), classes="help-table")
+        yield Footer()
+
+    def action_close(self) -> None:
+        """Back to the live screen."""
+        self.dismiss()

@@ -1,0 +1,122 @@
+"""What the app reads and commands: a live controller or a replayed sequence of views.
+
+Screens cannot tell the two apart (style.md: sources are ports). `LiveController` is the live
+source; `ReplaySource` serves a fixed sequence of `LiveView`s, for snapshot tests and screenshots,
+and records the commands it receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from gputui.live import LiveView
+
+
+class LiveSource(Protocol):
+    """The live screen's data and control API (implemented by `gputui.live.LiveController`)."""
+
+    def view(self) -> LiveView:
+        """The current view (the same object while nothing changed)."""
+        ...
+
+    def step_up(self) -> None:
+        """Multiply the load by the factor."""
+        ...
+
+    def step_down(self) -> None:
+        """Divide the load by the factor."""
+        ...
+
+    def cycle_factor(self, direction: int) -> float:
+        """Raise (+1) or lower (-1) the step factor."""
+        ...
+
+    def toggle_mode(self) -> None:
+        """Switch between concurrency and arrival-rate mode."""
+        ...
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume sending; True when now paused."""
+        ...
+
+    def burst(self) -> int:
+        """Fire a burst; returns its size."""
+        ...
+
+    def save(self, label: str | None = None) -> Path | None:
+        """Save a snapshot now (blocking: call from a worker thread)."""
+        ...
+
+    def stop(
+        self, *, save: bool = True, label: str | None = None, reason: str | None = None
+    ) -> Path | None:
+        """Stop the load and save (blocking, idempotent)."""
+        ...
+
+
+class ReplaySource:
+    """Serves `views` in order, one more each `advance()`; commands are recorded, not applied."""
+
+    def __init__(self, views: Sequence[LiveView]) -> None:
+        if not views:
+            raise ValueError("a replay needs at least one view")
+        self._views = list(views)
+        self._index = 0
+        self.calls: list[str] = []
+        """Every command received, by name, e.g. ["step_up", "save:knee"]."""
+        self.saved: list[str | None] = []
+
+    def view(self) -> LiveView:
+        """The current view."""
+        return self._views[self._index]
+
+    def advance(self) -> bool:
+        """Move to the next view; False at the end."""
+        if self._index + 1 >= len(self._views):
+            return False
+        self._index += 1
+        return True
+
+    def step_up(self) -> None:
+        """Recorded."""
+        self.calls.append("step_up")
+
+    def step_down(self) -> None:
+        """Recorded."""
+        self.calls.append("step_down")
+
+    def cycle_factor(self, direction: int) -> float:
+        """Recorded; the factor stays."""
+        self.calls.append(f"factor:{direction:+d}")
+        return self.view().factor
+
+    def toggle_mode(self) -> None:
+        """Recorded."""
+        self.calls.append("toggle_mode")
+
+    def toggle_pause(self) -> bool:
+        """Recorded."""
+        self.calls.append("toggle_pause")
+        return not self.view().paused
+
+    def burst(self) -> int:
+        """Recorded."""
+        self.calls.append("burst")
+        return 16
+
+    def save(self, label: str | None = None) -> Path | None:
+        """Recorded; nothing is written."""
+        self.calls.append(f"save:{label}")
+        self.saved.append(label)
+        return None
+
+    def stop(
+        self, *, save: bool = True, label: str | None = None, reason: str | None = None
+    ) -> Path | None:
+        """Recorded; the last view is marked stopped."""
+        self.calls.append(f"stop:{reason or ''}:{label}:{save}")
+        self._views[self._index] = replace(self.view(), stopped=True)
+        return None

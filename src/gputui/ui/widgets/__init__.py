@@ -1,0 +1,1 @@
+"""The live screen's panels, each named for what it shows and drawn by a pure render function."""

@@ -1,0 +1,76 @@
+"""The panels of the live screen; each draws one part of the `LiveView` with a render function."""
+
+from __future__ import annotations
+
+from gputui.live import LiveView
+from gputui.ui.render.gpu import gpu_lines
+from gputui.ui.render.spans import Line
+from gputui.ui.render.status import events_lines, header_lines
+from gputui.ui.render.sweep import sweep_lines
+from gputui.ui.render.tables import latency_lines, steps_lines
+from gputui.ui.widgets.panel import LivePanel
+
+
+class SessionHeader(LivePanel):
+    """Target, model, backend, GPUs, load, step clock, in flight, session clock and client CPU."""
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """Two lines of status."""
+        return header_lines(view, width)[:height]
+
+
+class SweepChart(LivePanel):
+    """Output tok/s against load, P95 TTFT/TPOT on a log axis, SLA lines, the knee, live step."""
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """The sweep chart."""
+        return sweep_lines(view, width, height, ascii=self.ascii)
+
+
+class LatencyTable(LivePanel):
+    """Rolling-window TTFT/TPOT/ITL/E2E percentiles against the SLA, with rate sparklines."""
+
+    def watch_view(self, view: LiveView | None) -> None:
+        """Name the window's length in the title."""
+        if view is not None and view.frame is not None:
+            self.border_title = f"Latency · rolling {view.frame.window.window_s:g} s"
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """The latency table."""
+        return latency_lines(view, width, height, ascii=self.ascii)
+
+
+class GpuPanel(LivePanel):
+    """Per-GPU traces, throttling and VRAM; the server's KV cache and queue."""
+
+    def data_key(self, view: LiveView) -> object:
+        """Only new telemetry changes it."""
+        return view.telemetry.seq if view.telemetry is not None else None
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """The GPU panel."""
+        return gpu_lines(view, width, height, ascii=self.ascii)
+
+
+class StepsTable(LivePanel):
+    """One row per finished step; the SLA-qualified best step highlighted."""
+
+    def data_key(self, view: LiveView) -> object:
+        """Only a finished step changes it."""
+        return (len(view.steps), view.best_step_index, view.knee)
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """The steps table."""
+        return steps_lines(view, width, height)
+
+
+class EventLog(LivePanel):
+    """Errors by reason, throttling, preemption bursts, SLA breaches, with session times."""
+
+    def data_key(self, view: LiveView) -> object:
+        """Only a new event changes it."""
+        return (len(view.events), view.events[-1] if view.events else None)
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """The newest events."""
+        return events_lines(view, width, height)

@@ -1,0 +1,77 @@
+"""`gputui tui` / `gputui demo` flags: parsing stays light, scenarios and flags combine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputui.cli import build_parser
+from gputui.errors import UsageError
+from gputui.ui.command import resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_building_the_cli_loads_no_ui_toolkit() -> None:
+    code = (
+        "import sys; from gputui.cli import build_parser; build_parser(); "
+        "sys.exit(1 if 'textual' in sys.modules or 'rich' in sys.modules else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_tui_flags_and_defaults(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        ["tui", "--url", "http://127.0.0.1:8000", "--model", "m", "--snapshot-dir", str(tmp_path),
+         "--factor", "3", "--ascii"]
+    )  # fmt: skip
+    values = resolve(args)
+    assert values["factor"] == 3.0
+    assert values["snapshot_dir"] == tmp_path
+    assert (values["input_tokens"], values["output_tokens"]) == (512, 128)
+    assert (values["sla_ttft_p95"], values["sla_tpot_p95"]) == (1.0, 0.035)
+    assert args.ascii and not args.no_color
+
+
+def test_default_snapshot_dir_is_the_user_data_dir() -> None:
+    args = build_parser().parse_args(["tui", "--url", "http://x:1", "--model", "m"])
+    assert resolve(args)["snapshot_dir"].parts[-2:] == ("gputui", "sessions")
+
+
+def test_scenario_then_flags() -> None:
+    args = build_parser().parse_args(
+        ["tui", "--url", "http://x:1", "--model", "m", "--scenario",
+         str(ROOT / "scenarios" / "chat.toml"), "--output-tokens", "64"]
+    )  # fmt: skip
+    values = resolve(args)
+    assert values["endpoint"] == "chat"
+    assert values["input_tokens"] == 1024
+    assert values["output_tokens"] == 64  # the flag wins
+    assert values["max_error_rate"] == 0.01
+    assert values["label"] == "chat"
+
+
+def test_a_scenario_with_a_length_distribution_is_refused(tmp_path: Path) -> None:
+    scenario = tmp_path / "dist.toml"
+    scenario.write_text(
+        'name = "d"\n[workload]\ninput = { kind = "uniform", min = 10, max = 20 }\n'
+        'output = { kind = "fixed", tokens = 8 }\n'
+    )
+    args = build_parser().parse_args(["tui", "--url", "http://x:1", "--model", "m",
+                                      "--scenario", str(scenario)])  # fmt: skip
+    with pytest.raises(UsageError, match="fixed lengths"):
+        resolve(args)
+
+
+def test_demo_opens_the_tui_unless_given_sweep_levels() -> None:
+    parser = build_parser()
+    tui = parser.parse_args(["demo", "--gpu", "rtx4090-48gb", "--model", "qwen2.5-14b"])
+    assert not tui.headless and tui.concurrency is None
+    assert tui.snapshot_dir is None and tui.label is None  # every tui flag but --url
+    headless = parser.parse_args(["demo", "--concurrency", "1,8", "--out", "x.json"])
+    assert headless.concurrency == "1,8"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["demo", "--url", "http://x:1"])

@@ -1,0 +1,137 @@
+"""The session journal: what a kill -9 leaves behind is found, recovered or discarded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from gputui.engine.records import RequestRecord
+from gputui.snapshot.journal import (
+    Journal,
+    JournalHeader,
+    discard,
+    find_leftovers,
+    read_journal,
+    recover,
+)
+from gputui.snapshot.models import SlaBounds, Target, Workload
+from gputui.snapshot.store import load_snapshot
+from gputui.ui.app import AppOptions
+from gputui.ui.screens.dialogs import RecoverJournalScreen
+from tests.support.steps import make_step
+from tests.ui.conftest import files, replay_app, wait_for
+
+HEADER = JournalHeader(
+    label="crashy",
+    target=Target(url="http://127.0.0.1:9/v1", model="m", endpoint="completions"),
+    workload=Workload(input_tokens=16, output_tokens=8, endpoint="completions"),
+    sla=SlaBounds(ttft_p95_s=1.0, tpot_p95_s=0.05),
+    plan={"mode": "concurrency"},
+)
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from gputui.engine.records import RequestRecord
+    from gputui.snapshot.journal import Journal
+    from tests.ui.test_journal import HEADER, sample_steps
+    journal = Journal(Path(sys.argv[1]), HEADER)
+    for step in sample_steps():
+        journal.add_step(step)
+    journal.add_requests(
+        [RequestRecord(i, 0, 1_000 + i, 2_000 + i, True, output_tokens=8) for i in range(500)], 0
+    )
+    journal.flush()
+    journal.add_requests([RequestRecord(999, 0, 1, 2, True)], 0)  # never flushed
+    print("flushed", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def sample_steps() -> list:  # type: ignore[type-arg]
+    sla = HEADER.sla.to_sla()
+    return [
+        make_step(level, output_tokens_per_s=tps, ttft_p95_s=ttft, index=i, sla=sla)
+        for i, (level, tps, ttft) in enumerate([(1, 100, 0.1), (2, 190, 0.2), (4, 200, 1.5)])
+    ]
+
+
+def _killed_journal(folder: Path) -> Path:
+    """A journal whose writer was killed with SIGKILL after one flush."""
+    path = folder / "20260101-000000-crashy-1.journal"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "flushed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=10)
+    return path
+
+
+def test_kill_9_loses_no_flushed_request_and_recovers(tmp_path: Path) -> None:
+    path = _killed_journal(tmp_path)
+    header, steps, requests = read_journal(path)
+    assert header["label"] == "crashy"
+    assert requests == 500
+    assert [s.level for s in steps] == [1, 2, 4]
+    (leftover,) = find_leftovers(tmp_path)
+    assert (leftover.steps, leftover.requests, leftover.label) == (3, 500, "crashy")
+    out = recover(path, tmp_path)
+    assert out is not None and not path.exists()
+    snap = load_snapshot(out)
+    assert not snap.complete
+    assert [s.level for s in snap.steps] == [1, 2, 4]
+    assert snap.capacity is not None and snap.capacity.level == 2
+    assert snap.model_extra is not None and snap.model_extra["recovered_from"]["requests"] == 500
+
+
+def test_live_journals_are_not_leftovers_and_torn_lines_are_skipped(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path, HEADER)
+    journal.add_requests([RequestRecord(1, 0, 10, 20, False, error="http_503")], 0)
+    journal.flush()
+    assert find_leftovers(tmp_path) == []  # its writer (this process) is alive
+    journal.close(delete=False)
+    with journal.path.open("ab") as file:
+        file.write(b'{"kind": "request", "step"')  # torn by a crash mid-write
+    assert read_journal(journal.path)[2] == 1
+    discard(journal.path)
+    assert not journal.path.exists()
+    journal = Journal.create(tmp_path, HEADER)
+    journal.close(delete=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_recovery_dialog_on_start(tmp_path: Path) -> None:
+    _killed_journal(tmp_path)
+    leftovers = tuple(find_leftovers(tmp_path))
+    app, _ = replay_app(options=AppOptions(snapshot_dir=tmp_path, leftovers=leftovers))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RecoverJournalScreen))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: bool(app.recovered))
+    (out,) = app.recovered
+    assert [s.level for s in load_snapshot(out).steps] == [1, 2, 4]
+    assert not files(tmp_path, "*.journal")
+
+
+async def test_discard_from_the_dialog(tmp_path: Path) -> None:
+    _killed_journal(tmp_path)
+    leftovers = tuple(find_leftovers(tmp_path))
+    app, _ = replay_app(options=AppOptions(snapshot_dir=tmp_path, leftovers=leftovers))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RecoverJournalScreen))
+        await pilot.press("d")
+        await wait_for(pilot, lambda: not files(tmp_path, "*.journal"))
+    assert files(tmp_path, "*") == []
