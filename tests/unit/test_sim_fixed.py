@@ -30,6 +30,7 @@ class RecordingSink:
         self.max_tokens = max_tokens
         self.stamps: list[int] = []
         self.calls: list[int] = []
+        self.one_writes: list[bool] = []
         self.reason: str | None = None
         self.done = loop.create_future()
         self._closed = False
@@ -38,8 +39,11 @@ class RecordingSink:
     def closed(self) -> bool:
         return self._closed
 
-    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+    def emit_tokens(
+        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+    ) -> None:
         self.calls.append(count)
+        self.one_writes.append(one_write)
         self.stamps.extend([time.perf_counter_ns()] * count)
         if finish_reason is not None or len(self.stamps) >= self.max_tokens:
             self.finish(finish_reason or "length")
@@ -136,3 +140,14 @@ def test_spec_builds_the_profile() -> None:
     assert isinstance(profile, FixedProfile)
     assert (profile.ttft_ns, profile.itl_ns, profile.eos_after) == (20_000_000, 5_000_000, 3)
     assert profile.served_model_name == "x"
+
+
+async def test_coalesced_writes_still_emit_every_event() -> None:
+    loop = asyncio.get_running_loop()
+    profile = FixedProfile(ttft_ms=0, itl_ms=0, coalesce_writes=True)
+    profile.bind(loop)
+    sink = RecordingSink(40, loop)
+    profile.start(replace(REQUEST, arrival_ns=time.perf_counter_ns(), max_tokens=40), sink)
+    await asyncio.wait_for(sink.done, 5)
+    assert sink.calls == [ZERO_ITL_BURST, ZERO_ITL_BURST, 40 - 2 * ZERO_ITL_BURST]
+    assert sink.one_writes == [True, True, True]

@@ -30,7 +30,9 @@ class FakeSink:
     def closed(self) -> bool:
         return self._closed
 
-    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+    def emit_tokens(
+        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+    ) -> None:
         assert not self._closed
         self.tokens += count
         self.stamps_ns.append(time.perf_counter_ns())

@@ -118,6 +118,11 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MODEL_NAME,
         help=f"model name in responses (default {DEFAULT_MODEL_NAME})",
     )
+    parser.add_argument(
+        "--coalesce-writes",
+        action="store_true",
+        help="with --itl-ms 0: write 16 events per socket write (for client-capacity benchmarks)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
     faults = parser.add_argument_group("fault injection")
@@ -220,6 +225,7 @@ def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
             itl_ms=args.itl_ms,
             eos_after=args.eos_after,
             served_model_name=args.served_model_name,
+            coalesce_writes=args.coalesce_writes,
         )
     if not args.gpu or not args.model:
         raise ValueError("the gpu profile needs --gpu and --model (see gputui sim --list)")

@@ -268,7 +268,13 @@ class FaultySink:
         """The connection was lost."""
         self._inner.abort()
 
-    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+    def emit_tokens(
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,  # noqa: ARG002 (a faulted stream is written token by token)
+    ) -> None:
         """Pass tokens through up to the fault point, then strike."""
         inner = self._inner
         if inner.closed:

@@ -58,11 +58,12 @@ class _Stream:
             return
         left = self._left
         batch = 1 if self._itl_ns else min(left, ZERO_ITL_BURST)
+        one_write = self._profile.coalesce_writes
         if batch == left:
-            sink.emit_tokens(batch, finish_reason=self.reason)
+            sink.emit_tokens(batch, finish_reason=self.reason, one_write=one_write)
             self._profile.finished(self, batch)
             return
-        sink.emit_tokens(batch)
+        sink.emit_tokens(batch, one_write=one_write)
         self._profile.generation_tokens += batch
         self._left = left - batch
         self._next_ns += self._itl_ns
@@ -82,6 +83,7 @@ class FixedProfile:
         *,
         served_model_name: str = "sim-model",
         use_timerfd: bool | None = None,
+        coalesce_writes: bool = False,
     ) -> None:
         if ttft_ms < 0 or itl_ms < 0:
             raise ValueError(f"ttft_ms and itl_ms must be >= 0, got {ttft_ms} and {itl_ms}")
@@ -92,6 +94,8 @@ class FixedProfile:
         self.eos_after = eos_after
         self.served_model_name = served_model_name
         self._use_timerfd = use_timerfd
+        self.coalesce_writes = coalesce_writes and self.itl_ns == 0
+        """At ITL 0, write each burst of events in one write (client-capacity benchmarks)."""
         self._scheduler: DeadlineScheduler | None = None
         self._streams: dict[int, _Stream] = {}
         self.prompt_tokens = 0
@@ -173,6 +177,8 @@ class FixedProfileSpec:
     served_model_name: str = "sim-model"
     use_timerfd: bool | None = None
     """None: timerfd where available; False forces the loop's `call_at` (for comparisons)."""
+    coalesce_writes: bool = False
+    """At ITL 0, one write per burst of 16 events (see FixedProfile)."""
 
     def build(self) -> Profile:
         """The profile, built in the process that will serve it."""
@@ -182,4 +188,5 @@ class FixedProfileSpec:
             self.eos_after,
             served_model_name=self.served_model_name,
             use_timerfd=self.use_timerfd,
+            coalesce_writes=self.coalesce_writes,
         )

@@ -44,8 +44,13 @@ class TokenSink(Protocol):
         """True once the client went away or the stream finished; stop emitting then."""
         ...
 
-    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+    def emit_tokens(
+        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+    ) -> None:
         """Write `count` token events now (one event and one write per token).
+
+        `one_write` puts the events in a single socket write instead: only for client-capacity
+        benchmarks, where the server must cost less per token than the client it measures.
 
         Extension (compatible: callers may omit it): with `finish_reason`, the last of these tokens
         carries it, as vLLM's final chunk does, and the response ends there (`finish` is then not

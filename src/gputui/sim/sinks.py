@@ -206,11 +206,15 @@ class StreamSink(_SinkBase):
             b'","logprobs":null,"finish_reason":%s,"stop_reason":null}],"usage":null}\n\n' % reason
         )
 
-    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
-        """Write `count` token events, one write each; see the module docstring for finishing."""
+    def emit_tokens(
+        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+    ) -> None:
+        """Write `count` token events, one write each (or all in one write: `one_write`)."""
         if self._closed:
             return
-        write = self._transport.write
+        pending: list[bytes] = []
+        write = pending.append if one_write else self._transport.write
+        ended = False
         truth = self._truth
         for i in range(count):
             k = self._emitted
@@ -234,8 +238,12 @@ class StreamSink(_SinkBase):
             self._emitted = k + 1
             truth.tokens += 1
             if reason is not None:
-                self._end()
-                return
+                ended = True
+                break
+        if pending:
+            self._transport.write(b"".join(pending))
+        if ended:
+            self._end()
 
     def finish(self, finish_reason: str) -> None:
         """End the response; a reason not yet sent goes out on an empty-text chunk first."""
@@ -299,7 +307,13 @@ class BufferedSink(_SinkBase):
         )
         self._keep_alive = keep_alive
 
-    def emit_tokens(self, count: int = 1, finish_reason: str | None = None) -> None:
+    def emit_tokens(
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,  # noqa: ARG002 (the whole response is one write anyway)
+    ) -> None:
         """Count `count` more tokens; the text is generated at the end."""
         if self._closed:
             return
