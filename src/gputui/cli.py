@@ -13,66 +13,26 @@ from pathlib import Path
 from typing import NoReturn
 
 from gputui import __version__
+from gputui.argtypes import (
+    fraction,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from gputui.errors import GputuiError
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _non_negative_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
-    return value
 
 
 def _int_list(text: str) -> list[int]:
     try:
-        return [_positive_int(part) for part in text.split(",") if part.strip()] or _empty(text)
+        return [positive_int(part) for part in text.split(",") if part.strip()] or _empty(text)
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"expected levels like 1,2,4,8: {exc}") from None
 
 
 def _float_list(text: str) -> list[float]:
     try:
-        return [_positive_float(part) for part in text.split(",") if part.strip()] or _empty(text)
+        return [positive_float(part) for part in text.split(",") if part.strip()] or _empty(text)
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"expected rates like 0.5,1,2: {exc}") from None
 
@@ -109,38 +69,38 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     levels.add_argument(
         "--validate-rate",
-        type=_positive_float,
+        type=positive_float,
         metavar="R",
         help="hold R requests/s (Poisson) for --seconds: does the SLA hold, is the queue bounded?",
     )
-    load.add_argument("--max-level", type=_positive_int, default=256, help="--auto's ceiling")
-    load.add_argument("--max-minutes", type=_positive_float, default=30.0, help="--auto's budget")
+    load.add_argument("--max-level", type=positive_int, default=256, help="--auto's ceiling")
+    load.add_argument("--max-minutes", type=positive_float, default=30.0, help="--auto's budget")
     load.add_argument(
-        "--seconds", type=_positive_float, default=60.0, help="length of the validation hold"
+        "--seconds", type=positive_float, default=60.0, help="length of the validation hold"
     )
     load.add_argument("--no-validate", action="store_true", help="skip the hold after --auto")
     load.add_argument(
         "--burst",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="K",
         help="fire K extra requests at once every --burst-every seconds",
     )
-    load.add_argument("--burst-every", type=_positive_float, default=30.0, metavar="S")
+    load.add_argument("--burst-every", type=positive_float, default=30.0, metavar="S")
     load.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default=None)
     load.add_argument(
-        "--burstiness", type=_positive_float, default=None, help="gamma shape (1 = Poisson)"
+        "--burstiness", type=positive_float, default=None, help="gamma shape (1 = Poisson)"
     )
-    load.add_argument("--max-in-flight", type=_positive_int, default=1024)
+    load.add_argument("--max-in-flight", type=positive_int, default=1024)
     load.add_argument(
         "--step-seconds",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="length of each step (required unless the --scenario gives it)",
     )
     load.add_argument(
         "--warmup-seconds",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=None,
         help="excluded from each step's statistics (default: 20%% of the step, at most 10 s)",
     )
@@ -155,8 +115,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="a scenario TOML (or NAME for scenarios/NAME.toml): workload, SLA, endpoint and "
         "load plan; flags given here win over it (list them with `gputui scenarios`)",
     )
-    work.add_argument("--input-tokens", type=_positive_int, default=None)
-    work.add_argument("--output-tokens", type=_positive_int, default=None)
+    work.add_argument("--input-tokens", type=positive_int, default=None)
+    work.add_argument("--output-tokens", type=positive_int, default=None)
     work.add_argument(
         "--input-dist",
         default=None,
@@ -174,7 +134,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     work.add_argument(
         "--shared-prefix-tokens",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=None,
         metavar="N",
         help="a system prompt of N tokens shared by every request (prefix caching on purpose)",
@@ -215,13 +175,13 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--extra-body", default=None, metavar="JSON", help="fields to add to requests"
     )
     sla = parser.add_argument_group("SLA")
-    sla.add_argument("--sla-ttft-p95", type=_positive_float, default=None, metavar="SECONDS")
-    sla.add_argument("--sla-tpot-p95", type=_positive_float, default=None, metavar="SECONDS")
-    sla.add_argument("--max-error-rate", type=_fraction, default=None, metavar="F")
+    sla.add_argument("--sla-ttft-p95", type=positive_float, default=None, metavar="SECONDS")
+    sla.add_argument("--sla-tpot-p95", type=positive_float, default=None, metavar="SECONDS")
+    sla.add_argument("--max-error-rate", type=fraction, default=None, metavar="F")
     client = parser.add_argument_group("client")
     client.add_argument(
         "--request-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=600.0,
         metavar="S",
         help="give up on a request after S seconds in all (failure: timeout); the only bound "
@@ -229,14 +189,14 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     client.add_argument(
         "--connect-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=10.0,
         metavar="S",
         help="give up opening a connection after S seconds (failure: connect; default 10)",
     )
     client.add_argument(
         "--stall-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=60.0,
         metavar="S",
         help="give up on a response silent for S seconds once its body has started "
@@ -245,7 +205,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
     client.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="engine processes sharing the load (one core each) when one client core saturates",
     )
@@ -263,7 +223,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--out", required=True, metavar="FILE.json")
     output.add_argument(
         "--price-per-hour",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=None,
         metavar="PRICE",
         help="hourly price of this node, saved in the snapshot for `gputui compare`",

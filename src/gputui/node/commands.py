@@ -23,39 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.argtypes import bounded, open_fraction, positive_float
 from gputui.errors import GputuiError
 
 BACKENDS = ("auto", "torch", "cupy", "numpy")
-
-
-def _int_at_least(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
-        return value
-
-    return parse
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _positive_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
 
 
 def _patterns(text: str) -> tuple[str, ...]:
@@ -70,7 +41,7 @@ def _patterns(text: str) -> tuple[str, ...]:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu",
-        type=_int_at_least(0),
+        type=bounded(int, low=0),
         default=0,
         metavar="INDEX",
         help="GPU index as nvidia-smi shows it (matched to the CUDA device by UUID)",
@@ -90,7 +61,7 @@ def add_vram_check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_common(parser)
     parser.add_argument(
         "--fraction",
-        type=_fraction,
+        type=open_fraction,
         default=0.95,
         metavar="F",
         help="share of the free memory to check (default 0.95; 512 MiB always stays free)",
@@ -102,20 +73,24 @@ def add_vram_check_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="comma list of address, walking1, walking0, random, or all (default all)",
     )
-    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="pattern seed")
+    parser.add_argument("--seed", type=bounded(int, low=0), default=0, help="pattern seed")
     parser.add_argument(
-        "--chunk-mib", type=_int_at_least(32), default=1024, metavar="MIB", help="allocation chunk"
+        "--chunk-mib",
+        type=bounded(int, low=32),
+        default=1024,
+        metavar="MIB",
+        help="allocation chunk",
     )
     parser.add_argument(
         "--max-report",
-        type=_int_at_least(0),
+        type=bounded(int, low=0),
         default=32,
         metavar="N",
         help="mismatches listed per pattern (all are counted)",
     )
     parser.add_argument(
         "--expect-gb",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="GB",
         help="the capacity the node was sold with (e.g. 48): says if it is one card or several",
@@ -126,17 +101,17 @@ def add_burn_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare `gputui burn`'s flags."""
     _add_common(parser)
     parser.add_argument(
-        "--seconds", type=_positive_float, default=600.0, help="burn length (default 600)"
+        "--seconds", type=positive_float, default=600.0, help="burn length (default 600)"
     )
     parser.add_argument(
         "--interval",
-        type=_positive_float,
+        type=positive_float,
         default=0.5,
         metavar="S",
         help="GPU sampling interval (default 0.5)",
     )
     parser.add_argument(
-        "--size", type=_int_at_least(256), default=8192, metavar="N", help="matrix size N x N"
+        "--size", type=bounded(int, low=256), default=8192, metavar="N", help="matrix size N x N"
     )
 
 

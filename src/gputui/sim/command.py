@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.argtypes import non_negative_float, open_fraction, port, positive_float, positive_int
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.gpu_profile import GpuProfileSpec
@@ -25,58 +26,11 @@ PRECISIONS = ("bf16", "fp8", "int4")
 KV_DTYPES = ("bf16", "fp8")
 
 
-def _non_negative_ms(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0-65535, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
-
-
 def _fault_probabilities(text: str) -> dict[str, float]:
     try:
         return dict(FaultSpec.parse(text).probabilities)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _positive_seconds(text: str) -> float:
-    value = _non_negative_ms(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,22 +47,22 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     gpu.add_argument("--model", default=None, help="simulated model, e.g. llama-3.1-8b")
     gpu.add_argument("--precision", choices=PRECISIONS, default="bf16")
     gpu.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16")
-    gpu.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9)
-    gpu.add_argument("--max-num-seqs", type=_positive_int, default=None)
-    gpu.add_argument("--max-batched-tokens", type=_positive_int, default=None)
+    gpu.add_argument("--gpu-memory-utilization", type=open_fraction, default=0.9)
+    gpu.add_argument("--max-num-seqs", type=positive_int, default=None)
+    gpu.add_argument("--max-batched-tokens", type=positive_int, default=None)
     gpu.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--ttft-ms", type=_non_negative_ms, default=50.0, help="time to first token (default 50)"
+        "--ttft-ms", type=non_negative_float, default=50.0, help="time to first token (default 50)"
     )
     parser.add_argument(
         "--itl-ms",
-        type=_non_negative_ms,
+        type=non_negative_float,
         default=10.0,
         help="inter-token latency; 0 writes tokens as fast as possible (default 10)",
     )
     parser.add_argument(
         "--eos-after",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="stop after N tokens (finish_reason stop) unless the request sets ignore_eos",
@@ -124,7 +78,7 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --itl-ms 0: write 16 events per socket write (for client-capacity benchmarks)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
+    parser.add_argument("--port", type=port, default=8000, help="port; 0 picks a free one")
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--faults",
@@ -139,14 +93,14 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     faults.add_argument(
         "--slow-start-ms",
-        type=_non_negative_ms,
+        type=non_negative_float,
         default=DEFAULT_SLOW_START_MS,
         metavar="MS",
         help=f"how late a slow_start request's first token is (default {DEFAULT_SLOW_START_MS:g})",
     )
     faults.add_argument(
         "--die-after",
-        type=_positive_seconds,
+        type=positive_float,
         default=None,
         metavar="SECONDS",
         help="crash: exit SECONDS after the first completion request, dropping every connection",

@@ -11,7 +11,6 @@ and lists the rest.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import tempfile
@@ -19,29 +18,10 @@ from pathlib import Path
 
 import orjson
 
+from gputui.argtypes import non_negative_float, positive_float
 from gputui.errors import GputuiError, UsageError
 from gputui.snapshot.compare import Demand, build_comparison, load_named, parse_prices
 from gputui.snapshot.compare_format import FORMATS, render
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
-    return value
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,21 +38,21 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--currency", default=None, metavar="TEXT", help="e.g. USD or EUR")
     plan = parser.add_argument_group("capacity planning")
     plan.add_argument(
-        "--demand-rpm", type=_positive, default=None, metavar="N", help="requests per minute"
+        "--demand-rpm", type=positive_float, default=None, metavar="N", help="requests per minute"
     )
     plan.add_argument(
         "--mean-output-tokens",
-        type=_positive,
+        type=positive_float,
         default=None,
         metavar="N",
         help="mean output tokens per request of that demand",
     )
     plan.add_argument(
-        "--headroom", type=_non_negative, default=0.3, metavar="F", help="default 0.3 (30 %%)"
+        "--headroom", type=non_negative_float, default=0.3, metavar="F", help="default 0.3 (30 %%)"
     )
     parser.add_argument(
         "--at-output-tokens-per-s",
-        type=_positive,
+        type=positive_float,
         default=None,
         metavar="T",
         help="also compare latency and load level at this output throughput",

@@ -17,37 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gputui.argtypes import open_fraction, positive_float, positive_int
 from gputui.errors import GputuiError, TelemetryUnavailable, UsageError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
 
 
 def _print_json(doc: Any) -> None:
@@ -101,7 +72,7 @@ def add_kv_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--context",
-        type=_positive_int,
+        type=positive_int,
         default=8192,
         metavar="TOKENS",
         help="tokens per request, input + output (default 8192)",
@@ -109,10 +80,14 @@ def add_kv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default="bf16", help="weights")
     parser.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16", help="KV-cache elements")
     parser.add_argument(
-        "--gpu-memory-utilization", type=_fraction, default=0.9, metavar="F", help="vLLM's budget"
+        "--gpu-memory-utilization",
+        type=open_fraction,
+        default=0.9,
+        metavar="F",
+        help="vLLM's budget",
     )
-    parser.add_argument("--max-num-seqs", type=_positive_int, default=None, metavar="N")
-    parser.add_argument("--max-batched-tokens", type=_positive_int, default=None, metavar="N")
+    parser.add_argument("--max-num-seqs", type=positive_int, default=None, metavar="N")
+    parser.add_argument("--max-batched-tokens", type=positive_int, default=None, metavar="N")
     parser.add_argument("--json", action="store_true", help="JSON (a list with all/local)")
 
 
@@ -237,11 +212,11 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="read this machine's GPUs when the scrape has no DCGM series (default on)",
     )
-    parser.add_argument("--timeout", type=_positive_float, default=2.0, metavar="S")
+    parser.add_argument("--timeout", type=positive_float, default=2.0, metavar="S")
     _add_model_arguments(parser, required=False)
     parser.add_argument(
         "--context",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="TOKENS",
         help="request length for the headroom estimate",
