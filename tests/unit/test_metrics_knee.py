@@ -221,3 +221,13 @@ def test_mismatched_lengths_and_bad_threshold_are_errors() -> None:
         find_knee([1, 2, 4], [1, 2])
     with pytest.raises(ValueError, match="threshold"):
         find_knee([1, 2, 4], [1, 2, 3], threshold=0)
+
+
+def test_bisection_levels_do_not_fake_a_knee() -> None:
+    # An automatic sweep: the ramp, then bisection points 4 % apart with a 2 % wobble.
+    levels = [1, 2, 4, 8, 16, 32, 64, 48, 56, 52, 50, 51]
+    tok_s = [86, 165, 307, 545, 843, 1260, 1530, 1494, 1470, 1480, 1465, 1494]
+    result = find_knee(levels, tok_s, mode="concurrency")
+    assert result.knee is not None
+    assert result.knee.level == 48  # 32 -> 48 gains 34 % per doubling, 48 -> 64 only 6 %
+    assert "fell" not in result.reason
