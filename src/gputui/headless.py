@@ -298,6 +298,10 @@ class _SignalStopper:
         self.fired.set()
 
 
+MIN_LIFETIMES_PER_STEP = 3
+"""Fewer request lifetimes than this in a step's window and closed-loop waves show in its rates."""
+
+
 def step_warnings(result: StepResult) -> list[str]:
     """What makes a step's throughput mean less than it seems, one line each."""
     lines = []
@@ -310,6 +314,13 @@ def step_warnings(result: StepResult) -> list[str]:
         )
     if result.requests_ok and not result.output_tokens_from_usage:
         lines.append("the server sent no usage report: output tokens are counted as content chunks")
+    e2e_s = result.e2e_s.p50
+    if e2e_s and result.duration_s < MIN_LIFETIMES_PER_STEP * e2e_s:
+        lines.append(
+            f"the step ({result.duration_s:.0f} s) is under {MIN_LIFETIMES_PER_STEP} request "
+            f"lifetimes (E2E p50 {e2e_s:.1f} s): requests finish in waves, so its tok/s is "
+            "noisy; use longer --step-seconds"
+        )
     return lines
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -61,3 +63,14 @@ def test_a_burst_that_never_recovers() -> None:
     assert burst["ttft_recovery_s"] is None
     assert burst["recovered"] is False
     assert burst["recovery_s"] is None
+
+
+def test_a_step_shorter_than_three_request_lifetimes_is_flagged() -> None:
+    from gputui.headless import step_warnings
+    from tests.support.steps import make_step
+
+    step = make_step(16, output_tokens_per_s=900.0)
+    long_requests = replace(step, e2e_s=replace(step.e2e_s, p50=9.0), duration_s=15.0)
+    (line,) = step_warnings(long_requests)
+    assert "under 3 request lifetimes (E2E p50 9.0 s)" in line
+    assert step_warnings(replace(step, e2e_s=replace(step.e2e_s, p50=4.0), duration_s=15.0)) == []
