@@ -5,11 +5,12 @@ sampler. The UI calls its small command API (`step_up`, `step_down`, `cycle_fact
 `toggle_mode`, `toggle_pause`, `burst`, `save`, `stop`) and reads `view()`, a frozen `LiveView`
 rebuilt only when something changed. Nothing here imports Textual, so everything the TUI shows
 can be driven and tested headless. An unreachable target is a state (`target_state`), retried
-every 2 s, not an error.
+every 2 s, not an error; so is a server that stops accepting connections mid-run (new connect
+failures and no new successes in the rolling window), until requests succeed again.
 
-The session journal (`snapshot.journal`) is written from a thread of its own about once a second:
-new finished requests (found by polling the Session's records, per step) and finished steps. It is
-deleted once `stop()` has saved the snapshot, so a journal left behind means a session died unsaved.
+The session journal is kept by a `snapshot.journal.JournalWriter` (its own thread, about once a
+second: the requests and steps finished since). It is deleted once `stop()` has saved the snapshot,
+so a journal left behind means a session died unsaved.
 `stop()` is idempotent: the UI's quit, a signal handler and the CLI's clean-up may all call it.
 """
 
@@ -27,7 +28,6 @@ from typing import Literal
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
-from gputui.engine.records import RequestRecord
 from gputui.errors import GputuiError
 from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
@@ -35,7 +35,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
 from gputui.snapshot.assemble import RunInfo, build_snapshot
-from gputui.snapshot.journal import Journal, JournalHeader
+from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.snapshot.models import SlaBounds, Target, Workload
 from gputui.snapshot.store import save_snapshot
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
@@ -46,6 +46,8 @@ _MAX_EVENTS = 200
 _HISTORY = 240
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
 _JOURNAL_INTERVAL_S = 1.0
+_DOWN = "unreachable: requests cannot connect"
+"""The target state while a server that answered stops accepting connections."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,9 @@ class LiveController:
         self._backend: str | None = None
         self._events: deque[LiveEvent] = deque(maxlen=_MAX_EVENTS)
         self._errors_seen: Counter[str] = Counter()
+        self._watched_seq = -1
+        self._connect_seen = 0
+        self._ok_seen = 0
         self._throttled: dict[int, tuple[str, ...]] = {}
         self._preemptions: int | None = None
         self._stopping = threading.Event()
@@ -161,10 +166,7 @@ class LiveController:
         self._error_rate: deque[float] = deque(maxlen=_HISTORY)
         self._cpu_mark = (time.process_time(), time.perf_counter())
         self._ui_cpu: float | None = None
-        self._journal: Journal | None = None
-        self._journal_thread: threading.Thread | None = None
-        self._journal_written: dict[int, int] = {}
-        self._journal_steps: deque[StepResult] = deque()
+        self._journal: JournalWriter | None = None
 
     # lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -423,60 +425,40 @@ class LiveController:
             plan={"mode": self._mode, "warmup_seconds": self.settings.warmup_s, "live": True},
         )
         try:
-            self._journal = Journal.create(self.settings.snapshot_dir, header)
+            journal = Journal.create(self.settings.snapshot_dir, header)
         except OSError as exc:
             self._event("error", f"no journal (crash recovery off): {exc}")
             return
-        self._journal_thread = threading.Thread(
-            target=self._journal_forever, name="gputui-journal", daemon=True
+        self._journal = JournalWriter(
+            journal,
+            self._session.all_records,
+            self._session.started_ns,
+            interval_s=_JOURNAL_INTERVAL_S,
+            on_error=lambda message: self._event("error", message),
         )
-        self._journal_thread.start()
-
-    def _journal_forever(self) -> None:
-        while not self._stopping.wait(_JOURNAL_INTERVAL_S):
-            self._flush_journal()
-
-    def _flush_journal(self) -> None:
-        """Queue the requests and steps finished since the last flush, then write them."""
-        journal = self._journal
-        if journal is None:
-            return
-        by_step: dict[int, list[RequestRecord]] = {}
-        for record in self._session.all_records():
-            by_step.setdefault(record.step_index, []).append(record)
-        origin = self._session.started_ns
-        for index, records in by_step.items():
-            done = self._journal_written.get(index, 0)
-            if len(records) > done:
-                journal.add_requests(records[done:], origin)
-                self._journal_written[index] = len(records)
-        while self._journal_steps:
-            journal.add_step(self._journal_steps.popleft())
-        try:
-            journal.flush()
-        except OSError as exc:
-            self._event("error", f"journal write failed: {exc}")
+        self._journal.start()
 
     def _close_journal(self, *, saved: bool) -> None:
-        if self._journal_thread is not None:
-            self._journal_thread.join(timeout=5.0)
         if self._journal is not None:
-            self._flush_journal()
-            self._journal.close(delete=saved)
+            self._journal.stop(delete=saved)
 
     def _step_finished(self, step: StepResult) -> None:
-        self._journal_steps.append(step)
+        if self._journal is not None:
+            self._journal.add_step(step)
         if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
             self._event("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA")
 
     def _watch(self, frame: StatsFrame | None, telemetry: TelemetryFrame | None) -> None:
         """Turn changes in the frames into events (errors, throttling, preemptions)."""
-        if frame is not None:
-            for reason, count in frame.window.errors.items():
-                seen = self._errors_seen[reason]
-                if count > seen:
+        if frame is not None and frame.seq != self._watched_seq:
+            self._watched_seq = frame.seq
+            window = frame.window
+            for reason in sorted(set(window.errors) | set(self._errors_seen)):
+                count, seen = window.errors.get(reason, 0), self._errors_seen[reason]
+                if count > seen:  # the window slides: compare with the last frame, not the max
                     self._event("error", f"{count - seen} x {reason}")
-                self._errors_seen[reason] = max(seen, count)
+                self._errors_seen[reason] = count
+            self._track_target(window.errors.get("connect", 0), window.requests_ok)
         if telemetry is None:
             return
         for gpu in telemetry.gpus:
@@ -490,6 +472,17 @@ class LiveController:
                 delta = server.preemptions_total - self._preemptions
                 self._event("preemption", f"{delta} preemptions (KV cache full)")
             self._preemptions = server.preemptions_total
+
+    def _track_target(self, connect_failures: int, ok: int) -> None:
+        """A server that dies mid-run: unreachable once requests stop connecting, ok once back."""
+        connect_rose, ok_rose = connect_failures > self._connect_seen, ok > self._ok_seen
+        self._connect_seen, self._ok_seen = connect_failures, ok
+        if self._target_state == "ok" and connect_rose and not ok_rose:
+            self._target_state = _DOWN
+            self._event("error", "target unreachable: connections refused; the load retries")
+        elif self._target_state == _DOWN and ok_rose:
+            self._target_state = "ok"
+            self._event("info", "target answers again")
 
     def _save(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None

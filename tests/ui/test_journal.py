@@ -13,6 +13,7 @@ from gputui.engine.records import RequestRecord
 from gputui.snapshot.journal import (
     Journal,
     JournalHeader,
+    JournalWriter,
     discard,
     find_leftovers,
     read_journal,
@@ -135,3 +136,22 @@ async def test_discard_from_the_dialog(tmp_path: Path) -> None:
         await pilot.press("d")
         await wait_for(pilot, lambda: not files(tmp_path, "*.journal"))
     assert files(tmp_path, "*") == []
+
+
+def test_the_writer_journals_each_request_and_step_once(tmp_path: Path) -> None:
+    records: list[RequestRecord] = []
+    writer = JournalWriter(Journal.create(tmp_path, HEADER), lambda: list(records), 0)
+    records += [RequestRecord(i, 0, 10 + i, 20 + i, True, output_tokens=8) for i in range(3)]
+    writer.poll()
+    records += [RequestRecord(3, 1, 30, 40, False, error="http_503")]
+    (step, _, _) = sample_steps()
+    writer.add_step(step)
+    writer.poll()
+    writer.poll()  # nothing new: nothing written twice
+    writer.stop(delete=False)
+    header, steps, requests = read_journal(writer.path)
+    assert (header["label"], requests, [s.level for s in steps]) == ("crashy", 4, [1])
+    writer = JournalWriter(Journal.create(tmp_path / "clean", HEADER), list, 0, interval_s=0.01)
+    writer.start()
+    writer.stop(delete=True)  # a clean save: the journal is gone
+    assert not writer.path.exists()

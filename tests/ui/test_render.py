@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from gputui.snapshot.compare import sweep_curve
+from gputui.snapshot.store import load_snapshot
 from gputui.ui.render import format as fmt
 from gputui.ui.render.bars import bar, gauge, level_role
 from gputui.ui.render.chart import Axis, HLine, Series, VLine, line_chart, nice_max
@@ -13,11 +16,12 @@ from gputui.ui.render.gpu import gpu_lines
 from gputui.ui.render.spans import fit, texts
 from gputui.ui.render.spark import sparkline
 from gputui.ui.render.status import events_lines, header_lines
-from gputui.ui.render.sweep import sweep_lines
+from gputui.ui.render.sweep import SweepOverlay, sweep_lines
 from gputui.ui.render.tables import latency_lines, sla_role, steps_lines
 from gputui.ui.replay import load_views
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100.json"
+SAVED = Path(__file__).parents[1] / "fixtures" / "snapshots"
 
 
 def _num(v: float) -> str:
@@ -146,7 +150,7 @@ def test_panels_from_the_replayed_sweep() -> None:
     assert "┊ knee" in steps[7] and steps[7].split()[1] == "64"
 
     sweep = texts(sweep_lines(view, 90, 16))
-    assert sweep[0].startswith("● out tok/s  ─ P95 TTFT  ─ P95 TPOT  -- SLA  ┊ knee  ★ capacity")
+    assert sweep[0].startswith("● out tok/s  ▲ P95 TTFT  ▼ P95 TPOT  -- SLA  ┊ knee  ★ capacity")
     assert "knee 64" in sweep[1]
     assert sweep[-1].split() == ["1", "2", "4", "8", "16", "32", "64", "128"]
     assert all(len(line) == 90 for line in sweep)
@@ -162,9 +166,53 @@ def test_panels_from_the_replayed_sweep() -> None:
 
 
 def test_gpu_panel_without_telemetry_names_the_source_state() -> None:
-    from dataclasses import replace
-
     view = replace(load_views(FIXTURE)[0], telemetry=None, traces=None)
     lines = texts(gpu_lines(view, 50, 3))
     assert lines[0].startswith("GPU   n/a: no telemetry")
     assert lines[1].startswith("KV    n/a: no telemetry")
+
+
+def test_a_dashed_line_skips_dots() -> None:
+    lines = line_chart(
+        [Series([(0, 0), (11, 0)], "s2", dash=(1, 2))],
+        14,
+        3,
+        x=Axis(0, 11, fmt=_num),
+        left=Axis(0, 1, fmt=_num),
+        ascii=True,
+    )
+    assert texts(lines)[1] == "0|.  .  .  . ."  # the end point is always drawn
+
+
+def _roles_of(lines: list, glyph: str) -> set[str]:  # type: ignore[type-arg]
+    return {role for line in lines for text, role in line if glyph in text}
+
+
+@pytest.mark.parametrize("ascii", [False, True], ids=["braille", "ascii"])
+def test_series_differ_by_glyph_not_only_colour(ascii: bool) -> None:
+    """--no-color: throughput, TTFT and TPOT each have their own marker, in the legend too."""
+    view = load_views(FIXTURE)[-1]
+    lines = sweep_lines(view, 90, 16, ascii=ascii)
+    glyphs = ("o", "^", "v") if ascii else ("●", "▲", "▼")
+    legend = texts(lines)[0]
+    for glyph, role, name in zip(
+        glyphs, ("s1", "s2", "s3"), ("out tok/s", "TTFT", "TPOT"), strict=True
+    ):
+        assert f"{glyph} " in legend and name in legend
+        assert _roles_of(lines[1:], glyph) == {role}, glyph
+
+
+def test_overlays_are_drawn_dim_and_named_in_a_second_legend_row() -> None:
+    view = load_views(FIXTURE)[-1]
+    rtx = load_snapshot(SAVED / "rtx4090-48gb.json")
+    curve = sweep_curve(rtx)
+    by_rate = SweepOverlay("by rate", replace(curve, mode="rate"))
+    lines = sweep_lines(view, 100, 18, overlays=(SweepOverlay("rtx", curve), by_rate))
+    text = texts(lines)
+    assert len(text) == 18 and all(len(t) == 100 for t in text)
+    assert text[1].startswith("saved:  ○ rtx  ◇ by rate (by rate: not drawn)")
+    assert _roles_of(lines[2:], "○") == {"o1"}
+    assert _roles_of(lines[2:], "◇") == set()  # another mode's curve is named, not drawn
+    # The overlay's peak (810 tok/s at 64) lies under the live one (1651): same axes as before.
+    plain = texts(sweep_lines(view, 100, 17))
+    assert text[2].split("│")[0] == plain[1].split("│")[0] == "2.0k"

@@ -115,7 +115,7 @@ def _clean(levels: Sequence[float], throughputs: Sequence[float]) -> _Curve:
             continue
         total, count, first = sums.get(x, (0.0, 0, i))
         sums[x] = (total + y, count + 1, first)
-    ordered = []
+    ordered: list[tuple[float, tuple[float, int, int]]] = []
     for x, point in sorted(sums.items()):
         if not ordered or x >= MIN_LEVEL_RATIO * ordered[-1][0]:
             ordered.append((x, point))

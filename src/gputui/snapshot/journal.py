@@ -13,6 +13,10 @@ never a line that was flushed; a torn last line is skipped on reading. After a c
 journal is deleted (`close(delete=True)`); a journal left behind means its session died unsaved.
 `find_leftovers` lists those (skipping journals whose writer is still alive) and `recover` rebuilds
 a snapshot from their finished steps (knee and capacity recomputed), saves it, and deletes them.
+
+`JournalWriter` keeps a live session's journal: a thread of its own polls the session's records
+about once a second, queues the requests (per step) and steps finished since the last poll, and
+flushes them, so the live controller and the UI's event loop never write a byte.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,6 +167,73 @@ class Journal:
         if delete:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
+
+
+class JournalWriter:
+    """Polls a live session's finished requests and steps into its journal (see the docstring)."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        records: Callable[[], Iterable[RequestRecord]],
+        origin_ns: int,
+        *,
+        interval_s: float = 1.0,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self.journal = journal
+        self._records = records
+        self._origin_ns = origin_ns
+        self._interval_s = interval_s
+        self._on_error = on_error
+        self._written: dict[int, int] = {}
+        """Requests already journalled, by step (the session's records only ever grow)."""
+        self._steps: deque[StepResult] = deque()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._forever, name="gputui-journal", daemon=True)
+
+    @property
+    def path(self) -> Path:
+        """The journal's file."""
+        return self.journal.path
+
+    def start(self) -> None:
+        """Start polling."""
+        self._thread.start()
+
+    def add_step(self, result: StepResult) -> None:
+        """A step finished (from any thread): journalled at the next poll."""
+        self._steps.append(result)
+
+    def _forever(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self.poll()
+
+    def poll(self) -> None:
+        """Queue the requests and steps finished since the last poll, then write them."""
+        by_step: dict[int, list[RequestRecord]] = {}
+        for record in self._records():
+            by_step.setdefault(record.step_index, []).append(record)
+        for index, records in by_step.items():
+            done = self._written.get(index, 0)
+            if len(records) > done:
+                self.journal.add_requests(records[done:], self._origin_ns)
+                self._written[index] = len(records)
+        while self._steps:
+            self.journal.add_step(self._steps.popleft())
+        try:
+            self.journal.flush()
+        except OSError as exc:
+            if self._on_error is not None:
+                self._on_error(f"journal write failed: {exc}")
+
+    def stop(self, *, delete: bool) -> None:
+        """Stop polling, journal what is left, close; `delete` once a snapshot holds it all."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5.0)
+        self.poll()
+        self.journal.close(delete=delete)
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any], list[Step], int]:

@@ -3,7 +3,8 @@
 The app reads a `LiveSource` (the live controller, or a replay) and never touches a socket or
 computes a statistic. Blocking calls into the source (save, stop) run in thread workers, so the
 event loop keeps drawing. `q`, SIGHUP (a dropped SSH session), SIGTERM and SIGINT all take the same
-path: stop the load, save the snapshot, exit with the saved path as the app's return value.
+path: stop the load, save the snapshot, exit with the saved path as the app's return value (and,
+after a signal, the CLI's exit status is 128 + its number, as `gputui run`'s).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class GputuiApp(App[Path | None]):
         """True once the stop-and-save path has started (keys then do nothing more)."""
         self.recovered: list[Path] = []
         """Snapshots rebuilt from leftover journals in this run."""
+        self.signalled: signal.Signals | None = None
+        """The signal that ended the app, if one did (the CLI exits with 128 + its number)."""
         if options.ascii:
             self.add_class("-ascii")
 
@@ -131,6 +134,8 @@ class GputuiApp(App[Path | None]):
         if self.quitting:
             return
         self.quitting = True
+        if reason is not None and reason in signal.Signals.__members__:
+            self.signalled = signal.Signals[reason]
         self.notify("stopping the load and saving the snapshot…", timeout=30)
         self._stop_worker(reason)
 

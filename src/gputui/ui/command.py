@@ -235,7 +235,7 @@ def run_tui(
     finally:
         path = controller.stop(save=True, label=values["label"])
     _say(path, app.recovered)
-    return 0
+    return 128 + app.signalled if app.signalled is not None else 0
 
 
 def _say(path: Path | None, recovered: list[Path]) -> None:

@@ -2,9 +2,11 @@
 
 `line_chart` draws series against a left axis and, optionally, a second (right) axis, each linear
 or logarithmic, plus dashed horizontal lines (e.g. SLA bounds, on either axis), dashed vertical
-lines (e.g. the knee) and a marker character on each data point. Layout: tick labels in a gutter
-on each side, the x tick labels on the last row. When two things land in one braille cell, the
-one drawn later gives the cell its role; markers and labels are drawn last, over everything.
+lines (e.g. the knee) and a marker character on each data point. A series may be dashed (`dash`:
+dots on, dots off), so that series stay apart by glyph and line style without colour (--no-color).
+Layout: tick labels in a gutter on each side, the x tick labels on the last row. When two things
+land in one braille cell, the one drawn later gives the cell its role; markers and labels are drawn
+last, over everything.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Series:
     role: str
     axis: AxisSide = "left"
     marker: str | None = None
+    dash: tuple[int, int] | None = None
+    """(dots drawn, dots skipped) along the line; None is a solid line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +132,26 @@ class Canvas:
             self.dots[row][col] |= _BRAILLE_BITS[y % 4][x % 2]
         self.roles[row][col] = role
 
-    def line(self, x0: int, y0: int, x1: int, y1: int, role: str, char: str = "*") -> None:
-        """Bresenham's line between two dots."""
+    def line(
+        self,
+        x0: int,
+        y0: int,
+        x1: int,
+        y1: int,
+        role: str,
+        char: str = "*",
+        dash: tuple[int, int] | None = None,
+    ) -> None:
+        """Bresenham's line between two dots, solid or dashed (`dash`: dots on, dots off)."""
         dx, dy = abs(x1 - x0), -abs(y1 - y0)
         sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
         err = dx + dy
+        on, period = (dash[0], dash[0] + dash[1]) if dash else (1, 1)
+        n = 0
         while True:
-            self.dot(x0, y0, role, char)
+            if n % period < on or (x0 == x1 and y0 == y1):
+                self.dot(x0, y0, role, char)
+            n += 1
             if x0 == x1 and y0 == y1:
                 return
             e2 = 2 * err
@@ -232,7 +249,7 @@ def line_chart(
     for s in series:
         pts = [(px(a), py(b, s.axis)) for a, b in s.points]
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-            canvas.line(x0, y0, x1, y1, s.role, "." if ascii else "*")
+            canvas.line(x0, y0, x1, y1, s.role, "." if ascii else "*", s.dash)
         if len(pts) == 1:
             canvas.dot(*pts[0], s.role)
     scale_x, scale_y = (1, 1) if ascii else (2, 4)

@@ -2,30 +2,81 @@
 
 Every finished complete step of the current mode is a point; the current step is drawn live (◆)
 from the rolling window; the SLA bounds are dashed lines on the latency axis, the knee a dashed
-vertical line, and the SLA-qualified capacity a star.
+vertical line, and the SLA-qualified capacity a star. Each series has its own colour, marker and
+line style (throughput solid ●, TTFT dotted ▲, TPOT dashed ▼), so the chart reads without colour.
+Saved sessions can be overlaid (`SweepOverlay`): their curves are drawn first, dimmer, sparser,
+with a hollow marker of their own, and each is named in the legend.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from gputui.live import LiveView
+from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt
 from gputui.ui.render.chart import Axis, HLine, Mark, Series, VLine, line_chart, nice_max
 from gputui.ui.render.spans import Line, fit
 
 _DEFAULT_LATENCY = (0.005, 2.0)
+MAX_OVERLAYS = 3
+"""Overlays the chart keeps (one hollow marker each); a fourth replaces the oldest."""
+_OVERLAY_MARKERS = ("○", "◇", "□")
+_OVERLAY_MARKERS_ASCII = ("+", "x", "#")
+_TTFT_DASH = (1, 1)
+_TPOT_DASH = (3, 2)
+_OVERLAY_DASH = (1, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOverlay:
+    """A saved session's sweep, drawn under the live one for comparison."""
+
+    label: str
+    curve: SweepCurve
+    path: Path | None = None
+    """The snapshot file it came from (which sessions are overlaid, on the sessions screen)."""
+
+
+def overlay_marker(index: int, *, ascii: bool = False) -> str:
+    """The hollow marker of the overlay at `index`."""
+    markers = _OVERLAY_MARKERS_ASCII if ascii else _OVERLAY_MARKERS
+    return markers[index % len(markers)]
+
+
+def _glyphs(ascii: bool) -> tuple[str, str, str]:
+    """Markers of throughput, TTFT and TPOT."""
+    return ("o", "^", "v") if ascii else ("●", "▲", "▼")
 
 
 def _legend(ascii: bool, *, knee: bool, best: bool) -> Line:
-    point, live, star = ("o", "@", "*") if ascii else ("●", "◆", "★")
-    dash = "-" if ascii else "─"
-    parts: Line = [(f"{point} out tok/s", "s1"), ("  ", ""), (f"{dash} P95 TTFT", "s2")]
-    parts += [("  ", ""), (f"{dash} P95 TPOT", "s3"), ("  ", ""), ("-- SLA", "dim")]
+    point, ttft, tpot = _glyphs(ascii)
+    live, star = ("@", "*") if ascii else ("◆", "★")
+    parts: Line = [(f"{point} out tok/s", "s1"), ("  ", ""), (f"{ttft} P95 TTFT", "s2")]
+    parts += [("  ", ""), (f"{tpot} P95 TPOT", "s3"), ("  ", ""), ("-- SLA", "dim")]
     if knee:
         parts += [("  ", ""), ("| knee" if ascii else "┊ knee", "knee")]
     if best:
         parts += [("  ", ""), (f"{star} capacity", "best")]
     parts += [("  ", ""), (f"{live} now", "live")]
     return parts
+
+
+def _overlay_legend(ascii: bool, overlays: tuple[SweepOverlay, ...], mode: str) -> Line:
+    """The second legend row: each overlay's marker and name (x clears them)."""
+    parts: Line = [("saved:", "dim")]
+    for i, overlay in enumerate(overlays):
+        hidden = "" if overlay.curve.mode == mode else f" (by {overlay.curve.mode}: not drawn)"
+        parts += [("  ", ""), (f"{overlay_marker(i, ascii=ascii)} {overlay.label}{hidden}", "o1")]
+    return parts
+
+
+def _tight(line: Line, width: int) -> Line:
+    """One space between legend items instead of two when two do not fit."""
+    if sum(len(text) for text, _ in line) <= width:
+        return line
+    return [(" " if text == "  " and role == "" else text, role) for text, role in line]
 
 
 def _x_axis(levels: list[float]) -> Axis:
@@ -42,9 +93,30 @@ def _latency_axis(values: list[float]) -> Axis:
     return Axis(lo, max(hi, lo * 4), log=True, fmt=fmt.duration)
 
 
-def sweep_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
-    """The chart with its legend row, exactly `height` lines of `width` cells."""
-    if height < 4 or width < 20:
+def _overlay_series(overlays: list[SweepOverlay], ascii: bool) -> list[Series]:
+    """The overlays' throughput (hollow marker) and latency curves, dim and sparse."""
+    series: list[Series] = []
+    for i, overlay in enumerate(overlays):
+        c = overlay.curve
+        for values, role in ((c.ttft_p95_s, "o2"), (c.tpot_p95_s, "o3")):
+            points = [(x, y) for x, y in zip(c.levels, values, strict=True) if y is not None]
+            series.append(Series(points, role, axis="right", dash=_OVERLAY_DASH))
+        throughput = list(zip(c.levels, c.output_tokens_per_s, strict=True))
+        marker = overlay_marker(i, ascii=ascii)
+        series.append(Series(throughput, "o1", marker=marker, dash=_OVERLAY_DASH))
+    return series
+
+
+def sweep_lines(
+    view: LiveView,
+    width: int,
+    height: int,
+    *,
+    ascii: bool = False,
+    overlays: tuple[SweepOverlay, ...] = (),
+) -> list[Line]:
+    """The chart under its legend (two rows with overlays), exactly `height` lines of `width`."""
+    if height < 4 + bool(overlays) or width < 20:
         return [fit([], width) for _ in range(max(height, 0))]
     steps = sorted(
         (s for s in view.steps if s.mode == view.mode and not s.incomplete),
@@ -52,16 +124,24 @@ def sweep_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
     )
     frame = view.frame
     live = frame is not None and frame.mode == view.mode and not frame.paused
+    # Overlays are drawn by their order in `overlays` (the marker follows it), when of this mode.
+    drawn = [o for o in overlays if o.curve.mode == view.mode and o.curve.levels]
     levels = [s.level for s in steps] + ([frame.level] if live and frame else [])
+    levels += [x for o in drawn for x in o.curve.levels]
     knee = view.knee if view.knee is not None and view.knee.mode == view.mode else None
     best = view.steps[view.best_step_index] if view.best_step_index is not None else None
-    legend = fit(_legend(ascii, knee=knee is not None, best=best is not None), width)
+    legend = [
+        fit(_tight(_legend(ascii, knee=knee is not None, best=best is not None), width), width)
+    ]
+    if overlays:
+        legend.append(fit(_overlay_legend(ascii, overlays, view.mode), width))
+    rows = height - len(legend)
     if not levels:
-        blank = [fit([], width) for _ in range(height - 1)]
-        blank[(height - 1) // 2] = fit(
+        blank = [fit([], width) for _ in range(rows)]
+        blank[(rows - 1) // 2] = fit(
             [("  no finished step yet: press + to step the load up", "dim")], width
         )
-        return [legend, *blank]
+        return [*legend, *blank]
 
     ttft = [(s.level, s.ttft_s.p95) for s in steps if s.ttft_s.p95 is not None]
     tpot = [(s.level, s.tpot_s.p95) for s in steps if s.tpot_s.p95 is not None]
@@ -79,29 +159,35 @@ def sweep_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
 
     sla = view.sla
     bounds = [b for b in (sla.ttft_p95_s, sla.tpot_p95_s) if b is not None]
+    ghosts = _overlay_series(drawn, ascii)
+    ghost_left = [y for g in ghosts if g.axis == "left" for _, y in g.points]
+    ghost_right = [y for g in ghosts if g.axis == "right" for _, y in g.points]
     latencies = [v for _, v in ttft + tpot] + [m.y for m in marks if m.axis == "right"] + bounds
-    peak = max([y for _, y in throughput] + [m.y for m in marks if m.axis == "left"] + [1.0])
+    left_values = [y for _, y in throughput] + [m.y for m in marks if m.axis == "left"]
+    peak = max([*left_values, *ghost_left, 1.0])
     hlines = [
         HLine(b, role)
         for b, role in ((sla.ttft_p95_s, "s2"), (sla.tpot_p95_s, "s3"))
         if b is not None
     ]
     vlines = [VLine(knee.level, "knee", f"knee {knee.level:g}")] if knee else []
+    point, ttft_glyph, tpot_glyph = _glyphs(ascii)
     chart = line_chart(
         [
-            Series(ttft, "s2", axis="right"),
-            Series(tpot, "s3", axis="right"),
-            Series(throughput, "s1", marker="o" if ascii else "●"),
+            *ghosts,
+            Series(ttft, "s2", axis="right", marker=ttft_glyph, dash=_TTFT_DASH),
+            Series(tpot, "s3", axis="right", marker=tpot_glyph, dash=_TPOT_DASH),
+            Series(throughput, "s1", marker=point),
         ],
         width,
-        height - 1,
+        rows,
         x=_x_axis(levels),
         left=Axis(0.0, nice_max(peak * 1.05), fmt=fmt.scaled),
-        right=_latency_axis(latencies),
+        right=_latency_axis(latencies + ghost_right),
         hlines=hlines,
         vlines=vlines,
         marks=marks,
         x_ticks=sorted(set(levels)),
         ascii=ascii,
     )
-    return [legend, *chart]
+    return [*legend, *chart]

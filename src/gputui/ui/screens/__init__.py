@@ -1,1 +1,1 @@
-"""The screens: the live session, help, and the save / recovery dialogs."""
+"""The screens: the live session, help, saved sessions, and the save/recover/confirm dialogs."""

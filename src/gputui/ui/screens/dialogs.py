@@ -1,4 +1,4 @@
-"""Modal dialogs: the snapshot label, and the offer to recover a session that died unsaved."""
+"""Modal dialogs: the snapshot label, the offer to recover a session that died unsaved, yes/no."""
 
 from __future__ import annotations
 
@@ -82,3 +82,29 @@ class RecoverJournalScreen(ModalScreen[RecoveryChoice]):
     def action_choose(self, choice: RecoveryChoice) -> None:
         """Close with the choice."""
         self.dismiss(choice)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question (e.g. before deleting a file): y or enter confirms, n or escape not."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y,enter", "answer(True)", "Yes", id="confirm_yes", tooltip="Go ahead"),
+        Binding("n,escape", "answer(False)", "No", id="confirm_no", tooltip="Leave it as it is"),
+    ]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self._question = question
+        self._detail = detail
+
+    def compose(self) -> ComposeResult:
+        """The question, what it is about, and the two answers."""
+        with Vertical(id="dialog", classes="dialog"):
+            yield Label(self._question, classes="dialog-title", markup=False)
+            if self._detail:
+                yield Static(self._detail, classes="dialog-item", markup=False)
+            yield Static("y yes · n no", classes="dialog-hint")
+
+    def action_answer(self, yes: bool) -> None:
+        """Close with the answer."""
+        self.dismiss(yes)

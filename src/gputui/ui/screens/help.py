@@ -1,4 +1,4 @@
-"""The help screen: every key, panel and metric in one line each."""
+"""The help screen: every key, panel and metric in one line each, and the node checks."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ KEYS = (
     ("space", "pause / resume sending; resuming starts a new step"),
     ("b", "fire a burst of requests on top of the load"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
+    ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
+    ("x", "clear the saved sessions overlaid on the sweep chart"),
     ("q", "stop the load, save the snapshot, exit (SIGHUP and SIGTERM do the same)"),
     ("pgup / pgdn", "scroll the panels when they are stacked (small terminals)"),
     ("? / esc", "open / close this help"),
@@ -33,9 +35,10 @@ PANELS = (
     ),
     (
         "Sweep",
-        "one point per finished step: output tok/s (left axis) against load; P95 TTFT and "
-        "P95 TPOT on the right (log) axis; dashed lines are the SLA bounds; ◆ is the current step, "
-        "live; ┊ the knee; ★ the SLA-qualified capacity",
+        "one point per finished step: output tok/s (● solid, left axis) against load; P95 TTFT "
+        "(▲ dotted) and P95 TPOT (▼ dashed) on the right (log) axis; dashed lines are the SLA "
+        "bounds; ◆ is the current step, live; ┊ the knee; ★ the SLA-qualified capacity; dim "
+        "○ ◇ □ curves are saved sessions (o to overlay, x to clear)",
     ),
     (
         "Latency",
@@ -68,6 +71,13 @@ METRICS = (
     ("KV", "fraction of the server's KV cache in use; full means queueing and preemption"),
 )
 
+NODE = (
+    ("gputui vram-check", "write and verify the card's VRAM, measure its bandwidth"),
+    ("gputui burn", "sustained GEMMs: do the clocks hold, or does the card throttle?"),
+    ("gputui gpu", "an acceptance view of this node's NVIDIA GPUs"),
+)
+"""Checks of the node itself, run outside the TUI before blaming the server for a bad curve."""
+
 
 def _table(title: str, rows: tuple[tuple[str, str], ...]) -> Table:
     table = Table.grid(padding=(0, 2))
@@ -94,6 +104,7 @@ class HelpScreen(Screen[None]):
             yield Static(_table("Keys", KEYS), classes="help-table")
             yield Static(_table("Panels", PANELS), classes="help-table")
             yield Static(_table("Metrics", METRICS), classes="help-table")
+            yield Static(_table("Node (before the run)", NODE), classes="help-table")
         yield Footer()
 
     def action_close(self) -> None:

@@ -8,9 +8,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from gputui.snapshot.sessions import default_sessions_dir
+from gputui.ui.render.sweep import SweepOverlay
+from gputui.ui.screens.sessions import SessionsScreen
 from gputui.ui.widgets.live_panels import (
     EventLog,
     GpuPanel,
@@ -81,6 +85,21 @@ class LiveScreen(Screen[None]):
             "q", "quit_session", "Quit", id="quit", tooltip="Stop the load, save the snapshot, exit"
         ),
         Binding(
+            "o,S",
+            "sessions",
+            "Sessions",
+            id="sessions",
+            tooltip="Saved sessions: overlay one on the sweep chart, or delete",
+        ),
+        Binding(
+            "x",
+            "clear_overlays",
+            "Clear overlays",
+            show=False,
+            id="clear_overlays_live",
+            tooltip="Remove the saved sessions overlaid on the sweep chart",
+        ),
+        Binding(
             "pagedown,j",
             "scroll(1)",
             "Scroll",
@@ -97,6 +116,9 @@ class LiveScreen(Screen[None]):
             tooltip="Scroll the panels up",
         ),
     ]
+
+    overlays: reactive[tuple[SweepOverlay, ...]] = reactive(())
+    """Saved sessions overlaid on the sweep chart (bound to `SweepChart.overlays`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -115,7 +137,7 @@ class LiveScreen(Screen[None]):
         yield SessionHeader(id="header", ascii=ascii)
         with VerticalScroll(id="body", can_focus=False):
             with Horizontal(id="top"):
-                yield SweepChart(id="sweep", ascii=ascii)
+                yield SweepChart(id="sweep", ascii=ascii).data_bind(LiveScreen.overlays)
                 with Vertical(id="side"):
                     yield LatencyTable(id="latency", ascii=ascii)
                     yield EventLog(id="events", ascii=ascii)
@@ -201,6 +223,20 @@ class LiveScreen(Screen[None]):
     def action_save(self) -> None:
         """Ask for a label, then save."""
         self.gapp.ask_and_save()
+
+    def action_sessions(self) -> None:
+        """Open the saved sessions of this session's snapshot folder."""
+        folder = self.gapp.options.snapshot_dir or default_sessions_dir()
+        self.app.push_screen(SessionsScreen(folder, self.overlays), self._overlays_chosen)
+
+    def _overlays_chosen(self, overlays: tuple[SweepOverlay, ...] | None) -> None:
+        self.overlays = overlays or ()
+
+    def action_clear_overlays(self) -> None:
+        """Remove the overlaid sessions."""
+        if self.overlays:
+            self.overlays = ()
+            self.notify("overlays cleared", timeout=2)
 
     def action_help(self) -> None:
         """Show the help screen."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from textual.reactive import reactive
+
 from gputui.live import LiveView
 from gputui.ui.render.gpu import gpu_lines
 from gputui.ui.render.spans import Line
 from gputui.ui.render.status import events_lines, header_lines
-from gputui.ui.render.sweep import sweep_lines
+from gputui.ui.render.sweep import SweepOverlay, sweep_lines
 from gputui.ui.render.tables import latency_lines, steps_lines
 from gputui.ui.widgets.panel import LivePanel
 
@@ -22,9 +24,16 @@ class SessionHeader(LivePanel):
 class SweepChart(LivePanel):
     """Output tok/s against load, P95 TTFT/TPOT on a log axis, SLA lines, the knee, live step."""
 
+    overlays: reactive[tuple[SweepOverlay, ...]] = reactive((), init=False)
+    """Saved sessions drawn under the live sweep, oldest first (bound to the live screen's)."""
+
+    def watch_overlays(self) -> None:
+        """Redraw with the new overlays."""
+        self._strips = None
+
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
         """The sweep chart."""
-        return sweep_lines(view, width, height, ascii=self.ascii)
+        return sweep_lines(view, width, height, ascii=self.ascii, overlays=self.overlays)
 
 
 class LatencyTable(LivePanel):
