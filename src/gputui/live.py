@@ -68,6 +68,9 @@ class LiveSettings:
     """For a simulated target, the card and model it simulates."""
     journal: bool = True
     """Keep an append-only journal in `snapshot_dir` while the session runs (crash recovery)."""
+    workers: int = 1
+    """Engine processes sharing the load (engine.pool)."""
+    ray_address: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +137,11 @@ class LiveController:
             warmup_s=settings.warmup_s,
             window_s=settings.window_s,
             on_step_finished=self._step_finished,
+            workers=settings.workers,
+            ray_address=settings.ray_address,
         )
         self._lock = threading.Lock()
+        self._saturated = False
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level
         self._factor = settings.factor
@@ -459,6 +465,14 @@ class LiveController:
                     self._event("error", f"{count - seen} x {reason}")
                 self._errors_seen[reason] = count
             self._track_target(window.errors.get("connect", 0), window.requests_ok)
+            if frame.client_saturated and not self._saturated:
+                self._event(
+                    "error",
+                    f"the client is saturated ({frame.busiest_worker_cpu_percent:.0f} % CPU, "
+                    f"{frame.workers} worker(s)): its timings include its own queueing; "
+                    "restart with more --workers",
+                )
+            self._saturated = frame.client_saturated
         if telemetry is None:
             return
         for gpu in telemetry.gpus:

@@ -96,3 +96,75 @@ def test_run_with_two_workers(fixed_sim: SimProcess, tmp_path: Path) -> None:
     assert snap.client is not None
     assert snap.client.workers == 2  # type: ignore[attr-defined]
     assert step.ttft_s.mean is not None and step.ttft_s.mean == pytest.approx(0.020, abs=0.004)
+
+
+def test_the_live_controller_runs_two_workers(fixed_sim: SimProcess, tmp_path: Path) -> None:
+    from gputui.live import LiveController, LiveSettings
+
+    settings = LiveSettings(
+        engine=EngineConfig(
+            client=ClientConfig(target=parse_target(fixed_sim.url), model="sim"),
+            shape=RequestShape(16, 8),
+        ),
+        sla=Sla(),
+        warmup_s=0.2,
+        snapshot_dir=tmp_path,
+        workers=2,
+        journal=False,
+    )
+    controller = LiveController(settings)
+    controller.start()
+    try:
+        deadline = time.monotonic() + 20
+        while controller.view().target_state != "ok" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        controller.step_up()  # 1 -> 2
+        controller.step_up()  # 2 -> 4: two streams per worker
+        time.sleep(1.5)
+        frame = controller.view().frame
+        assert frame is not None
+        assert frame.workers == 2
+        assert frame.in_flight == 4
+    finally:
+        controller.stop(save=False)
+
+
+def test_a_saturated_client_is_an_event() -> None:
+    from dataclasses import replace
+
+    from gputui.live import LiveController, LiveSettings
+    from gputui.metrics.window import RollingWindow
+    from gputui.session import StatsFrame
+
+    settings = LiveSettings(
+        engine=EngineConfig(
+            client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
+            shape=RequestShape(16, 8),
+        ),
+        sla=Sla(),
+        journal=False,
+    )
+    controller = LiveController(settings)
+    frame = StatsFrame(
+        seq=1,
+        mode="concurrency",
+        level=64,
+        step_index=0,
+        step_elapsed_s=5.0,
+        in_warmup=False,
+        in_flight=64,
+        paused=False,
+        window=RollingWindow(10).stats(time.perf_counter_ns()),
+        client_cpu_percent=97.0,
+        loop_lag_max_ms=3.0,
+        rtt_last_s=None,
+        steps_finished=0,
+        workers=1,
+        busiest_worker_cpu_percent=97.0,
+        client_saturated=True,
+    )
+    controller._watch(frame, None)
+    controller._watch(replace(frame, seq=2), None)
+    saturated = [e for e in controller._events if "saturated" in e.text]
+    assert len(saturated) == 1  # once per episode, not once per frame
+    assert "restart with more --workers" in saturated[0].text

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gputui.argtypes import positive_float, positive_int
 from gputui.errors import UsageError
 
 DEFAULTS: dict[str, Any] = {
@@ -96,6 +97,17 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
         default=None,
         help="rolling window of the latency table (15)",
     )
+    client = parser.add_argument_group("client")
+    client.add_argument("--request-timeout", type=positive_float, default=600.0, metavar="S")
+    client.add_argument("--connect-timeout", type=positive_float, default=10.0, metavar="S")
+    client.add_argument("--stall-timeout", type=positive_float, default=60.0, metavar="S")
+    client.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="engine processes sharing the load, when one client core saturates",
+    )
+    client.add_argument("--ray", default=None, metavar="ADDRESS", help="place --workers on Ray")
     load.add_argument("--input-tokens", type=_positive(int), default=None)
     load.add_argument("--output-tokens", type=_positive(int), default=None)
     load.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None)
@@ -171,7 +183,7 @@ def run_tui(
     simulated: str | None = None,
 ) -> int:
     """Run the live TUI until q or a signal; print where the snapshot went."""
-    from gputui.engine.client import ClientConfig
+    from gputui.engine.client import ClientConfig, Timeouts
     from gputui.engine.load import RequestShape
     from gputui.engine.process import EngineConfig
     from gputui.engine.target import parse_target
@@ -191,6 +203,11 @@ def run_tui(
                 endpoint=values["endpoint"],
                 api_key=os.environ.get(values["api_key_env"]) or None,
                 extra_body=extra_body,
+                timeouts=Timeouts(
+                    connect_s=args.connect_timeout,
+                    request_s=args.request_timeout,
+                    stall_s=args.stall_timeout,
+                ),
             ),
             shape=RequestShape(values["input_tokens"], values["output_tokens"]),
         ),
@@ -204,6 +221,8 @@ def run_tui(
         snapshot_dir=values["snapshot_dir"],
         label=values["label"],
         gpu_description=simulated,
+        workers=args.workers,
+        ray_address=args.ray,
     )
     root = target.base_url + target.root_prefix
     sampler = build_sampler(
