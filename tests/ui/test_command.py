@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import build_parser
-from gputui.errors import UsageError
-from gputui.ui.command import resolve
+from gputui.engine.target import parse_target
+from gputui.sim.runner import SimProcess
+from gputui.ui.command import _prepared_workload, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,16 +55,38 @@ def test_scenario_then_flags() -> None:
     assert values["label"] == "chat"
 
 
-def test_a_scenario_with_a_length_distribution_is_refused(tmp_path: Path) -> None:
+def _dist_scenario(tmp_path: Path) -> Path:
     scenario = tmp_path / "dist.toml"
     scenario.write_text(
         'name = "d"\n[workload]\ninput = { kind = "uniform", min = 10, max = 20 }\n'
         'output = { kind = "fixed", tokens = 8 }\n'
     )
-    args = build_parser().parse_args(["tui", "--url", "http://x:1", "--model", "m",
-                                      "--scenario", str(scenario)])  # fmt: skip
-    with pytest.raises(UsageError, match="fixed lengths"):
-        resolve(args)
+    return scenario
+
+
+def test_a_length_distribution_scenario_is_prepared_against_the_server(
+    tmp_path: Path, fixed_sim: SimProcess
+) -> None:
+    args = build_parser().parse_args(["tui", "--url", fixed_sim.url, "--model", "sim",
+                                      "--scenario", str(_dist_scenario(tmp_path))])  # fmt: skip
+    values = resolve(args)
+    assert values["input_tokens"] == 15  # the nominal (mean) length, for the header
+    spec = _prepared_workload(args, parse_target(fixed_sim.url), "sim", values)
+    assert spec is not None
+    source = spec.build()
+    lengths = {source.next(i).input_tokens for i in range(200)}
+    assert lengths <= set(range(10, 21))
+    assert len(lengths) > 5  # drawn from the distribution, not one fixed length
+
+
+def test_without_the_server_the_prompts_are_approximate_and_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = build_parser().parse_args(["tui", "--url", "http://127.0.0.1:9", "--model", "m",
+                                      "--scenario", str(_dist_scenario(tmp_path))])  # fmt: skip
+    spec = _prepared_workload(args, parse_target("http://127.0.0.1:9"), "m", resolve(args))
+    assert spec is not None
+    assert "approximate" in capsys.readouterr().err
 
 
 def test_demo_opens_the_tui_unless_given_sweep_levels() -> None:

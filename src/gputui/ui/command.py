@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.argtypes import positive_float, positive_int
-from gputui.errors import UsageError
+from gputui.errors import GputuiError
 
 DEFAULTS: dict[str, Any] = {
     "endpoint": "completions",
@@ -143,17 +143,11 @@ def _from_scenario(name: str | Path) -> dict[str, Any]:
     if scenario.load.mode != "auto":
         found["start_mode"] = scenario.load.mode
         found["start_level"] = float(scenario.load.levels[0])
-    for key, dist in (
-        ("input_tokens", scenario.workload.input),
-        ("output_tokens", scenario.workload.output),
-    ):
-        tokens = getattr(dist, "tokens", None)
-        if getattr(dist, "kind", None) != "fixed" or tokens is None:
-            raise UsageError(
-                f"--scenario {name}: the TUI sends fixed lengths for now; "
-                f"{key.replace('_', ' ')} is not a fixed length"
-            )
-        found[key] = tokens
+    nominal = scenario.flag_values()
+    for key in ("input_tokens", "output_tokens"):
+        found[key] = nominal[
+            key
+        ]  # a distribution's mean; the prepared workload sends the real ones
     found["label"] = scenario.name or None
     return found
 
@@ -175,6 +169,43 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+def _prepared_workload(
+    args: argparse.Namespace, target: Any, model: str, values: dict[str, Any]
+) -> Any:
+    """The scenario's workload with token-exact prompts (None without a scenario).
+
+    Sizing prompts exactly needs the server (its /tokenize, or usage probes). When it cannot be
+    reached the prompts are approximate, and the line printed before the TUI opens says so.
+    """
+    if args.scenario is None:
+        return None
+    from gputui.workloads.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    try:
+        prepared = scenario.prepare(
+            target,
+            model,
+            api_key=os.environ.get(values["api_key_env"]) or None,
+            endpoint=values["endpoint"],
+        )
+    except GputuiError as exc:
+        fixed = all(
+            getattr(dist, "kind", None) == "fixed"
+            for dist in (scenario.workload.input, scenario.workload.output)
+        )
+        if not fixed:
+            raise GputuiError(
+                f"--scenario {args.scenario}: its prompts are sized with the server, "
+                f"which cannot be reached: {exc}"
+            ) from None
+        sys.stderr.write(f"gputui: {exc}; prompts will be approximate\n")
+        return None
+    if not prepared.exact:
+        sys.stderr.write(f"gputui: prompt lengths: {prepared.method}\n")
+    return prepared.spec
+
+
 def run_tui(
     args: argparse.Namespace,
     *,
@@ -194,6 +225,7 @@ def run_tui(
 
     values = resolve(args)
     target = parse_target(url or args.url)
+    workload = _prepared_workload(args, target, model or args.model, values)
     extra_body: dict[str, Any] = {"ignore_eos": True} if values["ignore_eos"] else {}
     settings = LiveSettings(
         engine=EngineConfig(
@@ -210,6 +242,7 @@ def run_tui(
                 ),
             ),
             shape=RequestShape(values["input_tokens"], values["output_tokens"]),
+            workload=workload,
         ),
         sla=Sla(values["sla_ttft_p95"], values["sla_tpot_p95"], values["max_error_rate"]),
         warmup_s=values["warmup_seconds"],
