@@ -40,15 +40,59 @@ def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
     )
 
 
+class WorkerBook:
+    """What each worker last reported, merged into the counts a Session reads (thread-safe)."""
+
+    def __init__(self, workers: int) -> None:
+        self._lock = threading.Lock()
+        self._sent: list[dict[int, int]] = [{} for _ in range(workers)]
+        self._status: list[EngineStatus | None] = [None] * workers
+        self._cpu_percent = [0.0] * workers
+
+    @property
+    def statuses(self) -> list[EngineStatus | None]:
+        """The newest status of each worker (None until it reported)."""
+        with self._lock:
+            return list(self._status)
+
+    @property
+    def cpu_percent(self) -> list[float]:
+        """Each worker's CPU use over its last batch interval (100 = one core)."""
+        with self._lock:
+            return list(self._cpu_percent)
+
+    def update(
+        self, index: int, sent_by_step: dict[int, int], status: EngineStatus
+    ) -> tuple[dict[int, int], EngineStatus]:
+        """Record one worker's batch; the totals sent per step and the merged status."""
+        with self._lock:
+            self._sent[index] = sent_by_step
+            previous = self._status[index]
+            if previous is not None and status.wall_s > previous.wall_s:
+                self._cpu_percent[index] = (
+                    100 * (status.cpu_s - previous.cpu_s) / (status.wall_s - previous.wall_s)
+                )
+            self._status[index] = status
+            reported = [s for s in self._status if s is not None]
+            # Until every worker has reported, no step can be judged: acknowledge none.
+            merged = (
+                merge_status(reported)
+                if len(reported) == len(self._status)
+                else replace(status, step_index=-1)
+            )
+            total: dict[int, int] = {}
+            for sent in self._sent:
+                for step, n in sent.items():
+                    total[step] = total.get(step, 0) + n
+        return total, merged
+
+
 class WorkerPool:
     """N EngineHandles with one on_batch stream of merged counts."""
 
     def __init__(self, config: EngineConfig, workers: int, on_batch: BatchCallback) -> None:
         self._on_batch = on_batch
-        self._lock = threading.Lock()
-        self._sent: list[dict[int, int]] = [{} for _ in range(workers)]
-        self._status: list[EngineStatus | None] = [None] * workers
-        self._cpu_percent = [0.0] * workers
+        self._book = WorkerBook(workers)
         self._handles = [
             EngineHandle(
                 replace(
@@ -67,14 +111,12 @@ class WorkerPool:
     @property
     def worker_statuses(self) -> list[EngineStatus | None]:
         """The newest status of each worker (None until it reported)."""
-        with self._lock:
-            return list(self._status)
+        return self._book.statuses
 
     @property
     def worker_cpu_percent(self) -> list[float]:
         """Each worker's CPU use over its last batch interval (100 = one core)."""
-        with self._lock:
-            return list(self._cpu_percent)
+        return self._book.cpu_percent
 
     @property
     def pids(self) -> list[int | None]:
@@ -128,27 +170,7 @@ class WorkerPool:
             status: EngineStatus,
             rtt: list[int | None],
         ) -> None:
-            with self._lock:
-                self._sent[index] = sent_by_step
-                previous = self._status[index]
-                if previous is not None and status.wall_s > previous.wall_s:
-                    self._cpu_percent[index] = (
-                        100 * (status.cpu_s - previous.cpu_s) / (status.wall_s - previous.wall_s)
-                    )
-                self._status[index] = status
-                if any(s is None for s in self._status):
-                    merged = None  # not every worker has reported: no step can be judged yet
-                else:
-                    merged = merge_status([s for s in self._status if s is not None])
-                total: dict[int, int] = {}
-                for sent in self._sent:
-                    for step, n in sent.items():
-                        total[step] = total.get(step, 0) + n
-            self._on_batch(records, total, merged or _unacknowledged(status), rtt)
+            total, merged = self._book.update(index, sent_by_step, status)
+            self._on_batch(records, total, merged, rtt)
 
         return on_batch
-
-
-def _unacknowledged(status: EngineStatus) -> EngineStatus:
-    """A status that acknowledges no step (some worker has not reported yet)."""
-    return replace(status, step_index=-1)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.engine.handle import BatchCallback
-from gputui.engine.pool import merge_status, split_whole
+from gputui.engine.pool import WorkerBook, merge_status, split_whole
 from gputui.engine.process import EngineConfig, EngineStatus, run_engine
 from gputui.engine.records import RequestRecord
 from gputui.errors import EngineFailed, UsageError
@@ -88,13 +88,10 @@ class RayPool:
         self._count = workers
         self._address = address
         self._on_batch = on_batch
-        self._lock = threading.Lock()
+        self._book = WorkerBook(workers)
         self._actors: list[Any] = []
         self._offsets_ns: list[int] = []
-        self._sent: list[dict[int, int]] = [{} for _ in range(workers)]
-        self._status: list[EngineStatus | None] = [None] * workers
         self._final: list[EngineStatus | None] = [None] * workers
-        self._cpu_percent = [0.0] * workers
         self._ready = [threading.Event() for _ in range(workers)]
         self._done = [threading.Event() for _ in range(workers)]
         self._reader: threading.Thread | None = None
@@ -103,8 +100,7 @@ class RayPool:
     @property
     def worker_cpu_percent(self) -> list[float]:
         """Each worker's CPU use over its last batch interval."""
-        with self._lock:
-            return list(self._cpu_percent)
+        return self._book.cpu_percent
 
     def start(self) -> None:
         """Connect to the cluster, place the actors, measure each one's clock offset."""
@@ -188,23 +184,7 @@ class RayPool:
         _, records, sent_by_step, status, rtt = message
         offset = self._offsets_ns[index]
         records = [rebase(r, offset) for r in records] if offset else records
-        with self._lock:
-            previous = self._status[index]
-            if previous is not None and status.wall_s > previous.wall_s:
-                self._cpu_percent[index] = (
-                    100 * (status.cpu_s - previous.cpu_s) / (status.wall_s - previous.wall_s)
-                )
-            self._sent[index] = sent_by_step
-            self._status[index] = status
-            merged = (
-                merge_status([s for s in self._status if s is not None])
-                if all(s is not None for s in self._status)
-                else replace(status, step_index=-1)
-            )
-            total: dict[int, int] = {}
-            for sent in self._sent:
-                for step, n in sent.items():
-                    total[step] = total.get(step, 0) + n
+        total, merged = self._book.update(index, sent_by_step, status)
         self._on_batch(records, total, merged, rtt)
         self._ready[index].set()
 

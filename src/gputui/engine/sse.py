@@ -149,8 +149,8 @@ class StreamReader:
             self._payload(b"\n".join(data_lines), now_ns)
 
     def _payload(self, payload: bytes, now_ns: int) -> None:
-        if not payload.strip():
-            return  # an empty `data:` line: a keep-alive
+        if not payload or payload.isspace():
+            return  # an empty `data:` line: a keep-alive (no copy of every payload to check it)
         self.events += 1
         if payload == _DONE:
             self.done = True
