@@ -19,6 +19,7 @@ from gputui.argtypes import non_negative_float, open_fraction, port, positive_fl
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.gpu_profile import GpuProfileSpec
+from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.server import DEFAULT_MODEL_NAME
 
 PROFILES = ("fixed", "gpu")
@@ -77,6 +78,20 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --itl-ms 0: write 16 events per socket write (for client-capacity benchmarks)",
     )
+    parser.add_argument(
+        "--network-delay-ms",
+        type=non_negative_float,
+        default=0.0,
+        metavar="MS",
+        help="play a far-away client: every response (and so the RTT probe) leaves MS later",
+    )
+    parser.add_argument(
+        "--network-jitter-ms",
+        type=non_negative_float,
+        default=0.0,
+        metavar="MS",
+        help="uniform jitter of +-MS on that delay (responses keep their order)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=port, default=8000, help="port; 0 picks a free one")
     faults = parser.add_argument_group("fault injection")
@@ -129,6 +144,7 @@ def run_sim_command(args: argparse.Namespace) -> int:
     profile_name = "fixed" if isinstance(spec, FixedProfileSpec) else f"{args.gpu} {args.model}"
 
     faults = fault_spec(args)
+    network = NetworkDelay(args.network_delay_ms, args.network_jitter_ms, seed=args.seed)
 
     def ready(port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
@@ -137,6 +153,11 @@ def run_sim_command(args: argparse.Namespace) -> int:
             sys.stderr.write(
                 f"gputui sim: faults {faults.describe() or 'none'} (seed {faults.seed}, "
                 f"slow start {faults.slow_start_ms:g} ms)\n"
+            )
+        if network.active:
+            sys.stderr.write(
+                f"gputui sim: network delay {network.delay_ms:g} ms "
+                f"(jitter +-{network.jitter_ms:g} ms) on every response\n"
             )
         if args.die_after is not None:
             sys.stderr.write(
@@ -153,6 +174,7 @@ def run_sim_command(args: argparse.Namespace) -> int:
             served_model_name=spec.served_model_name,
             faults=faults,
             die_after_s=args.die_after,
+            network=network,
         )
     except OSError as exc:
         reason = exc.strerror or str(exc)

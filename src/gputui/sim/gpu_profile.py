@@ -27,6 +27,7 @@ from gputui.sim.catalog import check_precision, get_gpu, get_model
 from gputui.sim.deadlines import DeadlineScheduler
 from gputui.sim.device import SimDevice, make_device
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
+from gputui.sim.latency import LatencyRecorder
 from gputui.sim.profile import SimRequest, TokenSink
 from gputui.sim.scheduler import Iteration
 
@@ -104,6 +105,8 @@ class GpuProfile:
         self._closed = False
         self._idle_since_ns = time.perf_counter_ns()
         """When the device last ran out of work (meaningful while not busy)."""
+        self.latency = LatencyRecorder()
+        """vLLM's latency histograms, from what this profile scheduled and wrote."""
 
     @property
     def max_model_len(self) -> int:
@@ -142,6 +145,7 @@ class GpuProfile:
             request = dataclasses.replace(request, max_tokens=limit - request.prompt_tokens)
         self.device.scheduler.add(request)
         self._sinks[request.request_id] = sink
+        self.latency.arrived(request.request_id, request.arrival_ns)
         if not self._busy and not self._closed:
             now_ns = time.perf_counter_ns()
             self._catch_up_idle(now_ns)
@@ -151,6 +155,7 @@ class GpuProfile:
         """Release a request's KV blocks and stop writing to it."""
         self._sinks.pop(request_id, None)
         self.device.scheduler.cancel(request_id)
+        self.latency.cancelled(request_id)
 
     def close(self) -> None:
         """Stop scheduling (server shutdown); in-flight requests are abandoned."""
@@ -162,7 +167,13 @@ class GpuProfile:
         """The vLLM and DCGM metrics of the simulated server and card, brought up to date."""
         if not self._busy:
             self._catch_up_idle(time.perf_counter_ns())
-        return render_metrics(self.device, self.served_model_name, self.uuid)
+        return render_metrics(
+            self.device, self.served_model_name, self.uuid
+        ) + self.latency.prometheus_text(self.served_model_name)
+
+    def latency_records(self) -> list[dict[str, object]]:
+        """Each finished request's own queue/prefill/decode/TTFT/E2E (for `GET /sim/requests`)."""
+        return self.latency.records()
 
     def _catch_up_idle(self, now_ns: int) -> None:
         self.device.idle((now_ns - self._idle_since_ns) / 1e9)
@@ -175,6 +186,9 @@ class GpuProfile:
             self._idle_since_ns = start_ns
             return
         self._busy = True
+        scheduled = self.latency.scheduled
+        for seq, _, _ in it.scheduled:
+            scheduled(seq.request_id, start_ns)
         end_ns = start_ns + round(it.duration_s * 1e9)
         self._deadlines.call_at_ns(end_ns, partial(self._on_iteration_done, it, end_ns))
 
@@ -184,6 +198,8 @@ class GpuProfile:
         result = self.device.end(it)
         sinks = self._sinks
         finished = dict(result.finished)
+        latency = self.latency
+        written_ns = time.perf_counter_ns()
         for rid, count in result.emitted.items():
             sink = sinks.get(rid)
             if sink is None:
@@ -194,11 +210,15 @@ class GpuProfile:
                     self.cancel(rid)  # the client left and the server did not tell us yet
                 else:
                     del sinks[rid]
+                    latency.cancelled(rid)
             elif reason is None:
                 sink.emit_tokens(count)
+                latency.token(rid, written_ns)
             else:
                 sink.emit_tokens(count, reason)
                 del sinks[rid]
+                latency.token(rid, written_ns)
+                latency.finished(rid, written_ns)
         now_ns = time.perf_counter_ns()
         late_ns = now_ns - end_ns
         if late_ns > LATE_TOLERANCE_NS:

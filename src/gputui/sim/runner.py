@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Final, Protocol
 
 from gputui.sim.faults import FaultSpec
+from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.profile import Profile
 from gputui.sim.server import DEFAULT_MAX_MODEL_LEN, DEFAULT_MODEL_NAME, SimServer
 
@@ -74,13 +75,16 @@ def serve(
     served_model_name: str = DEFAULT_MODEL_NAME,
     faults: FaultSpec | None = None,
     die_after_s: float | None = None,
+    network: NetworkDelay | None = None,
 ) -> None:
     """Serve `profile` until SIGINT or SIGTERM (or, with `die_after_s`, die; see the docstring)."""
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(
-            _serve(loop, profile, host, port, on_ready, served_model_name, faults, die_after_s)
+            _serve(
+                loop, profile, host, port, on_ready, served_model_name, faults, die_after_s, network
+            )
         )
     finally:
         asyncio.set_event_loop(None)
@@ -96,10 +100,15 @@ async def _serve(
     served_model_name: str,
     faults: FaultSpec | None,
     die_after_s: float | None,
+    network: NetworkDelay | None = None,
 ) -> None:
     max_model_len = int(getattr(profile, "max_model_len", DEFAULT_MAX_MODEL_LEN))
     server = SimServer(
-        profile, served_model_name=served_model_name, max_model_len=max_model_len, faults=faults
+        profile,
+        served_model_name=served_model_name,
+        max_model_len=max_model_len,
+        faults=faults,
+        network=network,
     )
     if die_after_s is not None:
         delay_s = die_after_s
@@ -149,6 +158,7 @@ def _child_main(
     conn: Connection,
     faults: FaultSpec | None = None,
     die_after_s: float | None = None,
+    network: NetworkDelay | None = None,
 ) -> None:
     def ready(bound_port: int) -> None:
         conn.send(("ready", bound_port))
@@ -163,6 +173,7 @@ def _child_main(
             served_model_name=spec.served_model_name,
             faults=faults,
             die_after_s=die_after_s,
+            network=network,
         )
     except Exception as exc:  # reported to the parent through the pipe
         if conn.closed:
@@ -222,13 +233,14 @@ def start_background(
     ready_timeout_s: float = _READY_TIMEOUT_S,
     faults: FaultSpec | None = None,
     die_after_s: float | None = None,
+    network: NetworkDelay | None = None,
 ) -> SimProcess:
     """Start the simulator in a spawned child process and wait until it listens."""
     ctx = multiprocessing.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     process = ctx.Process(
         target=_child_main,
-        args=(profile_spec, host, port, child_conn, faults, die_after_s),
+        args=(profile_spec, host, port, child_conn, faults, die_after_s, network),
         name="gputui-sim",
         daemon=True,
     )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 import socket
 import time
 from collections import deque
@@ -49,6 +50,7 @@ from gputui.sim.faults import (
     FaultySink,
     http_fault_response,
 )
+from gputui.sim.netdelay import DelayedTransport, NetworkDelay
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.sinks import (
     BufferedSink,
@@ -129,8 +131,12 @@ class SimServer:
         served_model_name: str = DEFAULT_MODEL_NAME,
         max_model_len: int = DEFAULT_MAX_MODEL_LEN,
         faults: FaultSpec | None = None,
+        network: NetworkDelay | None = None,
     ) -> None:
         self.profile = profile
+        self.network = network if network is not None and network.active else None
+        """`--network-delay-ms`: every response leaves late (see netdelay.py)."""
+        self.network_rng = random.Random(network.seed if network is not None else 0)
         self.served_model_name = served_model_name
         self.max_model_len = max_model_len
         self.truth = TruthRecorder()
@@ -147,6 +153,7 @@ class SimServer:
             "/metrics": ("GET", self._metrics),
             "/sim/stats": ("GET", self._stats),
             "/sim/reset": ("POST", self._reset),
+            "/sim/requests": ("GET", self._requests),
         }
 
     def protocol_factory(self) -> HttpConnection:
@@ -300,6 +307,12 @@ class SimServer:
         stats = {**self.truth.snapshot(), "faults": self.faults.snapshot()}
         return json_response(200, stats, keep_alive=keep_alive)
 
+    def _requests(self, _body: bytes, keep_alive: bool) -> bytes:
+        """The profile's own per-request phase record (gpu profile), for histogram tests."""
+        records = getattr(self.profile, "latency_records", None)
+        reply = {"requests": records() if records is not None else []}
+        return json_response(200, reply, keep_alive=keep_alive)
+
     def _reset(self, _body: bytes, keep_alive: bool) -> bytes:
         self.truth.reset()
         self.faults.reset()
@@ -346,6 +359,11 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        network = self._server.network
+        if network is not None:
+            self.transport = DelayedTransport(
+                self.transport, network, asyncio.get_running_loop(), self._server.network_rng
+            )
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
