@@ -13,13 +13,14 @@ import signal
 import sys
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 import orjson
 
+from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
@@ -114,17 +115,20 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     sla = Sla(args.sla_ttft_p95, args.sla_tpot_p95, args.max_error_rate)
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
+    diagnoser = StepDiagnoser(model=args.model)
+    printer.explain = diagnoser.line
     session = Session(
         config,
         sla,
         warmup_s=warmup_s,
         on_step_finished=printer.step,
-        on_frame=trace.on_frame,
+        on_frame=diagnoser.also(trace.on_frame),
         workers=args.workers,
         ray_address=args.ray,
     )
     stopper = _SignalStopper()
-    sampler = build_sampler(telemetry_config_from_args(args, target.base_url + target.root_prefix))
+    telemetry_config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
+    sampler = build_sampler(telemetry_config)
     plan = _describe_plan(args, mode, levels)
     sys.stdout.write(
         f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {plan}, "
@@ -142,6 +146,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     with stopper:
         sampler.start()
         session.start()
+        diagnoser.start(session, sampler, telemetry_config.metrics_url)
         if bursts is not None:
             bursts.start()
         if args.auto:
@@ -165,6 +170,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if not interrupted:
             printer.note("last step done, waiting for requests in flight")
         session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
+        diagnoser.stop()
         sampler.stop()
     hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
     server_sample = sampler.latest().server
@@ -209,7 +215,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         backend_evidence=checked.backend.evidence,
         workload_details=prepared.details,
     )
-    snapshot = build_snapshot(session, info)
+    snapshot = diagnoser.attach(build_snapshot(session, info))
     if args.price_per_hour is not None:
         # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
         snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
@@ -335,6 +341,8 @@ class StepPrinter:
         self._stream = stream
         self._lock = threading.Lock()
         self._printed = 0
+        self.explain: Callable[[StepResult], str] | None = None
+        """The step's verdict line (diagnosis), printed under its numbers."""
 
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
@@ -350,9 +358,12 @@ class StepPrinter:
             f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
             f"{sla}{flag}\n"
         )
+        verdict = self.explain(result) if self.explain is not None else None
         with self._lock:
             self._printed += 1
             self._stream.write(f"step {self._printed} {body}")
+            if verdict:
+                self._stream.write(f"  {verdict}\n")
             self._stream.write("".join(f"  warning: {line}\n" for line in step_warnings(result)))
             self._stream.flush()
 
@@ -379,6 +390,8 @@ class StepPrinter:
             lines.append(
                 f"knee: {snapshot.knee.mode} {snapshot.knee.level:g} ({snapshot.knee.reason})"
             )
+            if snapshot.knee.explanation:
+                lines.append(f"  {snapshot.knee.explanation}")
         else:
             lines.append(f"knee: none ({snapshot.knee_reason})")
         capacity = snapshot.capacity
@@ -388,6 +401,11 @@ class StepPrinter:
                 f"{capacity.output_tokens_per_s:.1f} out tok/s, "
                 f"{capacity.requests_per_s:.2f} req/s, "
                 f"P95 TTFT {_ms(capacity.ttft_p95_s)} ms, P95 TPOT {_ms(capacity.tpot_p95_s)} ms"
+                + (
+                    " (measured while throttled)"
+                    if getattr(capacity, "measured_while_throttled", False)
+                    else ""
+                )
             )
         else:
             lines.append(f"capacity: none ({snapshot.capacity_reason})")

@@ -99,6 +99,8 @@ class Session:
         self._finished: dict[int, StepResult] = {}
         self._window = RollingWindow(window_s)
         self._rtt_ns: list[int] = []
+        self._rtt_at_ns: list[int] = []
+        """When each RTT sample reached the session (per-step network share; diagnosis)."""
         self.probes_failed = 0
         self.cancelled = 0
         """Requests aborted because the run was interrupted: excluded from every statistic."""
@@ -241,6 +243,13 @@ class Session:
             values = np.array(self._rtt_ns, dtype=np.float64) / 1e9
         return summarize(values)
 
+    def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
+        """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
+        with self._lock:
+            return [
+                r for r, t in zip(self._rtt_ns, self._rtt_at_ns, strict=True) if lo_ns <= t < hi_ns
+            ]
+
     def publish_frame(self) -> StatsFrame | None:
         """Build a frame from the rolling window and swap it into `latest`."""
         now = time.perf_counter_ns()
@@ -297,11 +306,13 @@ class Session:
             self._sent = sent_by_step
             self._update_cpu(status)
             self.status = status
+            arrived_ns = time.perf_counter_ns()
             for sample in rtt:
                 if sample is None:
                     self.probes_failed += 1
                 else:
                     self._rtt_ns.append(sample)
+                    self._rtt_at_ns.append(arrived_ns)
             finished = self._finish_ready_steps(force=False)
         if self._on_step_finished is not None:
             for result in finished:

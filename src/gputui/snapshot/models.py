@@ -188,6 +188,15 @@ class Step(_Model):
     incomplete: bool = False
     output_tokens_from_usage: bool
     short_outputs: NonNegativeInt = 0
+    server_latency: dict[str, Any] | None = None
+    """The server's own latency over the step (histogram deltas or llama.cpp timings)."""
+    ttft_breakdown: dict[str, Any] | None = None
+    """Mean TTFT = network + queue + prefill + client, in seconds and shares of TTFT."""
+    e2e_breakdown: dict[str, Any] | None = None
+    roofline: dict[str, Any] | None = None
+    """Decode bandwidth and prefill compute use against the card's peak (metrics.roofline_use)."""
+    bottleneck: dict[str, Any] | None = None
+    """{verdict, evidence, suspect, throttled}: what bound the step (metrics.bottleneck)."""
 
 
 class Network(_Model):
@@ -217,6 +226,8 @@ class KneeModel(_Model):
     method: str
     """Either "gain_per_doubling" or "kneedle"; a plain str, so a newer minor's method loads."""
     reason: str
+    explanation: str | None = None
+    """What bound the first step past the knee, with its evidence (diagnosis)."""
 
     @classmethod
     def from_knee(cls, knee: Knee) -> KneeModel:

@@ -1,0 +1,303 @@
+"""Diagnose each finished step: server latency, TTFT/E2E breakdown, roofline use, bottleneck.
+
+Contract: `StepDiagnoser(model=...)` is made before the Session (its `on_frame` goes with the
+session's frame callback), bound with `start(session, sampler, metrics_url)` (which starts a
+`HistogramRecorder` on the server's /metrics when there is one) and `stop()`ped after the
+session. It is called with each
+finished `StepResult` (`diagnose(result)`, from the step callback: every request of the step is
+back by then) and returns, and keeps, `{"server_latency", "ttft_breakdown", "e2e_breakdown",
+"roofline", "bottleneck"}` (each None when its inputs are missing). It reads the step's window
+[measure start, end) from the session, the server/GPU samples of the telemetry sampler in that
+window, the latency histograms' change from the `HistogramRecorder`, the RTT samples that arrived
+in the window, the client's frames (`on_frame`) and the step's records. A server records TTFT and
+ITL at the first token and the rest at the request's end, so the histograms are cut in two
+windows, the step's shifted by the step's mean TTFT and by its mean E2E: the server then counts
+about the requests the client measured. `attach(snapshot)` writes the kept diagnoses into the
+snapshot's steps, and the knee's (`knee_explanation`) into `knee.explanation`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from gputui.diagnosis.window import (
+    ClientFrame,
+    client_window,
+    gpu_window,
+    server_latency_from_histograms,
+    server_latency_from_timings,
+    server_window,
+)
+from gputui.engine.records import RequestRecord
+from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
+from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
+from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
+from gputui.snapshot.models import Snapshot
+from gputui.telemetry.histogram_recorder import HistogramRecorder
+from gputui.telemetry.sampler import TelemetrySampler
+
+KEYS = ("server_latency", "ttft_breakdown", "e2e_breakdown", "roofline", "bottleneck")
+
+
+class DiagnosedSession(Protocol):
+    """What the diagnoser reads of a Session."""
+
+    started_ns: int
+
+    def step_specs(self) -> list[StepSpec]:
+        """Every step so far."""
+        ...
+
+    def all_records(self) -> list[RequestRecord]:
+        """Every record so far."""
+        ...
+
+    def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
+        """RTT samples that arrived in the window."""
+        ...
+
+
+def _mean(summary_mean: float | None) -> float | None:
+    return None if summary_mean is None else float(summary_mean)
+
+
+class StepDiagnoser:
+    """Per-step diagnosis for `gputui run` (see the module docstring)."""
+
+    def __init__(
+        self,
+        session: DiagnosedSession | None = None,
+        *,
+        sampler: TelemetrySampler | None = None,
+        recorder: HistogramRecorder | None = None,
+        model: str | None = None,
+        measured_bandwidth_gbps: float | None = None,
+    ) -> None:
+        self._session = session
+        self._sampler = sampler
+        self._recorder = recorder
+        self._own_recorder = False
+        self._model_name = model
+        self._model = catalog_model(model)
+        self._measured_bw = measured_bandwidth_gbps
+        self._frames: list[ClientFrame] = []
+        self._lock = threading.Lock()
+        self.diagnoses: dict[int, dict[str, Any]] = {}
+        self._previous: StepResult | None = None
+
+    def start(
+        self,
+        session: DiagnosedSession,
+        sampler: TelemetrySampler | None,
+        metrics_url: str | None,
+    ) -> None:
+        """Bind the session and telemetry; scrape the server's histograms from now on."""
+        self._session = session
+        self._sampler = sampler
+        if metrics_url is not None and self._recorder is None:
+            self._recorder = HistogramRecorder(metrics_url).start()
+            self._own_recorder = True
+
+    def stop(self) -> None:
+        """Stop the histogram scrapes this diagnoser started."""
+        if self._recorder is not None and self._own_recorder:
+            self._recorder.stop()
+
+    def also(self, other: Callable[[Any], None]) -> Callable[[Any], None]:
+        """A frame callback that feeds this diagnoser and then `other`."""
+
+        def both(frame: Any) -> None:
+            self.on_frame(frame)
+            other(frame)
+
+        return both
+
+    def on_frame(self, frame: Any) -> None:
+        """Session frame callback: keep what the client rule reads."""
+        item = ClientFrame(
+            time.perf_counter_ns(),
+            float(getattr(frame, "busiest_worker_cpu_percent", 0.0)),
+            float(getattr(frame, "loop_lag_max_ms", 0.0)),
+        )
+        with self._lock:
+            self._frames.append(item)
+
+    def diagnose(self, result: StepResult) -> dict[str, Any]:
+        """The step's diagnosis (kept for `attach`)."""
+        if self._session is None:
+            return dict.fromkeys(KEYS)
+        session = self._session
+        specs = session.step_specs()
+        spec = next((s for s in specs if s.index == result.index), None)
+        if spec is None or spec.end_ns < 0:
+            return dict.fromkeys(KEYS)
+        records = [r for r in session.all_records() if r.step_index == result.index]
+        lo, hi = spec.measure_start_ns, spec.end_ns
+        rtt = session.rtt_between(lo, hi) or session.rtt_between(spec.start_ns, hi)
+        rtt_mean = float(np.mean(rtt)) / 1e9 if rtt else None
+        traces = self._sampler.traces(downsample_to=None) if self._sampler is not None else None
+        server = server_window(traces.server, lo, hi) if traces is not None else {}
+        gpus = traces.gpu if traces is not None else ()
+        gpu_spec = None
+        if gpus:
+            gpu_spec = catalog_gpu(gpus[0].name, gpus[0].memory_total_bytes)
+        max_clock = float(gpu_spec.boost_clock_mhz) if gpu_spec is not None else None
+        if max_clock is None and gpus:
+            max_clock = float(max((g.sm_clock_mhz or 0) for g in gpus)) or None
+        gpu = gpu_window(gpus, lo, hi, max_clock)
+        with self._lock:
+            frames = list(self._frames)
+        client = client_window(frames, records, lo, hi)
+        latency = self._server_latency(result, records, lo, hi)
+        queue = _latency_mean(latency, "queue_s")
+        prefill = _latency_mean(latency, "prefill_s")
+        if latency is not None and latency["source"] == "timings":
+            queue = 0.0
+        measured_ok = [r for r in records if r.ok and r.sent_ns >= lo]
+        connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
+        connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
+        breakdown = ttft_breakdown(result.ttft_s.mean, rtt_mean, queue, prefill, connect_mean)
+        e2e = e2e_breakdown(
+            result.e2e_s.mean, rtt_mean, queue, prefill, _latency_mean(latency, "decode_s")
+        )
+        roofline = self._roofline(result, measured_ok, server, gpu_spec)
+        previous = self._previous
+        evidence = StepEvidence(
+            level=result.level,
+            ttft_mean_s=result.ttft_s.mean,
+            tpot_p50_s=result.tpot_s.p50,
+            breakdown=breakdown,
+            decode_bandwidth_utilization=(roofline or {}).get("decode_bandwidth_utilization"),
+            prefill_compute_utilization=(roofline or {}).get("prefill_compute_utilization"),
+            waiting_max=server.get("waiting_max"),
+            waiting_growth=server.get("waiting_growth"),
+            kv_usage_max=server.get("kv_usage_max"),
+            preemptions=server.get("preemptions"),
+            gpu_util_mean_pct=gpu.get("gpu_util_mean_pct"),
+            clock_ratio_min=gpu.get("clock_ratio_min"),
+            throttled_share=gpu.get("throttled_share"),
+            throttle_reasons=gpu.get("throttle_reasons", ()),
+            client_cpu_max_pct=client["client_cpu_max_pct"],
+            loop_lag_max_ms=client["loop_lag_max_ms"],
+            dispatch_late_p95_ms=client["dispatch_late_p95_ms"],
+            previous_level=previous.level if previous else None,
+            previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
+            previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
+        )
+        verdict = bottleneck(evidence)
+        diagnosis = {
+            "server_latency": latency,
+            "ttft_breakdown": breakdown,
+            "e2e_breakdown": e2e,
+            "roofline": roofline,
+            "bottleneck": verdict,
+        }
+        self._previous = result
+        self.diagnoses[result.index] = diagnosis
+        return diagnosis
+
+    def line(self, result: StepResult) -> str:
+        """The step's one verdict line (diagnosing it first if needed)."""
+        diagnosis = self.diagnoses.get(result.index) or self.diagnose(result)
+        return verdict_line(diagnosis["bottleneck"])
+
+    def attach(self, snapshot: Snapshot) -> Snapshot:
+        """The snapshot with each step's diagnosis and the knee's explanation."""
+        steps = tuple(
+            step.model_copy(update=self.diagnoses.get(step.index, {})) for step in snapshot.steps
+        )
+        update: dict[str, Any] = {"steps": steps}
+        capacity = snapshot.capacity
+        if capacity is not None:
+            at = next((s for s in steps if s.level == capacity.level and s.bottleneck), None)
+            if at is not None and at.bottleneck is not None:
+                throttled = bool(at.bottleneck.get("throttled"))
+                update["capacity"] = capacity.model_copy(
+                    update={"measured_while_throttled": throttled}
+                )
+        if snapshot.knee is not None:
+            text = knee_explanation(snapshot.knee.level, [s.model_dump() for s in steps])
+            if text is not None:
+                update["knee"] = snapshot.knee.model_copy(update={"explanation": text})
+        return snapshot.model_copy(update=update)
+
+    def _server_latency(
+        self, result: StepResult, records: Sequence[RequestRecord], lo: int, hi: int
+    ) -> dict[str, Any] | None:
+        timed = server_latency_from_timings([r for r in records if r.sent_ns >= lo])
+        if timed is not None or self._recorder is None:
+            return timed
+        ttft_shift = round((result.ttft_s.mean or 0.0) * 1e9)
+        e2e_shift = round((result.e2e_s.mean or 0.0) * 1e9)
+        first = self._recorder.between(lo + ttft_shift, hi + ttft_shift)
+        finish = self._recorder.between(lo + e2e_shift, hi + e2e_shift)
+        origin = self._session.started_ns if self._session is not None else 0
+        return server_latency_from_histograms(first, finish, origin)
+
+    def _roofline(
+        self,
+        result: StepResult,
+        measured_ok: Sequence[RequestRecord],
+        server: dict[str, Any],
+        gpu_spec: Any,
+    ) -> dict[str, Any] | None:
+        inputs = [r.input_tokens for r in measured_ok if r.input_tokens is not None]
+        outputs = [r.output_tokens for r in measured_ok]
+        context = (float(np.mean(inputs)) if inputs else 0.0) + (
+            float(np.mean(outputs)) / 2 if outputs else 0.0
+        )
+        batch = server.get("running_mean")
+        if not batch and result.mode == "concurrency":
+            batch = result.level
+        if not batch and result.e2e_s.mean:
+            batch = result.requests_per_s * result.e2e_s.mean  # Little's law
+        bw = self._measured_bw * 1e9 if self._measured_bw else None
+        return roofline_use(
+            gpu_spec,
+            self._model,
+            output_tokens_per_s=result.output_tokens_per_s,
+            input_tokens_per_s=result.input_tokens_per_s,
+            mean_batch=batch,
+            mean_context_tokens=context,
+            precision=precision_of(self._model_name),
+            measured_bandwidth_bytes_per_s=bw,
+        )
+
+
+def _latency_mean(latency: dict[str, Any] | None, key: str) -> float | None:
+    if latency is None or not isinstance(latency.get(key), dict):
+        return None
+    return _mean(latency[key].get("mean"))
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1e3:.0f}"
+
+
+def knee_explanation(knee_level: float, steps: Sequence[dict[str, Any]]) -> str | None:
+    """'knee at 32: <evidence of the first step past it>; TTFT 620 ms = queue 410 + ...'."""
+    past = sorted(
+        (s for s in steps if s.get("level", 0) > knee_level and s.get("bottleneck")),
+        key=lambda s: float(s["level"]),
+    )
+    if not past:
+        return None
+    step = past[0]
+    verdict = step["bottleneck"]
+    queue_bits = [e for e in verdict["evidence"] if "waiting" in e or "KV" in e]
+    parts = [f"knee at {knee_level:g}: bound by {verdict['verdict']} at {float(step['level']):g}"]
+    if queue_bits:
+        parts.append(queue_bits[0])
+    b = step.get("ttft_breakdown")
+    if b:
+        parts.append(
+            f"TTFT {_ms(b['ttft_s'])} ms = queue {_ms(b['queue_s'])} + prefill "
+            f"{_ms(b['prefill_s'])} + network {_ms(b['network_s'])} + client {_ms(b['client_s'])}"
+        )
+    return "; ".join(parts)

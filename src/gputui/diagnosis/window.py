@@ -1,0 +1,170 @@
+"""What telemetry, the client and the server's own timings said inside one step's window.
+
+Contract: pure functions over samples already collected (no I/O), each returning plain numbers
+for `metrics.bottleneck.StepEvidence` or JSON-ready dicts for the snapshot:
+
+- `server_window(samples, lo, hi)`: waiting (max, growth), KV usage (max), preemptions (counter
+  delta, counted from the last sample before the window), mean running (the decode batch);
+- `gpu_window(samples, lo, hi, max_clock_mhz)`: mean utilisation, lowest busy clock ratio, the
+  share of samples with a power/thermal reason active under `THROTTLE_CLOCK_RATIO` of the maximum
+  clock, and the reasons seen;
+- `client_window(frames, records, lo, hi)`: the busiest engine process's CPU and the event loop's
+  worst lag from the session's frames, and the p95 dispatch lateness (sent - scheduled) of
+  open-loop requests;
+- `server_latency_from_histograms` / `server_latency_from_timings`: `steps[].server_latency`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gputui.engine.records import RequestRecord
+from gputui.metrics.bottleneck import THROTTLE_CLOCK_RATIO, THROTTLE_REASON_MASK
+from gputui.metrics.summary import Summary, summarize
+from gputui.telemetry.histogram_recorder import HistogramWindow
+from gputui.telemetry.latency_histograms import INTERPOLATION, summarize_histogram
+from gputui.telemetry.samples import GpuSample, ServerSample
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFrame:
+    """The part of a session frame the client rule reads."""
+
+    t_ns: int
+    busiest_cpu_pct: float
+    loop_lag_ms: float
+
+
+def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> dict[str, Any]:
+    """Queue and KV facts of the server inside [lo, hi] (empty dict without samples)."""
+    inside = [s for s in samples if lo_ns <= s.t_ns <= hi_ns]
+    if not inside:
+        return {}
+    before = [s for s in samples if s.t_ns < lo_ns]
+    waiting = [s.requests_waiting for s in inside if s.requests_waiting is not None]
+    running = [s.requests_running for s in inside if s.requests_running is not None]
+    kv = [s.kv_cache_usage for s in inside if s.kv_cache_usage is not None]
+    pre = [s.preemptions_total for s in (before[-1:] + inside) if s.preemptions_total is not None]
+    return {
+        "waiting_max": max(waiting) if waiting else None,
+        "waiting_growth": waiting[-1] - waiting[0] if waiting else None,
+        "running_mean": float(np.mean(running)) if running else None,
+        "kv_usage_max": max(kv) if kv else None,
+        "preemptions": pre[-1] - pre[0] if len(pre) >= 2 else (0 if pre else None),
+    }
+
+
+def gpu_window(
+    samples: Sequence[GpuSample], lo_ns: int, hi_ns: int, max_clock_mhz: float | None
+) -> dict[str, Any]:
+    """Utilisation and throttling of the GPUs inside [lo, hi] (empty dict without samples)."""
+    inside = [s for s in samples if lo_ns <= s.t_ns <= hi_ns]
+    if not inside:
+        return {}
+    util = [s.utilization_gpu_pct for s in inside if s.utilization_gpu_pct is not None]
+    throttled = 0
+    ratios: list[float] = []
+    reasons: set[str] = set()
+    for s in inside:
+        top = s.sm_clock_max_mhz or max_clock_mhz
+        ratio = s.sm_clock_mhz / top if s.sm_clock_mhz and top else None
+        busy = (s.utilization_gpu_pct or 0.0) > 5.0
+        if ratio is not None and busy:
+            ratios.append(ratio)
+        mask = s.throttle_mask or 0
+        if mask & THROTTLE_REASON_MASK and (ratio is None or ratio < THROTTLE_CLOCK_RATIO):
+            throttled += 1
+            reasons.update(r for r in (s.throttle_reasons or ()) if r != "gpu_idle")
+    return {
+        "gpu_util_mean_pct": float(np.mean(util)) if util else None,
+        "clock_ratio_min": min(ratios) if ratios else None,
+        "throttled_share": throttled / len(inside),
+        "throttle_reasons": tuple(sorted(reasons)),
+    }
+
+
+def client_window(
+    frames: Sequence[ClientFrame], records: Sequence[RequestRecord], lo_ns: int, hi_ns: int
+) -> dict[str, Any]:
+    """The client's own health inside [lo, hi]."""
+    inside = [f for f in frames if lo_ns <= f.t_ns <= hi_ns]
+    late = [
+        (r.sent_ns - r.queued_ns) / 1e6
+        for r in records
+        if r.queued_ns is not None and lo_ns <= r.sent_ns < hi_ns
+    ]
+    return {
+        "client_cpu_max_pct": max(f.busiest_cpu_pct for f in inside) if inside else None,
+        "loop_lag_max_ms": max(f.loop_lag_ms for f in inside) if inside else None,
+        "dispatch_late_p95_ms": float(np.percentile(late, 95)) if late else None,
+    }
+
+
+_FIRST_TOKEN = ("ttft", "itl")
+"""Histograms a server observes at the first token or per token (the rest: at the end)."""
+
+
+def server_latency_from_histograms(
+    first_token: HistogramWindow | None, finish: HistogramWindow | None, origin_ns: int
+) -> dict[str, Any] | None:
+    """`steps[].server_latency` from the histograms' change over the step's two windows."""
+    out: dict[str, Any] = {"source": "histograms", "interpolation": INTERPOLATION}
+    windows: dict[str, list[float]] = {}
+    for label, window, wanted in (
+        ("first_token", first_token, True),
+        ("finish", finish, False),
+    ):
+        if window is None:
+            continue
+        out["backend"] = window.backend
+        windows[label] = [
+            round((window.start_ns - origin_ns) / 1e9, 3),
+            round((window.end_ns - origin_ns) / 1e9, 3),
+        ]
+        for name, histogram in window.histograms.items():
+            if (name in _FIRST_TOKEN) == wanted and histogram.count > 0:
+                out[f"{name}_s"] = summarize_histogram(histogram)
+    if not any(k.endswith("_s") for k in out):
+        return None
+    out["window_s"] = windows
+    return out
+
+
+def _stats(summary: Summary) -> dict[str, Any]:
+    return {
+        "mean": summary.mean,
+        "p50": summary.p50,
+        "p90": summary.p90,
+        "p95": summary.p95,
+        "p99": summary.p99,
+        "n": summary.n,
+    }
+
+
+def server_latency_from_timings(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+    """`steps[].server_latency` from llama.cpp's per-request `timings` (exact per request)."""
+    timed = [r.server_timings for r in records if r.ok and r.server_timings is not None]
+    prompt = [t.prompt_ms / 1e3 for t in timed if t.prompt_ms is not None]
+    if not prompt:
+        return None
+    predicted = [t.predicted_ms / 1e3 for t in timed if t.predicted_ms is not None]
+    per_token = [
+        t.predicted_ms / 1e3 / (t.predicted_n - 1)
+        for t in timed
+        if t.predicted_ms is not None and t.predicted_n and t.predicted_n > 1
+    ]
+    cached = [t.cache_n for t in timed if t.cache_n is not None]
+    return {
+        "source": "timings",
+        "backend": "llamacpp",
+        "prefill_s": _stats(summarize(prompt)),
+        "decode_s": _stats(summarize(predicted)) if predicted else None,
+        "tpot_s": _stats(summarize(per_token)) if per_token else None,
+        "cache_n_mean": float(np.mean(cached)) if cached else None,
+        "note": "llama.cpp reports prompt_ms (prefill) and predicted_ms (decode) per request; "
+        "no queue time: it is taken as 0",
+    }

@@ -1,0 +1,245 @@
+"""What bound a step, with its evidence: the rules, all of them here (domain.md section 9).
+
+Contract: `bottleneck(evidence)` is a pure function of one step's numbers (`StepEvidence`: the
+client's latencies and rates, the TTFT breakdown, the roofline use, the server, GPU and client
+telemetry inside the step's window, and the previous step for trends) and returns
+`{"verdict", "evidence": [one-line strings], "suspect", "throttled"}` for `steps[].bottleneck`.
+The rules run in this order and the first that holds is the verdict:
+
+1. `client`: the load generator's busiest process >= CLIENT_CPU_PCT, or its event loop was late
+   by >= CLIENT_LAG_MS, or requests left >= CLIENT_DISPATCH_LATE_MS (p95) after their scheduled
+   time. Its timings then include its own queueing: `suspect` is set.
+2. `throttled`: the GPU ran under THROTTLE_CLOCK_RATIO of its maximum clock with a power or
+   thermal reason (NVML bits 0x04, 0x08, 0x20, 0x40, 0x80) active in >= THROTTLE_SHARE of the
+   window's samples. The step is "measured while throttled", and so is a capacity taken from it.
+3. `network`: the RTT is >= NETWORK_SHARE of the mean TTFT.
+4. `queue`: the server's queue time is >= QUEUE_SHARE of TTFT, or requests were waiting and the
+   KV cache was >= KV_FULL full or preemptions occurred. (Shares of TTFT count only when network
+   + queue + prefill explain CONSISTENT_LOW..CONSISTENT_HIGH of it.)
+5. `prefill-compute`: prefill is >= PREFILL_SHARE of TTFT and prefill used >= COMPUTE_HIGH of
+   the card's dense peak.
+6. `decode-bandwidth`: decode used >= BANDWIDTH_HIGH of the card's bandwidth and TPOT grew by
+   less than TPOT_SLOW_GROWTH per doubling of load since the previous step (or there is none).
+7. `server-overhead`: the GPU was busy < GPU_IDLE_UTIL_PCT on average while TTFT or TPOT rose
+   by >= LATENCY_RISE against the previous step.
+8. `none`: nothing bounds the step yet.
+
+Every rule that has its numbers adds evidence lines, so a verdict comes with the figures that
+decided it and with those of the runners-up. `VERDICTS` holds each verdict's one-line meaning
+for the help screen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+CLIENT_CPU_PCT: Final = 90.0
+CLIENT_LAG_MS: Final = 20.0
+CLIENT_DISPATCH_LATE_MS: Final = 10.0
+THROTTLE_CLOCK_RATIO: Final = 0.95
+THROTTLE_SHARE: Final = 0.5
+THROTTLE_REASON_MASK: Final = 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+NETWORK_SHARE: Final = 0.5
+QUEUE_SHARE: Final = 0.5
+KV_FULL: Final = 0.9
+PREFILL_SHARE: Final = 0.5
+COMPUTE_HIGH: Final = 0.4
+BANDWIDTH_HIGH: Final = 0.5
+TPOT_SLOW_GROWTH: Final = 0.3
+GPU_IDLE_UTIL_PCT: Final = 50.0
+CONSISTENT_LOW: Final = 0.7
+CONSISTENT_HIGH: Final = 1.3
+"""Network + queue + prefill must explain this share of TTFT for the shares to be trusted."""
+LATENCY_RISE: Final = 0.2
+
+VERDICTS: Final[dict[str, str]] = {
+    "client": "the load generator itself (CPU, event-loop lag, late dispatch): numbers suspect",
+    "network": "the round trip to the server is most of TTFT",
+    "queue": "requests wait: queue time dominates TTFT, KV cache near full, preemptions",
+    "decode-bandwidth": "decode reads weights and KV at a high share of the memory bandwidth",
+    "prefill-compute": "prefill dominates TTFT and uses a high share of the card's FLOP/s",
+    "throttled": "clocks under their maximum with power or thermal reasons: measured throttled",
+    "server-overhead": "the GPU sits idle while latency rises: the server's own overhead",
+    "none": "nothing bounds the step yet: more load would still be served",
+}
+"""Each verdict in one line (the help screen shows these)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvidence:
+    """Everything the rules read about one step; None where it was not measured."""
+
+    level: float
+    ttft_mean_s: float | None = None
+    tpot_p50_s: float | None = None
+    breakdown: dict[str, Any] | None = None
+    """`steps[].ttft_breakdown`."""
+    decode_bandwidth_utilization: float | None = None
+    prefill_compute_utilization: float | None = None
+    waiting_max: int | None = None
+    waiting_growth: int | None = None
+    """Waiting requests at the window's end minus at its start."""
+    kv_usage_max: float | None = None
+    preemptions: int | None = None
+    """Preemptions inside the window (counter delta)."""
+    gpu_util_mean_pct: float | None = None
+    clock_ratio_min: float | None = None
+    """Lowest SM clock / max clock seen in the window's busy samples."""
+    throttled_share: float | None = None
+    """Share of the window's GPU samples under the clock ratio with a throttle reason active."""
+    throttle_reasons: tuple[str, ...] = ()
+    client_cpu_max_pct: float | None = None
+    loop_lag_max_ms: float | None = None
+    dispatch_late_p95_ms: float | None = None
+    previous_level: float | None = None
+    previous_ttft_mean_s: float | None = None
+    previous_tpot_p50_s: float | None = None
+
+
+def _ms(value_s: float) -> str:
+    return f"{value_s * 1e3:.0f} ms" if value_s >= 0.0095 else f"{value_s * 1e3:.1f} ms"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _growth_per_doubling(e: StepEvidence) -> float | None:
+    if (
+        e.previous_level is None
+        or e.previous_tpot_p50_s is None
+        or e.tpot_p50_s is None
+        or e.previous_tpot_p50_s <= 0
+        or e.previous_level <= 0
+        or e.level <= e.previous_level
+    ):
+        return None
+    doublings = math.log2(e.level / e.previous_level)
+    return float((e.tpot_p50_s / e.previous_tpot_p50_s) ** (1.0 / doublings) - 1.0)
+
+
+def _rise(now: float | None, before: float | None) -> float | None:
+    if now is None or before is None or before <= 0:
+        return None
+    return now / before - 1.0
+
+
+def bottleneck(e: StepEvidence) -> dict[str, Any]:
+    """The verdict and its evidence (rules and order in the module docstring)."""
+    lines: list[str] = []
+    verdict: str | None = None
+
+    def decide(name: str) -> None:
+        nonlocal verdict
+        if verdict is None:
+            verdict = name
+
+    # 1. client
+    client = []
+    if e.client_cpu_max_pct is not None and e.client_cpu_max_pct >= CLIENT_CPU_PCT:
+        client.append(f"client CPU {e.client_cpu_max_pct:.0f} % (bound {CLIENT_CPU_PCT:.0f} %)")
+    if e.loop_lag_max_ms is not None and e.loop_lag_max_ms >= CLIENT_LAG_MS:
+        client.append(f"client loop lag {e.loop_lag_max_ms:.0f} ms (bound {CLIENT_LAG_MS:.0f} ms)")
+    late = e.dispatch_late_p95_ms
+    if late is not None and late >= CLIENT_DISPATCH_LATE_MS:
+        client.append(f"dispatch late p95 {late:.0f} ms (bound {CLIENT_DISPATCH_LATE_MS:.0f} ms)")
+    if client:
+        decide("client")
+        lines += client
+    # 2. throttled
+    throttled = e.throttled_share is not None and e.throttled_share >= THROTTLE_SHARE
+    if throttled:
+        decide("throttled")
+        reasons = ", ".join(e.throttle_reasons) or "power/thermal"
+        ratio = f" down to {_pct(e.clock_ratio_min)} of max" if e.clock_ratio_min else ""
+        lines.append(
+            f"throttled in {_pct(e.throttled_share or 0.0)} of GPU samples ({reasons}), "
+            f"clock{ratio}"
+        )
+    # 3.-5. shares of TTFT
+    b = e.breakdown
+    ttft = b["ttft_s"] if b else None
+    if b is not None and ttft:
+        if b["network_share"] >= NETWORK_SHARE:
+            decide("network")
+        if not CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH:
+            lines.append(
+                f"server parts add up to {b['explained_share']:.0%} of TTFT: the server's window "
+                "caught other requests (longer steps help)"
+            )
+        lines.append(
+            f"TTFT {_ms(ttft)} = queue {_ms(b['queue_s'])} + prefill {_ms(b['prefill_s'])} + "
+            f"network {_ms(b['network_s'])} + client {_ms(b['client_s'])}"
+        )
+    # A breakdown whose measured parts overshoot the TTFT came from a window that caught another
+    # load level's requests (a step shorter than a few request lifetimes): its shares mislead.
+    consistent = b is not None and CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH
+    queue_share = b["queue_share"] if b and consistent else None
+    kv_full = e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL
+    preempted = bool(e.preemptions)
+    waiting = bool(e.waiting_max)
+    if (queue_share is not None and queue_share >= QUEUE_SHARE) or (
+        waiting and (kv_full or preempted)
+    ):
+        decide("queue")
+    queue_bits = []
+    if e.kv_usage_max is not None:
+        queue_bits.append(("KV cache full" if kv_full else "KV cache") + f" {_pct(e.kv_usage_max)}")
+    if e.waiting_max is not None:
+        grow = f" (+{e.waiting_growth})" if e.waiting_growth and e.waiting_growth > 0 else ""
+        queue_bits.append(f"{e.waiting_max} waiting{grow}")
+    if e.preemptions is not None:
+        queue_bits.append(f"{e.preemptions} preemptions")
+    if queue_bits:
+        lines.append(", ".join(queue_bits))
+    compute = e.prefill_compute_utilization
+    if b is not None and compute is not None:
+        if consistent and b["prefill_share"] >= PREFILL_SHARE and compute >= COMPUTE_HIGH:
+            decide("prefill-compute")
+        lines.append(f"prefill at {_pct(compute)} of peak FLOP/s")
+    # 6. decode bandwidth
+    bandwidth = e.decode_bandwidth_utilization
+    growth = _growth_per_doubling(e)
+    if bandwidth is not None:
+        slow = growth is None or growth < TPOT_SLOW_GROWTH
+        if bandwidth >= BANDWIDTH_HIGH and slow:
+            decide("decode-bandwidth")
+        trend = "" if growth is None else f", TPOT {growth:+.0%} per doubling"
+        lines.append(f"decode at {_pct(bandwidth)} of memory bandwidth{trend}")
+    # 7. server overhead
+    rise = max(
+        (
+            r
+            for r in (
+                _rise(e.ttft_mean_s, e.previous_ttft_mean_s),
+                _rise(e.tpot_p50_s, e.previous_tpot_p50_s),
+            )
+            if r is not None
+        ),
+        default=None,
+    )
+    util = e.gpu_util_mean_pct
+    if util is not None and util < GPU_IDLE_UTIL_PCT and rise is not None and rise >= LATENCY_RISE:
+        decide("server-overhead")
+        lines.append(f"GPU busy {util:.0f} % while latency rose {rise:.0%}")
+    final = verdict or "none"
+    return {
+        "verdict": final,
+        "evidence": lines,
+        "suspect": final == "client",
+        "throttled": throttled,
+    }
+
+
+def verdict_line(diagnosis: dict[str, Any]) -> str:
+    """'bound by queue: KV cache full 97 %, 41 waiting, 24 preemptions; TTFT ...' for one step."""
+    evidence = "; ".join(diagnosis.get("evidence") or [])
+    flags = []
+    if diagnosis.get("suspect"):
+        flags.append("SUSPECT: client-bound")
+    if diagnosis.get("throttled"):
+        flags.append("measured while throttled")
+    tail = f" [{', '.join(flags)}]" if flags else ""
+    return f"bound by {diagnosis['verdict']}{': ' + evidence if evidence else ''}{tail}"

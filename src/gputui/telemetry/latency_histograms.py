@@ -1,0 +1,173 @@
+"""The server's own latency histograms: read from one scrape, differenced over a window, summarised.
+
+Contract: `latency_histograms(index)` finds, in a parsed /metrics scrape, the per-request latency
+histograms of the backend it recognises and returns them under common names (`ttft`, `queue`,
+`prefill`, `decode`, `itl`, `tpot`, `e2e`, `inference`), each a `Histogram` of cumulative bucket
+counts with `_sum` and `_count`, series of several engines or models summed bound by bound.
+`window_delta(before, after)` is what happened between two scrapes (None for a metric whose
+counts went down: the server restarted). `summarize_histogram(h)` gives the window's mean (exact:
+delta `_sum` / delta `_count`) and p50/p90/p95/p99 interpolated from the buckets the way
+Prometheus' `histogram_quantile` does: rank = q x count; the first bucket whose cumulative count
+reaches the rank holds the quantile; inside it the value is interpolated linearly between the
+bucket's lower bound (the previous bound, 0 for the first bucket) and its upper bound; a rank in
+the +Inf bucket returns the highest finite bound. A quantile is therefore only as fine as its
+bucket: `resolution_s` gives the width of the bucket each quantile fell in.
+
+Names (reference.md section 4): vLLM `vllm:time_to_first_token_seconds`,
+`vllm:request_queue_time_seconds`, `vllm:request_prefill_time_seconds`,
+`vllm:request_decode_time_seconds`, `vllm:inter_token_latency_seconds` (older:
+`vllm:time_per_output_token_seconds`), `vllm:e2e_request_latency_seconds`,
+`vllm:request_inference_time_seconds`; SGLang `sglang:time_to_first_token_seconds`,
+`sglang:queue_time_seconds`, `sglang:inter_token_latency_seconds` (older
+`sglang:time_per_output_token_seconds`), `sglang:e2e_request_latency_seconds`; TGI
+`tgi_request_queue_duration`, `tgi_request_inference_duration`, `tgi_request_duration`,
+`tgi_request_mean_time_per_token_duration` (per request: a TPOT, not an ITL). llama.cpp exposes no
+latency histogram: its per-request `timings` are read from the responses instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gputui.telemetry.prom import PromIndex
+
+INTERPOLATION: Final = (
+    "Prometheus histogram_quantile: linear within the bucket holding rank q x count, from the "
+    "previous bound (0 for the first) to the bucket's bound; means exact from _sum/_count"
+)
+QUANTILES: Final = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+
+LATENCY_NAMES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
+    "vllm": {
+        "ttft": ("vllm:time_to_first_token_seconds",),
+        "queue": ("vllm:request_queue_time_seconds",),
+        "prefill": ("vllm:request_prefill_time_seconds",),
+        "decode": ("vllm:request_decode_time_seconds",),
+        "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+        "e2e": ("vllm:e2e_request_latency_seconds",),
+        "inference": ("vllm:request_inference_time_seconds",),
+    },
+    "sglang": {
+        "ttft": ("sglang:time_to_first_token_seconds",),
+        "queue": ("sglang:queue_time_seconds",),
+        "itl": ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+        "e2e": ("sglang:e2e_request_latency_seconds",),
+    },
+    "tgi": {
+        "queue": ("tgi_request_queue_duration",),
+        "inference": ("tgi_request_inference_duration",),
+        "e2e": ("tgi_request_duration",),
+        "tpot": ("tgi_request_mean_time_per_token_duration",),
+    },
+}
+"""Common name -> the exposed histogram names, first found wins, per backend."""
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """Cumulative bucket counts of one latency histogram (bounds ascending, the last is +Inf)."""
+
+    name: str
+    bounds: tuple[float, ...]
+    cumulative: tuple[float, ...]
+    sum: float
+    count: float
+
+
+def _histogram(index: PromIndex, name: str) -> Histogram | None:
+    buckets: dict[float, float] = {}
+    for sample in index.get(f"{name}_bucket"):
+        try:
+            le = float(sample.labels.get("le", "nan"))
+        except ValueError:
+            continue
+        if math.isnan(le) or not math.isfinite(sample.value):
+            continue
+        buckets[le] = buckets.get(le, 0.0) + sample.value
+    if not buckets:
+        return None
+    total = index.total(f"{name}_count")
+    bounds = tuple(sorted(buckets))
+    cumulative = tuple(buckets[b] for b in bounds)
+    return Histogram(
+        name=name,
+        bounds=bounds,
+        cumulative=cumulative,
+        sum=index.total(f"{name}_sum") or 0.0,
+        count=total if total is not None else cumulative[-1],
+    )
+
+
+def latency_histograms(index: PromIndex, backend: str | None) -> dict[str, Histogram]:
+    """The backend's latency histograms in this scrape, under their common names."""
+    names = LATENCY_NAMES.get(backend or "", {})
+    found: dict[str, Histogram] = {}
+    for common, candidates in names.items():
+        for name in candidates:
+            histogram = _histogram(index, name)
+            if histogram is not None:
+                found[common] = histogram
+                break
+    return found
+
+
+def delta(before: Histogram, after: Histogram) -> Histogram | None:
+    """`after - before` bound by bound; None when the bounds differ or a count went down."""
+    if before.bounds != after.bounds or after.count < before.count:
+        return None
+    counts = tuple(a - b for a, b in zip(after.cumulative, before.cumulative, strict=True))
+    if any(c < 0 for c in counts):
+        return None
+    return Histogram(
+        after.name, after.bounds, counts, after.sum - before.sum, after.count - before.count
+    )
+
+
+def window_delta(
+    before: Mapping[str, Histogram], after: Mapping[str, Histogram]
+) -> dict[str, Histogram]:
+    """Every metric present in both scrapes, differenced (restarted ones left out)."""
+    out: dict[str, Histogram] = {}
+    for name, late in after.items():
+        early = before.get(name)
+        if early is None:
+            continue
+        diff = delta(early, late)
+        if diff is not None:
+            out[name] = diff
+    return out
+
+
+def quantile(h: Histogram, q: float) -> tuple[float, float] | None:
+    """(value, width of its bucket) by histogram_quantile's rule; None when the window is empty."""
+    total = h.cumulative[-1] if h.cumulative else 0.0
+    if total <= 0:
+        return None
+    rank = q * total
+    previous_bound, previous_count = 0.0, 0.0
+    for bound, count in zip(h.bounds, h.cumulative, strict=True):
+        if count >= rank:
+            if math.isinf(bound):
+                return previous_bound, math.inf
+            lower = previous_bound if previous_bound < bound else 0.0
+            in_bucket = count - previous_count
+            share = (rank - previous_count) / in_bucket if in_bucket > 0 else 1.0
+            return lower + (bound - lower) * share, bound - lower
+        previous_bound, previous_count = bound, count
+    return previous_bound, math.inf
+
+
+def summarize_histogram(h: Histogram) -> dict[str, Any]:
+    """Mean (exact), quantiles (interpolated) and each quantile's bucket width, in seconds."""
+    n = round(h.count)
+    out: dict[str, Any] = {"mean": h.sum / h.count if h.count > 0 else None, "n": n}
+    resolution: dict[str, float | None] = {}
+    for key, q in QUANTILES:
+        found = quantile(h, q)
+        out[key] = None if found is None else found[0]
+        resolution[key] = None if found is None or math.isinf(found[1]) else found[1]
+    out["resolution_s"] = resolution
+    return out
