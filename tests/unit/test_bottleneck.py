@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from gputui.diagnosis.window import client_window, gpu_window, ClientFrame
+from gputui.diagnosis.window import ClientFrame, client_window, gpu_window
 from gputui.metrics.bottleneck import VERDICTS, StepEvidence, bottleneck, verdict_line
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
@@ -13,7 +15,7 @@ from gputui.sim.thermal import SW_POWER_CAP, SW_THERMAL_SLOWDOWN
 from gputui.telemetry.samples import GpuSample
 
 
-def _breakdown(ttft: float, rtt: float, queue: float, prefill: float) -> dict[str, object]:
+def _breakdown(ttft: float, rtt: float, queue: float, prefill: float) -> dict[str, Any]:
     found = ttft_breakdown(ttft, rtt, queue, prefill)
     assert found is not None
     return found
@@ -129,9 +131,7 @@ def test_throttled_after_the_thermal_ramp() -> None:
     window = gpu_window(ramp + hot, 10, 39, boost)
     assert window["throttled_share"] == 1.0
     assert window["clock_ratio_min"] == pytest.approx(0.8, abs=0.01)
-    found = bottleneck(
-        StepEvidence(level=8, decode_bandwidth_utilization=0.7, **window)  # type: ignore[arg-type]
-    )
+    found = bottleneck(StepEvidence(level=8, decode_bandwidth_utilization=0.7, **window))
     assert found["verdict"] == "throttled"
     assert found["throttled"] is True
     assert "measured while throttled" in verdict_line(found)

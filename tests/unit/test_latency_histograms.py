@@ -53,7 +53,7 @@ def test_vllm_names_and_bucket_bounds_are_read() -> None:
 
 
 def test_quantile_interpolates_like_histogram_quantile() -> None:
-    # Prometheus' rule: rank 0.5 x 10 = 5 lands in (0.1, 0.2] holding counts 4..8 -> 0.1 + 0.1 x 1/4.
+    # Prometheus: rank 0.5 x 10 = 5 lands in (0.1, 0.2], counts 4..8: 0.1 + 0.1 x 1/4.
     h = Histogram("x", (0.1, 0.2, 0.4, math.inf), (4.0, 8.0, 10.0, 10.0), 1.5, 10.0)
     value, width = quantile(h, 0.5) or (None, None)
     assert value == pytest.approx(0.125)
