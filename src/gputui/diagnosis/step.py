@@ -12,8 +12,10 @@ window, the latency histograms' change from the `HistogramRecorder`, the RTT sam
 in the window, the client's frames (`on_frame`) and the step's records. A server records TTFT and
 ITL at the first token and the rest at the request's end, so the histograms are cut in two
 windows, the step's shifted by the step's mean TTFT and by its mean E2E: the server then counts
-about the requests the client measured. `attach(snapshot)` writes the kept diagnoses into the
-snapshot's steps, and the knee's (`knee_explanation`) into `knee.explanation`.
+about the requests the client measured. A window starts no earlier than the last first token (or
+end) of the requests sent before the step's measurement began (at most half-way in), so the
+transition's queue does not count as the step's. `attach(snapshot)` writes the kept diagnoses into
+the snapshot's steps, and the knee's (`knee_explanation`) into `knee.explanation`.
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ class StepDiagnoser:
         with self._lock:
             frames = list(self._frames)
         client = client_window(frames, records, lo, hi)
-        latency = self._server_latency(result, records, lo, hi)
+        latency = self._server_latency(result, session.all_records(), lo, hi)
         queue = _latency_mean(latency, "queue_s")
         prefill = _latency_mean(latency, "prefill_s")
         if latency is not None and latency["source"] == "timings":
@@ -230,13 +232,21 @@ class StepDiagnoser:
     def _server_latency(
         self, result: StepResult, records: Sequence[RequestRecord], lo: int, hi: int
     ) -> dict[str, Any] | None:
-        timed = server_latency_from_timings([r for r in records if r.sent_ns >= lo])
+        mine = [r for r in records if r.step_index == result.index]
+        timed = server_latency_from_timings([r for r in mine if r.sent_ns >= lo])
         if timed is not None or self._recorder is None:
             return timed
+        # Requests sent before the window (warm-up, earlier steps) that the server was still
+        # serving after the shifted start would count as this step's: start after their last.
+        earlier = [r for r in records if r.sent_ns < lo and r.step_index <= result.index]
+        last_first = max((r.first_token_ns or 0 for r in earlier), default=0)
+        last_end = max((r.end_ns for r in earlier), default=0)
         ttft_shift = round((result.ttft_s.mean or 0.0) * 1e9)
         e2e_shift = round((result.e2e_s.mean or 0.0) * 1e9)
-        first = self._recorder.between(lo + ttft_shift, hi + ttft_shift)
-        finish = self._recorder.between(lo + e2e_shift, hi + e2e_shift)
+        first = self._recorder.between(
+            _start(lo + ttft_shift, last_first, hi - lo), hi + ttft_shift
+        )
+        finish = self._recorder.between(_start(lo + e2e_shift, last_end, hi - lo), hi + e2e_shift)
         origin = self._session.started_ns if self._session is not None else 0
         return server_latency_from_histograms(first, finish, origin)
 
@@ -268,6 +278,11 @@ class StepDiagnoser:
             precision=precision_of(self._model_name),
             measured_bandwidth_bytes_per_s=bw,
         )
+
+
+def _start(shifted_ns: int, last_earlier_ns: int, span_ns: int) -> int:
+    """The later of the shifted start and the earlier requests' last event, at most mid-window."""
+    return max(shifted_ns, min(last_earlier_ns, shifted_ns + span_ns // 2))
 
 
 def _latency_mean(latency: dict[str, Any] | None, key: str) -> float | None:

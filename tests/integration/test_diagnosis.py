@@ -1,0 +1,159 @@
+"""Issue 18 against the simulator on loopback: server latency, TTFT breakdown, verdicts.
+
+Each test starts its own simulated card, drives it with `gputui run` (a subprocess, as a user
+runs it) or with plain HTTP, and checks the diagnosis against what the simulator itself did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from gputui.sim.gpu_profile import GpuProfileSpec
+from gputui.sim.netdelay import NetworkDelay
+from gputui.sim.runner import SimProcess, start_background
+from gputui.snapshot.store import load_snapshot
+from gputui.telemetry.histogram_recorder import HistogramRecorder
+from gputui.telemetry.latency_histograms import summarize_histogram
+
+A100 = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")
+
+
+@pytest.fixture
+def a100() -> Iterator[SimProcess]:
+    with start_background(A100) as sim:
+        yield sim
+
+
+def gputui_run(url: str, out: Path, *extra: str, timeout_s: float = 150) -> str:
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "gputui", "run", "--url", url, "--model", "llama-3.1-8b",
+            "--ignore-eos", "--out", str(out), *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+async def _load(url: str, requests: int, concurrency: int) -> None:
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with gate:
+                body = {"model": "m", "prompt": "word " * (64 + 37 * (i % 9)), "max_tokens": 24,
+                        "stream": True, "ignore_eos": True}  # fmt: skip
+                async with client.stream("POST", "/v1/completions", json=body) as response:
+                    async for _ in response.aiter_bytes():
+                        pass
+
+        await asyncio.gather(*(one(i) for i in range(requests)))
+
+
+def test_histogram_quantiles_and_means_agree_with_the_sims_own_record(a100: SimProcess) -> None:
+    recorder = HistogramRecorder(a100.url + "/metrics").start()
+    try:
+        asyncio.run(_load(a100.url, requests=60, concurrency=12))
+        window = recorder.between(0, recorder_now())
+    finally:
+        recorder.stop()
+    assert window is not None
+    assert window.backend == "vllm"
+    truth = httpx.get(a100.url + "/sim/requests").json()["requests"]
+    assert len(truth) == 60
+    for name, key in (("ttft", "ttft_s"), ("queue", "queue_s"), ("prefill", "prefill_s"),
+                      ("decode", "decode_s"), ("e2e", "e2e_s")):  # fmt: skip
+        summary = summarize_histogram(window.histograms[name])
+        values = np.array([r[key] for r in truth])
+        assert summary["n"] == 60
+        assert summary["mean"] == pytest.approx(float(values.mean()), rel=1e-9, abs=1e-12)
+        for label, q in (("p50", 50), ("p90", 90), ("p99", 99)):
+            width = summary["resolution_s"][label]
+            assert width is not None
+            assert abs(summary[label] - float(np.percentile(values, q))) <= width, (name, label)
+
+
+def recorder_now() -> int:
+    import time
+
+    return time.perf_counter_ns()
+
+
+def _steps(out: Path) -> list[Any]:
+    return list(load_snapshot(out).steps)
+
+
+def test_breakdown_sums_to_the_clients_ttft_over_a_sweep(a100: SimProcess, tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    stdout = gputui_run(
+        a100.url, out, "--concurrency", "1,4,16,64,128", "--step-seconds", "4",
+        "--warmup-seconds", "3", "--input-tokens", "256", "--output-tokens", "32",
+    )  # fmt: skip
+    steps = _steps(out)
+    assert [s.level for s in steps] == [1, 4, 16, 64, 128]
+    report = []
+    for step in steps:
+        b = step.ttft_breakdown
+        assert b is not None, step.level
+        parts = b["network_s"] + b["queue_s"] + b["prefill_s"]
+        report.append((step.level, round(b["ttft_s"] * 1e3, 1), round(parts * 1e3, 1)))
+        assert step.server_latency is not None
+        assert step.server_latency["interpolation"].startswith("Prometheus histogram_quantile")
+    print("level, client TTFT ms, network+queue+prefill ms:", report)
+    for _level, ttft_ms, parts_ms in report:
+        assert abs(parts_ms - ttft_ms) <= 0.05 * ttft_ms, report
+    first = steps[0]
+    assert first.bottleneck is not None
+    assert first.bottleneck["verdict"] == "decode-bandwidth", first.bottleneck
+    assert first.roofline is not None
+    assert 0.6 <= first.roofline["decode_bandwidth_utilization"] <= 1.0
+    assert "bound by decode-bandwidth" in stdout
+
+
+def test_a_far_client_is_network_bound(tmp_path: Path) -> None:
+    with start_background(A100, network=NetworkDelay(40.0, 2.0)) as sim:
+        out = tmp_path / "far.json"
+        stdout = gputui_run(
+            sim.url, out, "--concurrency", "1", "--step-seconds", "4",
+            "--warmup-seconds", "1", "--input-tokens", "64", "--output-tokens", "16",
+        )  # fmt: skip
+    (step,) = _steps(out)
+    b = step.ttft_breakdown
+    assert b is not None
+    assert b["network_s"] == pytest.approx(0.040, abs=0.004)
+    assert b["network_share"] > 0.5
+    assert step.bottleneck is not None
+    assert step.bottleneck["verdict"] == "network"
+    assert "bound by network" in stdout
+
+
+def test_long_contexts_on_a_4090_queue(tmp_path: Path) -> None:
+    spec = GpuProfileSpec(gpu="rtx4090-24gb", model="llama-3.1-8b")
+    with start_background(spec) as sim:
+        out = tmp_path / "queue.json"
+        # 48 streams of ~8k-token contexts: the 46k-token KV pool holds 5; the rest wait, and the
+        # requests time out before their turn (the verdict reads the server, not their latency).
+        gputui_run(
+            sim.url, out, "--concurrency", "48", "--step-seconds", "6", "--warmup-seconds", "6",
+            "--input-tokens", "7900", "--output-tokens", "100", "--request-timeout", "8",
+        )  # fmt: skip
+    (step,) = _steps(out)
+    verdict = step.bottleneck
+    assert verdict is not None
+    assert verdict["verdict"] == "queue", verdict
+    line = next(e for e in verdict["evidence"] if "waiting" in e)
+    assert "KV cache full" in line
+    assert "preemptions" in line and not line.endswith(" 0 preemptions")
