@@ -147,8 +147,8 @@ def test_long_contexts_on_a_4090_queue(tmp_path: Path) -> None:
         # 48 streams of ~8k-token contexts: the 46k-token KV pool holds 5; the rest wait, and the
         # requests time out before their turn (the verdict reads the server, not their latency).
         gputui_run(
-            sim.url, out, "--concurrency", "48", "--step-seconds", "6", "--warmup-seconds", "6",
-            "--input-tokens", "7900", "--output-tokens", "100", "--request-timeout", "8",
+            sim.url, out, "--concurrency", "48", "--step-seconds", "8", "--warmup-seconds", "6",
+            "--input-tokens", "7000", "--output-tokens", "1000", "--request-timeout", "10",
         )  # fmt: skip
     (step,) = _steps(out)
     verdict = step.bottleneck

@@ -168,7 +168,7 @@ class StepDiagnoser:
         e2e = e2e_breakdown(
             result.e2e_s.mean, rtt_mean, queue, prefill, _latency_mean(latency, "decode_s")
         )
-        roofline = self._roofline(result, measured_ok, server, gpu_spec)
+        roofline = self._roofline(result, measured_ok or records, server, gpu_spec)
         previous = self._previous
         evidence = StepEvidence(
             level=result.level,
@@ -180,6 +180,8 @@ class StepDiagnoser:
             waiting_max=server.get("waiting_max"),
             waiting_growth=server.get("waiting_growth"),
             kv_usage_max=server.get("kv_usage_max"),
+            kv_room_requests=_kv_room(server, roofline),
+            running_mean=server.get("running_mean"),
             preemptions=server.get("preemptions"),
             gpu_util_mean_pct=gpu.get("gpu_util_mean_pct"),
             clock_ratio_min=gpu.get("clock_ratio_min"),
@@ -257,8 +259,10 @@ class StepDiagnoser:
         server: dict[str, Any],
         gpu_spec: Any,
     ) -> dict[str, Any] | None:
-        inputs = [r.input_tokens for r in measured_ok if r.input_tokens is not None]
-        outputs = [r.output_tokens for r in measured_ok]
+        # Ok requests' usage counts; failed ones (timeouts) only say what they asked for.
+        asked = [r.input_tokens or r.requested_input_tokens for r in measured_ok]
+        inputs = [n for n in asked if n is not None]
+        outputs = [r.output_tokens if r.ok else r.requested_output_tokens for r in measured_ok]
         context = (float(np.mean(inputs)) if inputs else 0.0) + (
             float(np.mean(outputs)) / 2 if outputs else 0.0
         )
@@ -278,6 +282,15 @@ class StepDiagnoser:
             precision=precision_of(self._model_name),
             measured_bandwidth_bytes_per_s=bw,
         )
+
+
+def _kv_room(server: dict[str, Any], roofline: dict[str, Any] | None) -> float | None:
+    """Free KV at the window's fullest, in requests of the step's mean context."""
+    usage, capacity = server.get("kv_usage_max"), server.get("kv_capacity_tokens")
+    context = (roofline or {}).get("mean_context_tokens")
+    if usage is None or not capacity or not context:
+        return None
+    return float((1.0 - usage) * capacity / context)
 
 
 def _start(shifted_ns: int, last_earlier_ns: int, span_ns: int) -> int:

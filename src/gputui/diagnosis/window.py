@@ -48,12 +48,14 @@ def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> di
     waiting = [s.requests_waiting for s in inside if s.requests_waiting is not None]
     running = [s.requests_running for s in inside if s.requests_running is not None]
     kv = [s.kv_cache_usage for s in inside if s.kv_cache_usage is not None]
+    capacity = [s.kv_capacity_tokens for s in inside if s.kv_capacity_tokens]
     pre = [s.preemptions_total for s in (before[-1:] + inside) if s.preemptions_total is not None]
     return {
         "waiting_max": max(waiting) if waiting else None,
         "waiting_growth": waiting[-1] - waiting[0] if waiting else None,
         "running_mean": float(np.mean(running)) if running else None,
         "kv_usage_max": max(kv) if kv else None,
+        "kv_capacity_tokens": capacity[-1] if capacity else None,
         "preemptions": pre[-1] - pre[0] if len(pre) >= 2 else (0 if pre else None),
     }
 

@@ -14,7 +14,8 @@ The rules run in this order and the first that holds is the verdict:
    window's samples. The step is "measured while throttled", and so is a capacity taken from it.
 3. `network`: the RTT is >= NETWORK_SHARE of the mean TTFT.
 4. `queue`: the server's queue time is >= QUEUE_SHARE of TTFT, or requests were waiting and the
-   KV cache was >= KV_FULL full or preemptions occurred. (Shares of TTFT count only when network
+   KV cache was full (>= KV_FULL, or no room for one more request of the step's mean context),
+   preemptions occurred or more requests waited than ran. (Shares of TTFT count only when network
    + queue + prefill explain CONSISTENT_LOW..CONSISTENT_HIGH of it.)
 5. `prefill-compute`: prefill is >= PREFILL_SHARE of TTFT and prefill used >= COMPUTE_HIGH of
    the card's dense peak.
@@ -82,6 +83,9 @@ class StepEvidence:
     waiting_growth: int | None = None
     """Waiting requests at the window's end minus at its start."""
     kv_usage_max: float | None = None
+    kv_room_requests: float | None = None
+    """Free KV at its fullest, in requests of the step's mean context: < 1 means full for them."""
+    running_mean: float | None = None
     preemptions: int | None = None
     """Preemptions inside the window (counter delta)."""
     gpu_util_mean_pct: float | None = None
@@ -177,19 +181,25 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     # load level's requests (a step shorter than a few request lifetimes): its shares mislead.
     consistent = b is not None and CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH
     queue_share = b["queue_share"] if b and consistent else None
-    kv_full = e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL
+    kv_full = (e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL) or (
+        e.kv_room_requests is not None and e.kv_room_requests < 1.0
+    )
     preempted = bool(e.preemptions)
     waiting = bool(e.waiting_max)
+    backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
     if (queue_share is not None and queue_share >= QUEUE_SHARE) or (
-        waiting and (kv_full or preempted)
+        waiting and (kv_full or preempted or backlog)
     ):
         decide("queue")
     queue_bits = []
     if e.kv_usage_max is not None:
         queue_bits.append(("KV cache full" if kv_full else "KV cache") + f" {_pct(e.kv_usage_max)}")
+    if e.kv_room_requests is not None and e.kv_room_requests < 1.0:
+        queue_bits.append("no room for another request")
     if e.waiting_max is not None:
         grow = f" (+{e.waiting_growth})" if e.waiting_growth and e.waiting_growth > 0 else ""
-        queue_bits.append(f"{e.waiting_max} waiting{grow}")
+        running = f" for {e.running_mean:.0f} running" if e.running_mean else ""
+        queue_bits.append(f"{e.waiting_max} waiting{grow}{running}")
     if e.preemptions is not None:
         queue_bits.append(f"{e.preemptions} preemptions")
     if queue_bits:
