@@ -47,7 +47,14 @@ STEP_KEYS = {
     "incomplete",
     "output_tokens_from_usage",
     "short_outputs",
+} | {  # added in v1 (optional, None by default): the step's diagnosis (issue 18)
+    "server_latency",
+    "ttft_breakdown",
+    "e2e_breakdown",
+    "roofline",
+    "bottleneck",
 }
+DIAGNOSIS_KEYS = {"server_latency", "ttft_breakdown", "e2e_breakdown", "roofline", "bottleneck"}
 
 
 def step_result() -> StepResult:
@@ -157,7 +164,7 @@ def test_step_from_result_keeps_every_number() -> None:
     assert step.itl_s.to_summary() == result.itl_s
     assert step.connect_s.n == 1
     assert step.connect_s.mean == pytest.approx(0.0015)
-    for name in STEP_KEYS - {"ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"}:
+    for name in STEP_KEYS - {"ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"} - DIAGNOSIS_KEYS:
         assert getattr(step, name) == getattr(result, name), name
     # a saved step can be re-judged against another SLA
     assert step_meets_sla(step, Sla(max_error_rate=0.5)) is True
@@ -221,6 +228,7 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "mode": "concurrency",
         "method": "gain_per_doubling",
         "reason": "the knee is 16",
+        "explanation": None,
     }
     assert data["capacity"] == {
         "level": 24.0,

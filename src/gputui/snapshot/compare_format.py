@@ -15,6 +15,9 @@ from typing import Final
 
 from gputui.metrics.capacity import level_text
 from gputui.snapshot.compare import AtThroughputRow, CompareRow, Comparison, sla_text
+from gputui.snapshot.compare_diagnosis import HEADERS as DIAGNOSIS_HEADERS
+from gputui.snapshot.compare_diagnosis import TITLE as DIAGNOSIS_TITLE
+from gputui.snapshot.compare_diagnosis import diagnosis_rows
 from gputui.snapshot.hardware import GpuSummary
 
 FORMATS: Final = ("table", "md", "csv", "json", "html")
@@ -235,7 +238,11 @@ def blocks(cmp: Comparison) -> list[Block]:
             servers = "n/a" if r.servers_needed is None else str(r.servers_needed)
             cells += [servers, money(r.total_price_per_hour)]
         cost_rows.append(cells)
-    return [identity, method, capacity, gpu, Block("Cost", cost_headers, cost_rows)]
+    out = [identity, method, capacity, gpu, Block("Cost", cost_headers, cost_rows)]
+    diagnosis = diagnosis_rows(cmp)
+    if diagnosis is not None:  # a sixth slice, only for runs diagnosed (issue 18)
+        out.append(Block(DIAGNOSIS_TITLE, list(DIAGNOSIS_HEADERS), diagnosis, left=2))
+    return out
 
 
 def at_block(cmp: Comparison) -> Block | None:

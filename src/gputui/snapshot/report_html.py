@@ -20,6 +20,7 @@ from typing import Final
 
 from gputui.snapshot.comparable import sla_bound_text
 from gputui.snapshot.compare import Comparison, sweep_curve
+from gputui.snapshot.compare_diagnosis import breakdown_charts
 from gputui.snapshot.compare_format import FORMULA, Block, at_block, blocks, demand_line
 from gputui.snapshot.hardware import gpu_traces
 
@@ -326,6 +327,15 @@ def html_report(cmp: Comparison) -> str:
         " red lines are the SLA bounds.</p>"
     )
     parts.append('<div class="charts">' + "".join(_sweep_charts(cmp)) + "</div>")
+    breakdowns = breakdown_charts(cmp)
+    if breakdowns:
+        parts.append("<h2>Where TTFT went</h2>")
+        parts.append(
+            '<p class="note">Mean TTFT at each step, stacked: network (RTT probe), the server\'s'
+            " queue and prefill (its histograms), and the client's remainder; under each bar the"
+            " step's bottleneck verdict.</p>"
+        )
+        parts.append('<div class="charts">' + "".join(breakdowns) + "</div>")
     parts.append("<h2>GPU traces</h2>")
     traces = _trace_charts(cmp)
     if traces:

@@ -1,0 +1,94 @@
+"""`gputui compare` with diagnosed runs: the "bound by" slice, the stacked TTFT chart, the knee."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gputui.diagnosis.step import knee_explanation
+from gputui.snapshot.compare import build_comparison, load_named, name_snapshots
+from gputui.snapshot.compare_diagnosis import diagnosed_step
+from gputui.snapshot.compare_format import markdown, table
+from gputui.snapshot.models import Snapshot
+from gputui.snapshot.report_html import html_report
+from gputui.snapshot.store import load_snapshot
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots"
+
+
+def _breakdown(queue_s: float) -> dict[str, Any]:
+    ttft = 0.003 + queue_s + 0.180 + 0.027
+    return {
+        "ttft_s": ttft, "network_s": 0.003, "queue_s": queue_s, "prefill_s": 0.180,
+        "client_s": 0.027, "explained_share": (ttft - 0.027) / ttft,
+    }  # fmt: skip
+
+
+def _diagnosed(snapshot: Snapshot) -> Snapshot:
+    steps = []
+    for step in snapshot.steps:
+        queued = step.level > (snapshot.knee.level if snapshot.knee else 1e9)
+        verdict = "queue" if queued else "decode-bandwidth"
+        evidence = ["KV cache full 97%, 41 waiting, 24 preemptions"] if queued else []
+        steps.append(
+            step.model_copy(
+                update={
+                    "ttft_breakdown": _breakdown(0.410 if queued else 0.001),
+                    "roofline": {
+                        "decode_bandwidth_utilization": 0.74,
+                        "prefill_compute_utilization": 0.05,
+                    },
+                    "bottleneck": {
+                        "verdict": verdict,
+                        "evidence": evidence,
+                        "suspect": False,
+                        "throttled": False,
+                    },
+                }
+            )
+        )
+    return snapshot.model_copy(update={"steps": tuple(steps)})
+
+
+def test_old_snapshots_compare_as_before() -> None:
+    cmp = build_comparison(load_named(sorted(FIXTURES.glob("*.json"))))
+    assert "bound by" not in table(cmp)
+    assert "Where TTFT went" not in html_report(cmp)
+
+
+def test_diagnosed_runs_get_a_bound_by_slice_and_stacked_charts() -> None:
+    paths = sorted(FIXTURES.glob("*.json"))
+    named = name_snapshots([(_diagnosed(load_snapshot(p)), p) for p in paths])
+    cmp = build_comparison(named)
+    text = table(cmp)
+    assert "bound by" in text
+    step = diagnosed_step(named[0].snapshot)
+    assert step is not None
+    assert step.bottleneck is not None
+    assert step.bottleneck["verdict"] in text
+    assert "bound by" in markdown(cmp)
+    page = html_report(cmp)
+    assert page.count("TTFT breakdown per step") == len(paths)
+    assert page.count("<rect") >= 4 * sum(len(n.snapshot.steps) for n in named)
+    assert html_report(cmp) == page  # deterministic
+
+
+def test_knee_carries_the_first_step_past_it() -> None:
+    steps = [
+        {"level": 16.0, "bottleneck": {"verdict": "decode-bandwidth", "evidence": []}},
+        {"level": 64.0, "bottleneck": {"verdict": "queue", "evidence": ["x"]}},
+        {
+            "level": 48.0,
+            "ttft_breakdown": _breakdown(0.410),
+            "bottleneck": {
+                "verdict": "queue",
+                "evidence": ["TTFT ...", "KV cache full 97%, 41 waiting, 24 preemptions"],
+            },
+        },
+    ]
+    text = knee_explanation(32.0, steps)
+    assert text == (
+        "knee at 32: bound by queue at 48; KV cache full 97%, 41 waiting, 24 preemptions; "
+        "TTFT 620 ms = queue 410 + prefill 180 + network 3 + client 27"
+    )
+    assert knee_explanation(64.0, steps) is None
