@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
+from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.runner import SimProcess, start_background
@@ -157,3 +158,19 @@ def test_long_contexts_on_a_4090_queue(tmp_path: Path) -> None:
     line = next(e for e in verdict["evidence"] if "waiting" in e)
     assert "KV cache full" in line
     assert "preemptions" in line and not line.endswith(" 0 preemptions")
+
+
+def test_a_saturated_client_is_flagged_suspect(tmp_path: Path) -> None:
+    # One worker at 512 streams against ITL 1 ms would have to read 512k tokens/s: its core pegs.
+    spec = FixedProfileSpec(ttft_ms=20, itl_ms=1, served_model_name="llama-3.1-8b")
+    with start_background(spec) as sim:
+        out = tmp_path / "client.json"
+        stdout = gputui_run(
+            sim.url, out, "--concurrency", "512", "--step-seconds", "3",
+            "--warmup-seconds", "1", "--input-tokens", "16", "--output-tokens", "64",
+        )  # fmt: skip
+    (step,) = _steps(out)
+    assert step.bottleneck is not None
+    assert step.bottleneck["verdict"] == "client", step.bottleneck
+    assert step.bottleneck["suspect"] is True
+    assert "SUSPECT" in stdout
