@@ -92,3 +92,33 @@ def test_knee_carries_the_first_step_past_it() -> None:
         "TTFT 620 ms = queue 410 + prefill 180 + network 3 + client 27"
     )
     assert knee_explanation(64.0, steps) is None
+
+
+def test_attach_writes_steps_knee_and_a_throttled_capacity() -> None:
+    from gputui.diagnosis.step import StepDiagnoser
+
+    snap = load_snapshot(sorted(FIXTURES.glob("*.json"))[0])
+    assert snap.capacity is not None and snap.knee is not None
+    diagnoser = StepDiagnoser()
+    for step in snap.steps:
+        past = step.level > snap.knee.level
+        diagnoser.diagnoses[step.index] = {
+            "server_latency": None,
+            "ttft_breakdown": _breakdown(0.410) if past else None,
+            "e2e_breakdown": None,
+            "roofline": None,
+            "bottleneck": {
+                "verdict": "queue" if past else "throttled",
+                "evidence": ["KV cache full 97%, 41 waiting"] if past else [],
+                "suspect": False,
+                "throttled": not past,
+            },
+        }
+    out = diagnoser.attach(snap)
+    assert all(s.bottleneck is not None for s in out.steps)
+    assert out.knee is not None and out.knee.explanation is not None
+    assert out.knee.explanation.startswith(f"knee at {snap.knee.level:g}: bound by queue")
+    at_capacity = next(s for s in out.steps if s.level == snap.capacity.level)
+    assert at_capacity.bottleneck is not None
+    expected = bool(at_capacity.bottleneck["throttled"])
+    assert getattr(out.capacity, "measured_while_throttled", None) is expected

@@ -208,7 +208,12 @@ class StepDiagnoser:
 
     def line(self, result: StepResult) -> str:
         """The step's one verdict line (diagnosing it first if needed)."""
-        diagnosis = self.diagnoses.get(result.index) or self.diagnose(result)
+        try:
+            diagnosis = self.diagnoses.get(result.index) or self.diagnose(result)
+        except Exception as exc:  # noqa: BLE001 - runs on the engine's reader thread: never kill it
+            return f"bound by: not diagnosed ({type(exc).__name__}: {exc})"
+        if diagnosis["bottleneck"] is None:
+            return "bound by: not diagnosed (the step has no window)"
         return verdict_line(diagnosis["bottleneck"])
 
     def attach(self, snapshot: Snapshot) -> Snapshot:
