@@ -202,3 +202,19 @@ def test_an_inconsistent_breakdown_does_not_decide_queue() -> None:
     found = bottleneck(StepEvidence(level=64, breakdown=_breakdown(0.27, 0.0003, 0.9, 0.2)))
     assert found["verdict"] == "none"
     assert any("add up to" in line for line in found["evidence"])
+
+
+def test_a_queueing_server_outranks_a_busy_client_but_the_step_stays_suspect() -> None:
+    found = bottleneck(
+        StepEvidence(
+            level=48,
+            kv_usage_max=0.95,
+            kv_room_requests=0.6,
+            waiting_max=47,
+            running_mean=4.0,
+            client_cpu_max_pct=97.0,
+        )
+    )
+    assert found["verdict"] == "queue"
+    assert found["suspect"] is True
+    assert any("client CPU" in line for line in found["evidence"])

@@ -8,7 +8,9 @@ The rules run in this order and the first that holds is the verdict:
 
 1. `client`: the load generator's busiest process >= CLIENT_CPU_PCT, or its event loop was late
    by >= CLIENT_LAG_MS, or requests left >= CLIENT_DISPATCH_LATE_MS (p95) after their scheduled
-   time. Its timings then include its own queueing: `suspect` is set.
+   time. Its timings then include its own queueing: `suspect` is set (whatever the verdict),
+   and the verdict is `client` unless the server's own gauges show it queueing (rule 4's KV,
+   preemption or backlog evidence does not depend on the client's clock).
 2. `throttled`: the GPU ran under THROTTLE_CLOCK_RATIO of its maximum clock with a power or
    thermal reason (NVML bits 0x04, 0x08, 0x20, 0x40, 0x80) active in >= THROTTLE_SHARE of the
    window's samples. The step is "measured while throttled", and so is a capacity taken from it.
@@ -140,6 +142,11 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
         if verdict is None:
             verdict = name
 
+    kv_full = (e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL) or (
+        e.kv_room_requests is not None and e.kv_room_requests < 1.0
+    )
+    backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
+    server_queued = bool(e.waiting_max) and (kv_full or bool(e.preemptions) or backlog)
     # 1. client
     client = []
     if e.client_cpu_max_pct is not None and e.client_cpu_max_pct >= CLIENT_CPU_PCT:
@@ -149,8 +156,9 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     late = e.dispatch_late_p95_ms
     if late is not None and late >= CLIENT_DISPATCH_LATE_MS:
         client.append(f"dispatch late p95 {late:.0f} ms (bound {CLIENT_DISPATCH_LATE_MS:.0f} ms)")
-    if client:
+    if client and not server_queued:
         decide("client")
+    if client:
         lines += client
     # 2. throttled
     throttled = e.throttled_share is not None and e.throttled_share >= THROTTLE_SHARE
@@ -181,15 +189,7 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     # load level's requests (a step shorter than a few request lifetimes): its shares mislead.
     consistent = b is not None and CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH
     queue_share = b["queue_share"] if b and consistent else None
-    kv_full = (e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL) or (
-        e.kv_room_requests is not None and e.kv_room_requests < 1.0
-    )
-    preempted = bool(e.preemptions)
-    waiting = bool(e.waiting_max)
-    backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
-    if (queue_share is not None and queue_share >= QUEUE_SHARE) or (
-        waiting and (kv_full or preempted or backlog)
-    ):
+    if (queue_share is not None and queue_share >= QUEUE_SHARE) or server_queued:
         decide("queue")
     queue_bits = []
     if e.kv_usage_max is not None:
@@ -238,7 +238,7 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     return {
         "verdict": final,
         "evidence": lines,
-        "suspect": final == "client",
+        "suspect": bool(client),
         "throttled": throttled,
     }
 
