@@ -228,6 +228,13 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PRICE",
         help="hourly price of this node, saved in the snapshot for `gputui compare`",
     )
+    output.add_argument(
+        "--vram-check",
+        default=None,
+        metavar="FILE.json",
+        help="`gputui vram-check --json` output: its measured bandwidth is the roofline's peak "
+        "for a card missing from the catalog",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,6 +30,7 @@ from gputui.engine.process import EngineConfig
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
+from gputui.metrics.roofline_use import bandwidth_from_vram_check
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session
@@ -59,6 +60,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
         out = _output_path(args.out)
+        vram_bandwidth = bandwidth_from_vram_check(getattr(args, "vram_check", None))
     except UsageError as exc:
         parser.error(str(exc))
     if not (args.concurrency or args.rate or args.auto or args.validate_rate):
@@ -115,7 +117,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     sla = Sla(args.sla_ttft_p95, args.sla_tpot_p95, args.max_error_rate)
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
-    diagnoser = StepDiagnoser(model=args.model)
+    diagnoser = StepDiagnoser(model=args.model, measured_bandwidth_gbps=vram_bandwidth)
     printer.explain = diagnoser.line
     session = Session(
         config,

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gputui.diagnosis.window import ClientFrame, client_window, gpu_window
+from gputui.errors import UsageError
 from gputui.metrics.bottleneck import VERDICTS, StepEvidence, bottleneck, verdict_line
-from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
+from gputui.metrics.roofline_use import (
+    bandwidth_from_vram_check,
+    catalog_gpu,
+    catalog_model,
+    precision_of,
+    roofline_use,
+)
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.sim.catalog import GPUS, MODELS
 from gputui.sim.thermal import SW_POWER_CAP, SW_THERMAL_SLOWDOWN
@@ -218,3 +226,15 @@ def test_a_queueing_server_outranks_a_busy_client_but_the_step_stays_suspect() -
     assert found["verdict"] == "queue"
     assert found["suspect"] is True
     assert any("client CPU" in line for line in found["evidence"])
+
+
+def test_vram_check_json_gives_the_measured_bandwidth(tmp_path: Path) -> None:
+    good = tmp_path / "vram.json"
+    good.write_text('{"gpu": 0, "bandwidth_gbps": 812.5, "verdict": "pass"}')
+    assert bandwidth_from_vram_check(str(good)) == 812.5
+    assert bandwidth_from_vram_check(None) is None
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"bandwidth_gbps": null}')
+    for path, words in ((bad, "no measured"), (tmp_path / "none.json", "cannot read")):
+        with pytest.raises(UsageError, match=words):
+            bandwidth_from_vram_check(str(path))

@@ -22,6 +22,7 @@ the memory size; a served model name or HF id) to catalog entries, None when non
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from gputui.sim.catalog import GPUS, MODELS, GpuSpec, ModelSpec, Precision
@@ -66,6 +67,28 @@ def precision_of(served_name: str | None) -> Precision:
     if any(tag in text for tag in ("awq", "gptq", "int4", "w4a16")):
         return "int4"
     return "bf16"
+
+
+def bandwidth_from_vram_check(path: str | None) -> float | None:
+    """`bandwidth_gbps` of a saved `gputui vram-check --json` (UsageError if unreadable)."""
+    if path is None:
+        return None
+    import orjson
+
+    from gputui.errors import UsageError
+
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise UsageError(f"--vram-check: cannot read {path}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError:
+        raise UsageError(
+            f"--vram-check: {path} is not JSON (use `gputui vram-check --json`)"
+        ) from None
+    value = data.get("bandwidth_gbps") if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise UsageError(f"--vram-check: {path} has no measured bandwidth_gbps")
+    return float(value)
 
 
 def roofline_use(
