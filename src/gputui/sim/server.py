@@ -10,8 +10,10 @@ cancelled and its profile work is released.
 
 Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
 `POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`
-and `POST /sim/reset` (see `truth.py`; the stats carry the fault tally under `faults`). Errors are
-OpenAI-style JSON (400, 404, 405, 500).
+and `POST /sim/reset` (see `truth.py`; the stats carry the fault tally under `faults`),
+`GET /sim/requests` (the gpu profile's own per-request queue/prefill/decode record, `latency.py`).
+Errors are OpenAI-style JSON (400, 404, 405, 500). With a `NetworkDelay` every connection's
+transport is wrapped so that all its responses leave late (`netdelay.py`).
 
 Faults (see `faults.py`): every valid completion request draws one from the server's
 `FaultInjector`, in the order requests are handled; an HTTP fault is answered here, a mid-stream
