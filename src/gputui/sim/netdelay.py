@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,9 @@ class DelayedTransport(asyncio.Transport):
         self._rng = rng
         self._last_at = 0.0
         self._closing = False
+        self._queue: deque[tuple[float, bytes | None]] = deque()
+        """(due, data) in write order; None = close. One timer drains it (ties keep order)."""
+        self._timer: asyncio.TimerHandle | None = None
 
     def _due(self) -> float:
         jitter = self._delay.jitter_ms
@@ -64,11 +68,25 @@ class DelayedTransport(asyncio.Transport):
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Write `data` after the delay."""
-        self._loop.call_at(self._due(), self._write_now, bytes(data))
+        self._push(self._due(), bytes(data))
 
-    def _write_now(self, data: bytes) -> None:
-        if not self._inner.is_closing():
-            self._inner.write(data)
+    def _push(self, due: float, data: bytes | None) -> None:
+        self._queue.append((due, data))
+        if self._timer is None:
+            self._timer = self._loop.call_at(self._queue[0][0], self._drain)
+
+    def _drain(self) -> None:
+        self._timer = None
+        now = self._loop.time()
+        queue = self._queue
+        while queue and queue[0][0] <= now:
+            _, data = queue.popleft()
+            if data is None:
+                self._inner.close()
+            elif not self._inner.is_closing():
+                self._inner.write(data)
+        if queue:
+            self._timer = self._loop.call_at(queue[0][0], self._drain)
 
     def writelines(self, list_of_data: Any) -> None:
         """Write each item after the delay."""
@@ -77,7 +95,7 @@ class DelayedTransport(asyncio.Transport):
     def close(self) -> None:
         """Close once every earlier write has gone out."""
         self._closing = True
-        self._loop.call_at(max(self._last_at, self._loop.time()), self._inner.close)
+        self._push(max(self._last_at, self._loop.time()), None)
 
     def is_closing(self) -> bool:
         """True once `close` was called or the socket went away."""
@@ -86,6 +104,10 @@ class DelayedTransport(asyncio.Transport):
     def abort(self) -> None:
         """Drop the connection now (a crash does not wait for the network)."""
         self._closing = True
+        self._queue.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._inner.abort()
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
