@@ -125,13 +125,14 @@ def test_breakdown_sums_to_the_clients_ttft_over_a_sweep(a100: SimProcess, tmp_p
 
 
 def test_a_far_client_is_network_bound(tmp_path: Path) -> None:
-    with start_background(A100, network=NetworkDelay(40.0, 2.0)) as sim:
+    with start_background(A100, network=NetworkDelay(40.0, 5.0)) as sim:
         out = tmp_path / "far.json"
         stdout = gputui_run(
             sim.url, out, "--concurrency", "1", "--step-seconds", "4",
             "--warmup-seconds", "1", "--input-tokens", "64", "--output-tokens", "16",
         )  # fmt: skip
     (step,) = _steps(out)
+    assert step.requests_failed == 0 and step.requests_ok >= 5  # jitter never garbles a stream
     b = step.ttft_breakdown
     assert b is not None
     assert b["network_s"] == pytest.approx(0.040, abs=0.004)
