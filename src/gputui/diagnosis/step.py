@@ -14,7 +14,8 @@ ITL at the first token and the rest at the request's end, so the histograms are 
 windows, the step's shifted by the step's mean TTFT and by its mean E2E: the server then counts
 about the requests the client measured. A window starts no earlier than the last first token (or
 end) of the requests sent before the step's measurement began (at most half-way in), so the
-transition's queue does not count as the step's. `attach(snapshot)` writes the kept diagnoses into
+transition's queue does not count as the step's, and ends before the first of the next level's
+requests got there. `attach(snapshot)` writes the kept diagnoses into
 the snapshot's steps, and the knee's (`knee_explanation`) into `knee.explanation`.
 """
 
@@ -245,15 +246,20 @@ class StepDiagnoser:
             return timed
         # Requests sent before the window (warm-up, earlier steps) that the server was still
         # serving after the shifted start would count as this step's: start after their last.
+        # Requests sent after it (the next level) that already got there would too: end before
+        # their first (every one that finished by now is in `records`).
         earlier = [r for r in records if r.sent_ns < lo and r.step_index <= result.index]
+        later = [r for r in records if r.sent_ns >= hi]
         last_first = max((r.first_token_ns or 0 for r in earlier), default=0)
         last_end = max((r.end_ns for r in earlier), default=0)
         ttft_shift = round((result.ttft_s.mean or 0.0) * 1e9)
         e2e_shift = round((result.e2e_s.mean or 0.0) * 1e9)
-        first = self._recorder.between(
-            _start(lo + ttft_shift, last_first, hi - lo), hi + ttft_shift
-        )
-        finish = self._recorder.between(_start(lo + e2e_shift, last_end, hi - lo), hi + e2e_shift)
+        first_lo = _start(lo + ttft_shift, last_first, hi - lo)
+        first_hi = _end(first_lo, hi + ttft_shift, [r.first_token_ns for r in later])
+        end_lo = _start(lo + e2e_shift, last_end, hi - lo)
+        end_hi = _end(end_lo, hi + e2e_shift, [r.end_ns for r in later])
+        first = self._recorder.between(first_lo, first_hi)
+        finish = self._recorder.between(end_lo, end_hi)
         origin = self._session.started_ns if self._session is not None else 0
         return server_latency_from_histograms(first, finish, origin)
 
@@ -301,6 +307,12 @@ def _kv_room(server: dict[str, Any], roofline: dict[str, Any] | None) -> float |
 def _start(shifted_ns: int, last_earlier_ns: int, span_ns: int) -> int:
     """The later of the shifted start and the earlier requests' last event, at most mid-window."""
     return max(shifted_ns, min(last_earlier_ns, shifted_ns + span_ns // 2))
+
+
+def _end(start_ns: int, shifted_ns: int, later_ns: Sequence[int | None]) -> int:
+    """The shifted end, or the later requests' first event before it (if after the start)."""
+    seen = [t for t in later_ns if t is not None and start_ns < t < shifted_ns]
+    return min(seen, default=shifted_ns)
 
 
 def _latency_mean(latency: dict[str, Any] | None, key: str) -> float | None:
