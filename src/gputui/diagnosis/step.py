@@ -14,8 +14,9 @@ ITL at the first token and the rest at the request's end, so the histograms are 
 windows, the step's shifted by the step's mean TTFT and by its mean E2E: the server then counts
 about the requests the client measured. A window starts no earlier than the last first token (or
 end) of the requests sent before the step's measurement began (at most half-way in), so the
-transition's queue does not count as the step's, and ends before the first of the next level's
-requests got there. `attach(snapshot)` writes the kept diagnoses into
+transition's queue does not count as the step's, and, when a next step follows, ends before its
+requests could have got there (the quickest measured TTFT or E2E after the step's end, less the
+round trip). `attach(snapshot)` writes the kept diagnoses into
 the snapshot's steps, and the knee's (`knee_explanation`) into `knee.explanation`.
 """
 
@@ -157,7 +158,13 @@ class StepDiagnoser:
         with self._lock:
             frames = list(self._frames)
         client = client_window(frames, records, lo, hi)
-        latency = self._server_latency(result, session.all_records(), lo, hi)
+        latency = self._server_latency(
+            result,
+            session.all_records(),
+            (lo, hi),
+            rtt_ns=round((rtt_mean or 0.0) * 1e9),
+            next_step=any(s.index > result.index for s in specs),
+        )
         queue = _latency_mean(latency, "queue_s")
         prefill = _latency_mean(latency, "prefill_s")
         if latency is not None and latency["source"] == "timings":
@@ -238,28 +245,51 @@ class StepDiagnoser:
         return snapshot.model_copy(update=update)
 
     def _server_latency(
-        self, result: StepResult, records: Sequence[RequestRecord], lo: int, hi: int
+        self,
+        result: StepResult,
+        records: Sequence[RequestRecord],
+        window: tuple[int, int],
+        *,
+        rtt_ns: int,
+        next_step: bool,
     ) -> dict[str, Any] | None:
+        lo, hi = window
         mine = [r for r in records if r.step_index == result.index]
         timed = server_latency_from_timings([r for r in mine if r.sent_ns >= lo])
         if timed is not None or self._recorder is None:
             return timed
         # Requests sent before the window (warm-up, earlier steps) that the server was still
         # serving after the shifted start would count as this step's: start after their last.
-        # Requests sent after it (the next level) that already got there would too: end before
-        # their first (every one that finished by now is in `records`).
+        # Requests of a next step, sent from `hi` on, would too once they got there: end before
+        # the earliest they could (the quickest measured TTFT or E2E less the round trip, or
+        # the first of them seen), when there is a next step.
         earlier = [r for r in records if r.sent_ns < lo and r.step_index <= result.index]
         later = [r for r in records if r.sent_ns >= hi]
+        measured = [r for r in records if r.step_index == result.index and r.ok and r.sent_ns >= lo]
         last_first = max((r.first_token_ns or 0 for r in earlier), default=0)
         last_end = max((r.end_ns for r in earlier), default=0)
         ttft_shift = round((result.ttft_s.mean or 0.0) * 1e9)
         e2e_shift = round((result.e2e_s.mean or 0.0) * 1e9)
+        first_cap, end_cap = hi + ttft_shift, hi + e2e_shift
+        if measured and next_step:
+            quickest = min(f - r.sent_ns for r in measured if (f := r.first_token_ns) is not None)
+            first_cap = min(first_cap, hi + max(quickest - rtt_ns, 0))
+            end_cap = min(
+                end_cap, hi + max(min(r.end_ns - r.sent_ns for r in measured) - rtt_ns, 0)
+            )
         first_lo = _start(lo + ttft_shift, last_first, hi - lo)
-        first_hi = _end(first_lo, hi + ttft_shift, [r.first_token_ns for r in later])
+        first_hi = _end(first_lo, first_cap, [r.first_token_ns for r in later])
         end_lo = _start(lo + e2e_shift, last_end, hi - lo)
-        end_hi = _end(end_lo, hi + e2e_shift, [r.end_ns for r in later])
-        first = self._recorder.between(first_lo, first_hi)
-        finish = self._recorder.between(end_lo, end_hi)
+        end_hi = _end(end_lo, end_cap, [r.end_ns for r in later])
+        first = self._recorder.between(
+            first_lo,
+            first_hi,
+            inner_lo=first_lo > lo + ttft_shift,
+            inner_hi=first_hi < hi + ttft_shift,
+        )
+        finish = self._recorder.between(
+            end_lo, end_hi, inner_lo=end_lo > lo + e2e_shift, inner_hi=end_hi < hi + e2e_shift
+        )
         origin = self._session.started_ns if self._session is not None else 0
         return server_latency_from_histograms(first, finish, origin)
 

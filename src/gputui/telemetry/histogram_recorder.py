@@ -5,7 +5,9 @@ Contract: `HistogramRecorder(url)` scrapes `/metrics` in its own daemon thread e
 between sending and receiving on `perf_counter_ns` (the steps' clock). `between(lo_ns, hi_ns)`
 returns the histograms' change over the window, cut at the last scrape at or before `lo_ns` and
 the first at or after `hi_ns` (if there is none yet, it scrapes once more, now), with the times it
-was really cut at: a window edge is off by at most `interval_s / 2` plus one scrape. A failing
+was really cut at: a window edge is off by at most `interval_s` plus one scrape. An edge marked
+`inner_lo`/`inner_hi` is a hard one (other requests are seen beyond it): it is cut at the scrape
+just inside it instead, when that leaves a window. A failing
 scrape is counted (`failures`, `last_error`) and the next tick tries again; a server without
 latency histograms (llama.cpp, Triton) gives empty windows, never an error.
 """
@@ -106,7 +108,9 @@ class HistogramRecorder:
             self.backend = backend
             self._scrapes.append((t_ns, histograms))
 
-    def between(self, lo_ns: int, hi_ns: int) -> HistogramWindow | None:
+    def between(
+        self, lo_ns: int, hi_ns: int, *, inner_lo: bool = False, inner_hi: bool = False
+    ) -> HistogramWindow | None:
         """The change over [lo_ns, hi_ns], cut at the nearest scrapes outside it (None: unknown)."""
         with self._lock:
             latest = self._scrapes[-1][0] if self._scrapes else None
@@ -120,6 +124,11 @@ class HistogramRecorder:
         times = [t for t, _ in scrapes]
         i = max(bisect_right(times, lo_ns) - 1, 0)
         j = min(bisect_left(times, hi_ns), len(scrapes) - 1)
+        # A hard edge (other requests are seen beyond it) is cut at the scrape inside it instead.
+        if inner_lo and bisect_left(times, lo_ns) < j:
+            i = bisect_left(times, lo_ns)
+        if inner_hi and bisect_right(times, hi_ns) - 1 > i:
+            j = bisect_right(times, hi_ns) - 1
         if j <= i:
             return None
         (t0, before), (t1, after) = scrapes[i], scrapes[j]
