@@ -6,8 +6,8 @@ diagnosed step (None for a snapshot saved before issue 18: then nothing is shown
 `diagnosis_rows(cmp)` gives the "bound by" slice of the table (verdict, the level it is read at,
 TTFT and its network/queue/prefill/client parts, decode bandwidth and prefill compute use), or
 None when no snapshot was diagnosed, so older comparisons render byte for byte as before.
-`breakdown_chart(name, snapshot)` draws one run's TTFT breakdown per step as stacked bars (inline
-SVG, deterministic) for the HTML report.
+`breakdown_chart(name, snapshot)` draws one run's TTFT breakdown per step as stacked bars, a black
+mark at the client's mean TTFT (inline SVG, deterministic) for the HTML report.
 """
 
 from __future__ import annotations
@@ -119,6 +119,14 @@ def breakdown_chart(name: str, snapshot: Snapshot) -> str | None:
             out.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{slot * 0.6:.1f}" height="{height:.1f}" '
                 f'fill="{colour}"><title>{label} {value * 1e3:.1f} ms</title></rect>'
+            )
+        ttft = float(b.get("ttft_s") or 0.0)
+        if ttft > 0:  # the client's mean TTFT: parts that overshoot it show above this mark
+            mark = _PAD_T + plot_h - ttft / top * plot_h
+            out.append(
+                f'<line x1="{x - 4:.1f}" y1="{mark:.1f}" x2="{x + slot * 0.6 + 4:.1f}" '
+                f'y2="{mark:.1f}" stroke="#000" stroke-width="2">'
+                f"<title>client TTFT {ttft * 1e3:.1f} ms</title></line>"
             )
         verdict = (step.bottleneck or {}).get("verdict", "")
         cx = x + slot * 0.3
