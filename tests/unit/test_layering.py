@@ -157,3 +157,15 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "a.x": set()}
     assert _find_cycle(graph) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"a.x"}, "a.x": set()}) is None
+
+
+def test_the_catalog_sits_below_everything() -> None:
+    catalog = [m for m in CORE_MODULES if m.startswith("gputui.catalog")]
+    assert {"gputui.catalog.specs", "gputui.catalog.memory"} <= set(catalog)
+    outside = [
+        f"{module}: {name}"
+        for module in catalog
+        for name in _imported_names(_source(module))
+        if name.startswith("gputui") and not name.startswith("gputui.catalog")
+    ]
+    assert outside == []
