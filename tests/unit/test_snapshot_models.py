@@ -24,6 +24,7 @@ from gputui.snapshot.models import (
 from tests.support.records import ns, rec
 
 STATS_KEYS = {"mean", "p50", "p90", "p95", "p99", "n"}
+STATS_KEYS |= {"p50_ci", "p95_ci", "p99_ci"}  # added in v1 (optional): issue 16
 STEP_KEYS = {
     "index",
     "mode",
@@ -47,6 +48,15 @@ STEP_KEYS = {
     "incomplete",
     "output_tokens_from_usage",
     "short_outputs",
+}
+STEP_KEYS |= {  # added in v1 (optional): intervals and the three-way verdict, issue 16
+    "output_tokens_per_s_ci",
+    "requests_per_s_ci",
+    "rate_ci_batches",
+    "error_rate_ci",
+    "goodput_share",
+    "goodput_share_ci",
+    "sla_verdict",
 }
 
 

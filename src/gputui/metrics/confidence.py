@@ -37,6 +37,8 @@ IntArray = npt.NDArray[np.int64]
 
 Interval = tuple[float | None, float | None]
 """[lo, hi]; None marks an open end (-inf below, +inf above)."""
+Bounds = tuple[float, float]
+"""An interval with two finite ends (rates and proportions always have them)."""
 
 CONFIDENCE: Final = 0.95
 Z95: Final = 1.959963984540054
@@ -194,7 +196,7 @@ def min_n_two_sided(q: float) -> int:
     return n
 
 
-def wilson_ci(successes: int, trials: int) -> Interval | None:
+def wilson_ci(successes: int, trials: int) -> Bounds | None:
     """Wilson score 95 % interval for a proportion; None when there were no trials."""
     if trials <= 0:
         return None
@@ -227,7 +229,7 @@ def batch_count(
     return int(min(max(math.floor(duration_s / lifetime_s), min_batches), max_batches))
 
 
-def batch_means_ci(batch_rates: npt.ArrayLike) -> Interval | None:
+def batch_means_ci(batch_rates: npt.ArrayLike) -> Bounds | None:
     """Student-t 95 % interval for the mean of per-batch rates; None with fewer than 2 batches."""
     rates = np.asarray(batch_rates, dtype=np.float64)
     k = int(rates.size)
