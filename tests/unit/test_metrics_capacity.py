@@ -10,6 +10,7 @@ from gputui.metrics.capacity import (
     qualified_capacity,
     sla_violations,
 )
+from gputui.metrics.confidence import wilson_ci
 from gputui.metrics.sla import Sla, step_meets_sla
 from gputui.metrics.step import StepResult
 from gputui.snapshot.models import step_from_result
@@ -38,6 +39,11 @@ def test_highest_passing_level_with_its_numbers() -> None:
         ttft_p95_s=0.9,
         tpot_p95_s=0.02,
         error_rate=0.0,
+        error_rate_ci=wilson_ci(0, 1000),
+        below_level=8.0,
+        below_verdict="pass",
+        above_level=32.0,
+        above_verdict="fail",
     )
     assert result.reason == (
         "concurrency 16 is the highest level that met every SLA bound;"
@@ -148,14 +154,45 @@ def test_no_bounds_is_peak_not_interactive_capacity() -> None:
 
 def test_error_rate_is_carried_and_bounded() -> None:
     steps = [
-        make_step(1, requests_ok=99, requests_failed=1, output_tokens_per_s=100.0),
+        make_step(1, requests_ok=999, requests_failed=1, output_tokens_per_s=100.0),
         make_step(2, requests_ok=97, requests_failed=3, output_tokens_per_s=200.0),
     ]
     result = qualified_capacity(steps, SLA)
     assert result.capacity is not None
     assert result.capacity.level == 1
-    assert result.capacity.error_rate == pytest.approx(0.01)
+    assert result.capacity.error_rate == pytest.approx(0.001)
+    # Wilson: 1 in 1,000 is 0.02-0.56 %, within 1 %; 3 in 100 is 1.0-8.5 %, over it.
+    assert result.capacity.error_rate_ci == pytest.approx((0.000177, 0.005642), abs=1e-6)
     assert "(concurrency 2: error rate 3.0 % > 1.0 %)" in result.reason
+
+
+def test_an_error_rate_on_the_bound_is_inconclusive_not_a_pass() -> None:
+    # 1 failure in 100 meets "<= 1 %" as a point estimate, but the interval reaches 5.4 %.
+    steps = [
+        make_step(1, requests_ok=1000, output_tokens_per_s=100.0),
+        make_step(2, requests_ok=99, requests_failed=1, output_tokens_per_s=200.0),
+    ]
+    assert steps[1].error_rate == pytest.approx(0.01)
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 1
+    assert (result.capacity.above_level, result.capacity.above_verdict) == (2.0, "inconclusive")
+    assert (
+        "the next level was inconclusive (concurrency 2 inconclusive: error rate 95 % CI"
+        " 0.2-5.4 % straddles 1 % (1/100))" in result.reason
+    )
+
+
+def test_a_handful_of_samples_never_qualifies() -> None:
+    # Latencies far under the bounds, but P95 over 20 requests has an open upper end.
+    steps = [step_from_result(s) for s in sweep([0.3, 0.3], (1, 2))]
+    few = [s.model_copy(update={"ttft_s": s.ttft_s.model_copy(update={"n": 20})}) for s in steps]
+    result = qualified_capacity(few, Sla(ttft_p95_s=1.0))
+    assert result.capacity is None
+    assert result.reason == (
+        "no step met the SLA (lowest level concurrency 1 inconclusive: P95 TTFT rests on 20"
+        " samples (an interval needs 59))"
+    )
 
 
 def test_snapshot_steps_can_be_rejudged() -> None:

@@ -240,6 +240,16 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "ttft_p95_s": 0.4,
         "tpot_p95_s": 0.02,
         "error_rate": 0.0,
+        # added in v1 (optional): intervals and bracketing levels, issue 16
+        "output_tokens_per_s_ci": None,
+        "requests_per_s_ci": None,
+        "ttft_p95_ci": None,
+        "tpot_p95_ci": None,
+        "error_rate_ci": None,
+        "below_level": None,
+        "below_verdict": None,
+        "above_level": None,
+        "above_verdict": None,
     }
     assert data["bursts"] == [{"peak_rate_per_s": 10.0, "recovered_s": 12.5}]
     assert Snapshot.model_validate(data) == snap

@@ -92,9 +92,11 @@ def _seconds(value: float) -> str:
 
 def _interval_text(interval: Interval) -> str:
     lo, hi = interval
-    low = "-inf" if lo is None else _seconds(lo)
-    high = "open" if hi is None else _seconds(hi)
-    return f"{low} to {high}"
+    if hi is None:
+        return "unbounded" if lo is None else f">= {_seconds(lo)} (open above)"
+    if lo is None:
+        return f"<= {_seconds(hi)} (open below)"
+    return f"{_seconds(lo)}-{_seconds(hi)}"
 
 
 def _latency(name: str, stats: HasP95Interval, bound: float, required: bool) -> Judgement:
@@ -115,11 +117,12 @@ def _latency(name: str, stats: HasP95Interval, bound: float, required: bool) -> 
     verdict = bound_verdict(ci, bound)
     if verdict == "pass":
         return Judgement("pass")
+    if verdict == "inconclusive" and ci[1] is None:
+        text = f"{label} has no upper bound on {stats.n} samples (needs {_P95_MIN_N})"
+        return Judgement(verdict, (f"{text}; 95 % CI {_interval_text(ci)}",))
     where = "over" if verdict == "fail" else "straddles"
-    return Judgement(
-        verdict,
-        (f"{label} 95 % CI {_interval_text(ci)} {where} {_seconds(bound)} (n={stats.n})",),
-    )
+    text = f"{label} 95 % CI {_interval_text(ci)} {where} {_seconds(bound)} (n={stats.n})"
+    return Judgement(verdict, (text,))
 
 
 def _error_rate(ok: int, failed: int, bound: float) -> Judgement:

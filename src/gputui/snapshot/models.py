@@ -263,6 +263,17 @@ class CapacityModel(_Model):
     ttft_p95_s: float | None = None
     tpot_p95_s: float | None = None
     error_rate: float | None = None
+    output_tokens_per_s_ci: CiInterval | None = None
+    """95 % interval of the qualified throughput (issue 16; absent in older files)."""
+    requests_per_s_ci: CiInterval | None = None
+    ttft_p95_ci: CiInterval | None = None
+    tpot_p95_ci: CiInterval | None = None
+    error_rate_ci: CiInterval | None = None
+    below_level: float | None = None
+    """The next lower tested level and its SLA verdict; the capacity lies in [level, above)."""
+    below_verdict: str | None = None
+    above_level: float | None = None
+    above_verdict: str | None = None
 
     @classmethod
     def from_capacity(cls, capacity: Capacity) -> CapacityModel:
@@ -275,6 +286,15 @@ class CapacityModel(_Model):
             ttft_p95_s=capacity.ttft_p95_s,
             tpot_p95_s=capacity.tpot_p95_s,
             error_rate=capacity.error_rate,
+            output_tokens_per_s_ci=capacity.output_tokens_per_s_ci,
+            requests_per_s_ci=capacity.requests_per_s_ci,
+            ttft_p95_ci=capacity.ttft_p95_ci,
+            tpot_p95_ci=capacity.tpot_p95_ci,
+            error_rate_ci=capacity.error_rate_ci,
+            below_level=capacity.below_level,
+            below_verdict=capacity.below_verdict,
+            above_level=capacity.above_level,
+            above_verdict=capacity.above_verdict,
         )
 
 
