@@ -270,3 +270,34 @@ def relative_half_width(value: float | None, interval: Interval | None) -> float
     if lo is None or hi is None or value == 0:
         return math.inf
     return (hi - lo) / 2.0 / abs(value)
+
+
+def difference_ci(
+    a: float | None, a_ci: Interval | None, b: float | None, b_ci: Interval | None
+) -> Bounds | None:
+    """Approximate 95 % interval of b - a from the two estimates' own 95 % intervals.
+
+    Each side combines the matching half-widths in quadrature (independent estimates, each
+    roughly normal): the lower end uses b's lower and a's upper half-width, and vice versa, so
+    the asymmetric order-statistic intervals keep their shape. None when either interval is
+    unknown or open.
+    """
+    if a is None or b is None or a_ci is None or b_ci is None:
+        return None
+    (a_lo, a_hi), (b_lo, b_hi) = a_ci, b_ci
+    if a_lo is None or a_hi is None or b_lo is None or b_hi is None:
+        return None
+    d = b - a
+    below = math.hypot(b - b_lo, a_hi - a)
+    above = math.hypot(b_hi - b, a - a_lo)
+    return d - below, d + above
+
+
+def significant(
+    a: float | None, a_ci: Interval | None, b: float | None, b_ci: Interval | None
+) -> bool | None:
+    """Whether b differs from a beyond the uncertainty (0 outside `difference_ci`); None unknown."""
+    diff = difference_ci(a, a_ci, b, b_ci)
+    if diff is None:
+        return None
+    return not diff[0] <= 0.0 <= diff[1]
