@@ -20,6 +20,7 @@ from gputui.metrics.confidence import (
     batch_count,
     batch_means_ci,
     batch_rates,
+    counting_half_width,
     min_n_two_sided,
     quantile_ci,
     quantile_ranks,
@@ -150,6 +151,12 @@ def test_batch_means_against_hand_values() -> None:
     assert hi == pytest.approx(12 + 4.3027 * 2 / math.sqrt(3), abs=1e-9)
     assert batch_means_ci([5.0]) is None
     assert batch_means_ci([3.0, 3.0, 3.0, 3.0]) == (3.0, 3.0)
+    # Lock-step waves: equal slices, yet a Poisson count of 64 in 10 s is +-1.57/s.
+    floor = counting_half_width(64, 10.0)
+    assert floor == pytest.approx(1.959964 * 8 / 10, abs=1e-6)
+    lo, hi = batch_means_ci([6.4] * 4, floor) or (0.0, 0.0)
+    assert lo == pytest.approx(6.4 - floor)
+    assert hi == pytest.approx(6.4 + floor)
     # Never below zero: a rate cannot be negative.
     assert batch_means_ci([0.0, 10.0])[0] == 0.0  # type: ignore[index]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gputui.engine.records import RequestRecord
-from gputui.metrics.confidence import quantile_ci, wilson_ci
+from gputui.metrics.confidence import counting_half_width, quantile_ci, wilson_ci
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.verdict import judge_step, step_verdict
@@ -106,8 +106,9 @@ def test_intervals_on_the_step_aggregate() -> None:
     lo, hi = step.requests_per_s_ci or (0.0, 0.0)
     assert lo <= step.requests_per_s <= hi
     assert step.rate_ci_batches is not None and 3 <= step.rate_ci_batches <= 20
-    # Steady arrivals (one every 100 ms): the rate is known to within a few percent.
-    assert (hi - lo) / 2 / step.requests_per_s < 0.05
+    # Steady arrivals (one every 100 ms): the slices agree, so the Poisson counting floor sets the
+    # width: 1.96 sqrt(300) / 30.3 s = +-1.12 req/s.
+    assert (hi - lo) / 2 == pytest.approx(counting_half_width(300, step.duration_s), rel=0.01)
     assert step.error_rate_ci == wilson_ci(0, 300)
     assert step.goodput_share == 1.0
     assert step.goodput_share_ci == wilson_ci(300, 300)

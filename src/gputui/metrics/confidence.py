@@ -15,7 +15,8 @@ Contract:
 - Rates: batch means. The window is cut into k equal time slices; the slice rates are treated as
   independent samples of the rate and give a Student-t interval around their mean (which is the
   window's rate). Slices should be at least one request lifetime long (`batch_count`), or waves
-  of completions make neighbouring slices correlated.
+  of completions make neighbouring slices correlated. The interval is never narrower than a
+  Poisson count's (`counting_half_width`).
 - Proportions (error rate, goodput share): the Wilson score interval, which stays inside [0, 1]
   and is sensible at 0 or n successes, unlike the normal (Wald) interval.
 
@@ -229,15 +230,29 @@ def batch_count(
     return int(min(max(math.floor(duration_s / lifetime_s), min_batches), max_batches))
 
 
-def batch_means_ci(batch_rates: npt.ArrayLike) -> Bounds | None:
-    """Student-t 95 % interval for the mean of per-batch rates; None with fewer than 2 batches."""
+def batch_means_ci(batch_rates: npt.ArrayLike, min_half_width: float = 0.0) -> Bounds | None:
+    """Student-t 95 % interval for the mean of per-batch rates; None with fewer than 2 batches.
+
+    `min_half_width` floors the half-width (see `counting_half_width`).
+    """
     rates = np.asarray(batch_rates, dtype=np.float64)
     k = int(rates.size)
     if k < 2:
         return None
     mean = float(rates.mean())
-    half = t975(k - 1) * float(rates.std(ddof=1)) / math.sqrt(k)
+    half = max(t975(k - 1) * float(rates.std(ddof=1)) / math.sqrt(k), min_half_width)
     return max(0.0, mean - half), mean + half
+
+
+def counting_half_width(count: float, duration_s: float) -> float:
+    """Half-width of a Poisson count's 95 % interval, as a rate: z sqrt(count) / duration.
+
+    The floor of a rate interval: when requests run in lock-step waves, every slice can hold the
+    same count (batch variance 0) while one wave on the window's edge still moves the total.
+    """
+    if not duration_s > 0 or count <= 0:
+        return 0.0
+    return Z95 * math.sqrt(count) / duration_s
 
 
 def batch_rates(

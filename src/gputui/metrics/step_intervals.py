@@ -6,7 +6,7 @@ Contract of `rate_and_share_intervals(cols, ...)`, on the same selections `metri
   without events counts its tokens at its end), so the slices' mean is exactly the step's
   `output_tokens_per_s`.
 - `requests_per_s_ci`: batch means of the ok requests that ended in each slice (mean =
-  `requests_per_s`).
+  `requests_per_s`). Both are floored by the Poisson counting interval of their totals.
 - `batches`: one slice per request lifetime (median E2E of the measured ok requests), between 3
   and 20 (`confidence.batch_count`).
 - `error_rate_ci` and `goodput_share_ci`: Wilson intervals of failed and of good requests (ok and
@@ -26,6 +26,7 @@ from gputui.metrics.confidence import (
     batch_count,
     batch_means_ci,
     batch_rates,
+    counting_half_width,
     wilson_ci,
 )
 from gputui.metrics.request_metrics import RecordColumns, event_weights
@@ -74,9 +75,13 @@ def rate_and_share_intervals(
     )
     tokens = batch_rates(times, weights, lo_ns, hi_ns, k)
     requests = batch_rates(cols.end_ns[cols.ok], None, lo_ns, hi_ns, k)
+    duration_s = (hi_ns - lo_ns) * 1e-9
+    # The slices' mean rate times the window is the window's count.
+    token_floor = counting_half_width(float(tokens.mean()) * duration_s, duration_s)
+    request_floor = counting_half_width(float(requests.mean()) * duration_s, duration_s)
     return StepIntervals(
-        output_tokens_per_s_ci=batch_means_ci(tokens),
-        requests_per_s_ci=batch_means_ci(requests),
+        output_tokens_per_s_ci=batch_means_ci(tokens, token_floor),
+        requests_per_s_ci=batch_means_ci(requests, request_floor),
         batches=k,
         error_rate_ci=error_ci,
         goodput_share=share,
