@@ -11,9 +11,11 @@ Contract of `judge_step(step, sla)`:
 - The step's verdict combines every bound: "fail" if any bound fails, else "inconclusive" if any
   is, else "pass". No ok request: "fail". An absent P95 TPOT (every output had one token) passes;
   an absent P95 TTFT fails a TTFT bound (as `sla.step_meets_sla`).
-- Steps saved before intervals existed (`p95_ci` None with samples) are judged on the point
-  estimate, except that a pass resting on fewer samples than a two-sided interval needs is
-  inconclusive: a step never passes on a handful of samples.
+- Every step `aggregate_step` builds carries its intervals, so it never passes on a handful of
+  samples. A step without them (saved before issue 16, or built by hand: a TTFT or TPOT summary
+  with samples but no `p95_ci`) carries no uncertainty and is judged wholly on its point
+  estimates, as when it was saved: "pass" or "fail" as `sla.step_meets_sla`, never
+  "inconclusive", so old files keep their capacity.
 - Whenever the verdict is decisive it agrees with `step_meets_sla` (the point estimate lies inside
   its interval), so readers of `sla_ok` and of the verdict never contradict each other on a pass
   or a fail; they differ only where `sla_verdict` says "inconclusive".
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from gputui.metrics.confidence import Interval, min_n_two_sided, wilson_ci
-from gputui.metrics.sla import Sla
+from gputui.metrics.sla import Sla, step_meets_sla
 
 Verdict = Literal["pass", "fail", "inconclusive"]
 
@@ -106,13 +108,9 @@ def _latency(name: str, stats: HasP95Interval, bound: float, required: bool) -> 
         return Judgement("pass")
     label = f"P95 {name}"
     ci = stats.p95_ci
-    if ci is None:
+    if ci is None:  # not reached for steps with intervals (legacy steps: see judge_step)
         if stats.p95 > bound:
             return Judgement("fail", (f"{label} {_seconds(stats.p95)} > {_seconds(bound)}",))
-        if stats.n < _P95_MIN_N:
-            return Judgement(
-                "inconclusive", (f"{label} rests on {stats.n} samples (an interval needs 59)",)
-            )
         return Judgement("pass")
     verdict = bound_verdict(ci, bound)
     if verdict == "pass":
@@ -143,10 +141,19 @@ def _error_rate(ok: int, failed: int, bound: float) -> Judgement:
     return Judgement(verdict, (f"{text} {where} {bound * 100:g} % ({failed}/{total})",))
 
 
+def is_legacy(step: VerdictStep) -> bool:
+    """A step with latency samples but no intervals (saved before issue 16, or built by hand)."""
+    return any(s.n > 0 and s.p95_ci is None for s in (step.ttft_s, step.tpot_s))
+
+
 def judge_step(step: VerdictStep, sla: Sla) -> Judgement:
     """The step's three-way verdict against every bound of `sla` (contract above)."""
     if step.requests_ok <= 0:
         return Judgement("fail", ("no request succeeded",))
+    if is_legacy(step):
+        if step_meets_sla(step, sla):
+            return Judgement("pass")
+        return Judgement("fail", ("its point estimates break the SLA (no intervals recorded)",))
     parts: list[Judgement] = []
     if sla.ttft_p95_s is not None:
         parts.append(_latency("TTFT", step.ttft_s, sla.ttft_p95_s, required=True))
