@@ -13,6 +13,11 @@ chunk-size line, JSON prefix and suffix are built once per request; all token te
 length (" tok000" .. " tok999", one token each by the sim tokenizer), so per token the work is one
 3-part `bytes.join`, one `write` and one stamp.
 
+Styled streams (`stream_style.StreamStyle`: reasoning, tool calls, several tokens per event,
+speculative decoding) and `stream_options.continuous_usage_stats` take a slower path that builds
+each event's JSON; the events still follow vLLM's shape (`delta.reasoning` or
+`delta.reasoning_content`, `delta.tool_calls`, running `usage` on every event).
+
 Finish rules: the `max_tokens`-th token carries "length" and ends the response; `emit_tokens(...,
 finish_reason=r)` puts `r` on its last token and ends the response; `finish(r)` after tokens that
 carried no reason sends vLLM's empty-text chunk with `r` (what vLLM sends on EOS) and ends.
@@ -27,7 +32,11 @@ from typing import Any, Final
 
 import orjson
 
-from gputui.sim.truth import TruthRecorder
+from gputui.sim.stream_style import StreamStyle
+from gputui.sim.truth import RequestTruth, TruthRecorder
+
+PLAIN_STYLE: Final = StreamStyle()
+TOOL_NAME: Final = "sim_lookup"
 
 TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
 """The text of output token k is TOKEN_TEXTS[k % 1000]."""
@@ -139,7 +148,26 @@ class _SinkBase:
 class StreamSink(_SinkBase):
     """Server-sent events for `stream: true`."""
 
-    __slots__ = ("_arrival_ns", "_head", "_include_usage", "_last_ns", "_prefix", "_tail")
+    __slots__ = (
+        "_arrival_ns",
+        "_continuous",
+        "_events",
+        "_first_answer_ns",
+        "_first_ns",
+        "_first_reasoning_ns",
+        "_generated",
+        "_group",
+        "_head",
+        "_include_usage",
+        "_last_ns",
+        "_prefix",
+        "_reasoning_budget",
+        "_reasoning_sent",
+        "_style",
+        "_styled",
+        "_tail",
+        "_tool_named",
+    )
 
     def __init__(
         self,
@@ -155,6 +183,8 @@ class StreamSink(_SinkBase):
         arrival_ns: int,
         include_usage: bool,
         keep_alive: bool,
+        style: StreamStyle = PLAIN_STYLE,
+        continuous_usage: bool = False,
     ) -> None:
         super().__init__(
             transport,
@@ -169,6 +199,19 @@ class StreamSink(_SinkBase):
         self._arrival_ns = arrival_ns
         self._last_ns = 0
         self._include_usage = include_usage
+        self._style = style
+        self._continuous = continuous_usage and include_usage
+        self._styled = self._continuous or not style.plain
+        self._group = style.tokens_per_event
+        self._reasoning_budget = style.reasoning_tokens(max_tokens) if chat else 0
+        self._reasoning_sent = 0
+        self._generated = 0
+        """Tokens the profile has produced, sent or held for the next event."""
+        self._events = 0
+        self._first_ns: int | None = None
+        self._first_reasoning_ns: int | None = None
+        self._first_answer_ns: int | None = None
+        self._tool_named = False
         model_json = orjson.dumps(model)
         if chat:
             self._prefix = (
@@ -207,10 +250,22 @@ class StreamSink(_SinkBase):
         )
 
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,
     ) -> None:
-        """Write `count` token events, one write each (or all in one write: `one_write`)."""
+        """Write `count` token events, one write each (or all in one write: `one_write`).
+
+        A styled stream groups them instead (`tokens_per_event`), or sends all `count` as one event
+        (`one_event`: a speculative-decoding step).
+        """
         if self._closed:
+            return
+        if self._styled:
+            self._emit_styled(count, finish_reason, one_event=one_event)
             return
         pending: list[bytes] = []
         write = pending.append if one_write else self._transport.write
@@ -232,6 +287,7 @@ class StreamSink(_SinkBase):
             write(data)
             if k == 0:
                 truth.ttft_ns.append(now - self._arrival_ns)
+                self._first_ns = self._first_answer_ns = now
             else:
                 truth.itl_ns.append(now - self._last_ns)
             self._last_ns = now
@@ -245,9 +301,110 @@ class StreamSink(_SinkBase):
         if ended:
             self._end()
 
+    def _emit_styled(self, count: int, finish_reason: str | None, *, one_event: bool) -> None:
+        """Hold tokens until an event is due, then write it (see the module docstring)."""
+        generated = min(self._generated + count, self._max_tokens)
+        self._generated = generated
+        if generated >= self._max_tokens and finish_reason is None:
+            finish_reason = FINISH_LENGTH
+        held = generated - self._emitted
+        sizes: list[int] = []
+        if one_event or finish_reason is not None:
+            full, rest = divmod(held, self._group) if not one_event else (0, held)
+            sizes = [self._group] * full + ([rest] if rest else [])
+        else:
+            sizes = [self._group] * (held // self._group)
+        if not sizes:
+            return
+        parts: list[bytes] = []
+        if self._emitted == 0 and self.chat:
+            parts.append(self._role_chunk())
+        for i, size in enumerate(sizes):
+            last = i == len(sizes) - 1
+            parts.extend(self._events_of(size, finish_reason if last else None))
+        now = time.perf_counter_ns()
+        self._transport.write(b"".join(parts))
+        self._stamp(now, sum(sizes))
+        if finish_reason is not None:
+            self._end()
+
+    def _events_of(self, size: int, finish_reason: str | None) -> list[bytes]:
+        """`size` tokens as events, split where the reasoning ends (one event per kind)."""
+        out: list[bytes] = []
+        while size:
+            thinking = self._reasoning_budget - self._reasoning_sent
+            n = min(size, thinking) if thinking > 0 else size
+            size -= n
+            out.append(
+                self._event(n, reasoning=thinking > 0, finish=None if size else finish_reason)
+            )
+        return out
+
+    def _event(self, n: int, *, reasoning: bool, finish: str | None) -> bytes:
+        k = self._emitted
+        text = b"".join(TOKEN_TEXTS[(k + i) % 1000] for i in range(n)).decode()
+        self._emitted = k + n
+        self._events += 1
+        if reasoning:
+            self._reasoning_sent += n
+        obj: dict[str, Any] = {
+            "id": self._id,
+            "object": "chat.completion.chunk" if self.chat else "text_completion",
+            "created": self._created,
+            "model": self._model,
+        }
+        choice: dict[str, Any] = {"index": 0}
+        if not self.chat:
+            choice["text"] = text
+        elif reasoning:
+            choice["delta"] = {self._style.reasoning_field: text}
+        elif self._style.tool_calls:
+            call: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
+            if not self._tool_named:
+                self._tool_named = True
+                call = {
+                    "index": 0,
+                    "id": f"call_{self.request_id:08x}",
+                    "type": "function",
+                    "function": {"name": TOOL_NAME, "arguments": text},
+                }
+            choice["delta"] = {"tool_calls": [call]}
+        else:
+            choice["delta"] = {"content": text}
+        choice.update(logprobs=None, finish_reason=finish)
+        obj["choices"] = [choice]
+        obj["usage"] = _usage(self._prompt_tokens, self._emitted) if self._continuous else None
+        if self.chat and not self._continuous:
+            del obj["usage"]
+        # -1: "the write about to happen"; `_stamp` puts that write's time in.
+        if reasoning and self._first_reasoning_ns is None:
+            self._first_reasoning_ns = -1
+        elif not reasoning and self._first_answer_ns is None:
+            self._first_answer_ns = -1
+        return http_chunk(b"data: " + orjson.dumps(obj) + b"\n\n")
+
+    def _stamp(self, now: int, tokens: int) -> None:
+        """Truth for one write of `tokens` tokens: one gap for its first token, 0 for the rest."""
+        truth = self._truth
+        if self._first_ns is None:
+            self._first_ns = now
+            truth.ttft_ns.append(now - self._arrival_ns)
+        else:
+            truth.itl_ns.append(now - self._last_ns)
+        truth.itl_ns.extend([0] * (tokens - 1))
+        truth.tokens += tokens
+        self._last_ns = now
+        if self._first_reasoning_ns == -1:
+            self._first_reasoning_ns = now
+        if self._first_answer_ns == -1:
+            self._first_answer_ns = now
+
     def finish(self, finish_reason: str) -> None:
         """End the response; a reason not yet sent goes out on an empty-text chunk first."""
         if self._closed:
+            return
+        if self._styled and self._generated > self._emitted:
+            self._emit_styled(0, finish_reason, one_event=False)
             return
         if self._emitted == 0 and self.chat:
             self._transport.write(self._role_chunk())
@@ -263,6 +420,20 @@ class StreamSink(_SinkBase):
 
     def _end(self) -> None:
         end = _DONE_AND_END
+        styled = self._styled
+        self._truth.requests.append(
+            RequestTruth(
+                request_id=self.request_id,
+                arrival_ns=self._arrival_ns,
+                first_token_ns=self._first_ns,
+                first_reasoning_ns=self._first_reasoning_ns,
+                first_answer_ns=self._first_answer_ns,
+                last_token_ns=self._last_ns or None,
+                tokens=self._emitted,
+                reasoning_tokens=self._reasoning_sent,
+                events=self._events if styled else self._emitted,
+            )
+        )
         if self._include_usage:
             usage: dict[str, Any] = {
                 "id": self._id,
@@ -272,6 +443,10 @@ class StreamSink(_SinkBase):
                 "choices": [],
                 "usage": _usage(self._prompt_tokens, self._emitted),
             }
+            if self._reasoning_budget:
+                usage["usage"]["completion_tokens_details"] = {
+                    "reasoning_tokens": self._reasoning_sent
+                }
             end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
         self._transport.write(end)
         self._complete()
@@ -313,6 +488,7 @@ class BufferedSink(_SinkBase):
         finish_reason: str | None = None,
         *,
         one_write: bool = False,  # noqa: ARG002 (the whole response is one write anyway)
+        one_event: bool = False,  # noqa: ARG002 (idem)
     ) -> None:
         """Count `count` more tokens; the text is generated at the end."""
         if self._closed:
