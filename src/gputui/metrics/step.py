@@ -26,6 +26,12 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
 - `output_tokens_from_usage` is False when any ok record of the step counted chunks instead of
   reading a usage report; `short_outputs` counts measured ok requests that produced fewer tokens
   than asked.
+- Streams with thinking (reasoning models): `ttfat_s` summarizes the time to the first answer token
+  of the measured ok requests and `reasoning_share` is their thinking tokens / output tokens; both
+  are None when no measured ok request had thinking tokens. `reasoning_tokens` sums them.
+- `event_tokens_method`: how the tokens of each event were counted for ITL (engine.event_tokens:
+  continuous_usage, tokenizer, events), over the measured ok requests; several methods are joined
+  with "+"; None without any.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.request_metrics import (
@@ -96,6 +103,10 @@ class StepResult:
     incomplete: bool
     output_tokens_from_usage: bool
     short_outputs: int
+    ttfat_s: Summary | None = None
+    reasoning_share: float | None = None
+    reasoning_tokens: int = 0
+    event_tokens_method: str | None = None
 
     @property
     def error_rate(self) -> float | None:
@@ -166,5 +177,29 @@ def aggregate_step(
         output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
         short_outputs=int(short.sum()),
     )
+    result = _with_streams(
+        result, mine, measured_ok, samples.ttfat_s, cols.reasoning_tokens, cols.output_tokens
+    )
     # The verdict reads the finished summaries, so it is filled in last.
     return replace(result, sla_ok=step_meets_sla(result, sla))
+
+
+def _with_streams(
+    result: StepResult,
+    records: Sequence[RequestRecord],
+    measured_ok: npt.NDArray[np.bool_],
+    ttfat_s: npt.NDArray[np.float64],
+    reasoning_tokens: npt.NDArray[np.int64],
+    output_tokens: npt.NDArray[np.int64],
+) -> StepResult:
+    """TTFAT, reasoning share and the event-counting method of the measured ok requests."""
+    thinking = int(reasoning_tokens[measured_ok].sum())
+    output = int(output_tokens[measured_ok].sum())
+    methods = sorted({records[i].event_tokens_method for i in np.flatnonzero(measured_ok).tolist()})
+    return replace(
+        result,
+        event_tokens_method="+".join(methods) if methods else None,
+        reasoning_tokens=thinking,
+        ttfat_s=summarize(ttfat_s) if thinking else None,
+        reasoning_share=thinking / output if thinking and output else None,
+    )

@@ -33,7 +33,8 @@ import numpy.typing as npt
 from gputui.engine.records import RequestRecord
 from gputui.metrics.request_metrics import (
     e2e_aligned_s,
-    event_weights,
+    event_token_weights,
+    itl_counts,
     itl_s,
     record_columns,
     tpot_aligned_s,
@@ -120,15 +121,14 @@ def _chunk(records: list[RequestRecord]) -> _Chunk:
     records.sort(key=attrgetter("end_ns"))
     cols = record_columns(records)
     everything = np.ones(len(cols), dtype=np.bool_)
-    itl_counts = np.where(cols.ok, np.maximum(cols.n_events - 1, 0), 0)
     itl_offsets = np.zeros(len(cols) + 1, dtype=np.int64)
-    np.cumsum(itl_counts, out=itl_offsets[1:])
+    np.cumsum(itl_counts(cols), out=itl_offsets[1:])
     # Usage tokens of a record without token events arrive at its end, as in `tokens_arrived`.
     eventless = cols.n_events == 0
     stamps = np.concatenate((cols.stamps_ns, cols.end_ns[eventless]))
     weights = np.concatenate(
         (
-            np.repeat(event_weights(cols), cols.n_events),
+            event_token_weights(cols),
             cols.output_tokens[eventless].astype(np.float64),
         )
     )
