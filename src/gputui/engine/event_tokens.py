@@ -177,3 +177,27 @@ def reconcile(counts: Sequence[int], total: int | None) -> Counts:
         base[order] += 1
     result: Counts = (base + 1).astype(np.int32)
     return result
+
+
+CONTINUOUS_USAGE_BACKENDS: Final = frozenset({"vllm", "gputui-sim"})
+"""Servers known to honour `stream_options.continuous_usage_stats` (another may reject it)."""
+_TOKENIZE_DIALECTS: Final = {
+    "vllm": "vllm",
+    "sglang": "vllm",
+    "gputui-sim": "vllm",
+    "llamacpp": "llamacpp",
+}
+
+
+def stream_counting(backend: str | None, tokenizer: str | None = None) -> dict[str, Any]:
+    """`ClientConfig` fields for counting the tokens of each event against `backend`.
+
+    Continuous usage where the server honours it; a counter of event texts otherwise: the
+    server's /tokenize where it has one, else a local tokenizer.json when given, else none.
+    """
+    counter: EventCounterSpec | None = None
+    if backend in _TOKENIZE_DIALECTS:
+        counter = EventCounterSpec(kind="server", dialect=_TOKENIZE_DIALECTS[backend])
+    elif tokenizer:
+        counter = EventCounterSpec(kind="tokenizer", tokenizer_file=tokenizer)
+    return {"continuous_usage": backend in CONTINUOUS_USAGE_BACKENDS, "event_counter": counter}

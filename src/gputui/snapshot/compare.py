@@ -36,7 +36,14 @@ from gputui.snapshot.comparable import (
     workload_name,
 )
 from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
-from gputui.snapshot.models import KneeModel, SlaBounds, Snapshot, Step
+from gputui.snapshot.models import (
+    KneeModel,
+    SlaBounds,
+    Snapshot,
+    Step,
+    step_reasoning_share,
+    step_ttfat,
+)
 from gputui.snapshot.store import load_snapshot
 
 __all__ = [
@@ -263,6 +270,10 @@ class CompareRow:
     servers_needed: int | None
     total_price_per_hour: float | None
     at: AtThroughputRow | None
+    ttfat_p95_s: float | None = None
+    """P95 time to the first answer token at the qualified level (reasoning models only)."""
+    reasoning_share: float | None = None
+    """Thinking tokens / output tokens at the qualified level (reasoning models only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +366,8 @@ def _row(
         servers_needed=servers,
         total_price_per_hour=servers * price if servers is not None and price is not None else None,
         at=at_throughput(curve, at) if at is not None else None,
+        ttfat_p95_s=ttfat.p95 if (ttfat := step_ttfat(step) if step else None) else None,
+        reasoning_share=step_reasoning_share(step) if step is not None else None,
     )
 
 
