@@ -147,9 +147,10 @@ def counts_from_running(running: Sequence[Any], n_events: int) -> Counts | None:
     """
     if len(running) != n_events or n_events == 0:
         return None
-    if not all(type(c) is int for c in running):
+    try:  # one C loop; a None or a string among the counts raises
+        cumulative = np.fromiter(running, dtype=np.int64, count=n_events)
+    except (TypeError, ValueError):
         return None
-    cumulative = np.array(running, dtype=np.int64)
     counts = np.diff(cumulative, prepend=0)
     if (counts < 0).any():
         return None

@@ -151,6 +151,7 @@ class StreamSink(_SinkBase):
     __slots__ = (
         "_arrival_ns",
         "_continuous",
+        "_event_head",
         "_events",
         "_first_answer_ns",
         "_first_ns",
@@ -162,6 +163,7 @@ class StreamSink(_SinkBase):
         "_last_ns",
         "_prefix",
         "_reasoning_budget",
+        "_reasoning_key",
         "_reasoning_sent",
         "_style",
         "_styled",
@@ -201,7 +203,7 @@ class StreamSink(_SinkBase):
         self._include_usage = include_usage
         self._style = style
         self._continuous = continuous_usage and include_usage
-        self._styled = self._continuous or not style.plain
+        self._styled = not style.plain
         self._group = style.tokens_per_event
         self._reasoning_budget = style.reasoning_tokens(max_tokens) if chat else 0
         self._reasoning_sent = 0
@@ -212,6 +214,7 @@ class StreamSink(_SinkBase):
         self._first_reasoning_ns: int | None = None
         self._first_answer_ns: int | None = None
         self._tool_named = False
+        self._reasoning_key = style.reasoning_field.encode()
         model_json = orjson.dumps(model)
         if chat:
             self._prefix = (
@@ -231,6 +234,16 @@ class StreamSink(_SinkBase):
                 )
                 + b'"model":%s,"choices":[{"index":0,"text":"' % model_json
             )
+        self._event_head = (
+            b'data: {"id":"%s","object":"%s","created":%d,"model":%s,'
+            % (
+                self._id.encode(),
+                b"chat.completion.chunk" if chat else b"text_completion",
+                self._created,
+                model_json,
+            )
+            + b'"choices":[{"index":0,'
+        )
         suffix = self._suffix(None)
         self._head = (
             b"%x\r\n" % (len(self._prefix) + len(TOKEN_TEXTS[0]) + len(suffix)) + self._prefix
@@ -249,6 +262,22 @@ class StreamSink(_SinkBase):
             b'","logprobs":null,"finish_reason":%s,"stop_reason":null}],"usage":null}\n\n' % reason
         )
 
+    def _usage_suffix(self, finish_reason: str | None, emitted: int) -> bytes:
+        """The end of a token event with the running usage (continuous_usage_stats)."""
+        reason = b"null" if finish_reason is None else b'"%s"' % finish_reason.encode()
+        prompt = self._prompt_tokens
+        return (
+            b'%s,"logprobs":null,"finish_reason":%s}],"usage":{"prompt_tokens":%d,'
+            b'"total_tokens":%d,"completion_tokens":%d}}\n\n'
+            % (
+                b'"}' if self.chat else b'"',
+                reason,
+                prompt,
+                prompt + emitted,
+                emitted,
+            )
+        )
+
     def emit_tokens(
         self,
         count: int = 1,
@@ -265,7 +294,7 @@ class StreamSink(_SinkBase):
         if self._closed:
             return
         if self._styled:
-            self._emit_styled(count, finish_reason, one_event=one_event)
+            self._emit_styled(count, finish_reason, one_event=one_event, one_write=one_write)
             return
         pending: list[bytes] = []
         write = pending.append if one_write else self._transport.write
@@ -277,7 +306,11 @@ class StreamSink(_SinkBase):
             if reason is None and k + 1 >= self._max_tokens:
                 reason = FINISH_LENGTH
             text = TOKEN_TEXTS[k % 1000]
-            if reason is None:
+            if self._continuous:
+                data = http_chunk(
+                    b"%s%s%s" % (self._prefix, text, self._usage_suffix(reason, k + 1))
+                )
+            elif reason is None:
                 data = b"".join((self._head, text, self._tail))
             else:
                 data = http_chunk(self._prefix + text + self._suffix(reason))
@@ -301,7 +334,9 @@ class StreamSink(_SinkBase):
         if ended:
             self._end()
 
-    def _emit_styled(self, count: int, finish_reason: str | None, *, one_event: bool) -> None:
+    def _emit_styled(
+        self, count: int, finish_reason: str | None, *, one_event: bool, one_write: bool = False
+    ) -> None:
         """Hold tokens until an event is due, then write it (see the module docstring)."""
         generated = min(self._generated + count, self._max_tokens)
         self._generated = generated
@@ -316,15 +351,20 @@ class StreamSink(_SinkBase):
             sizes = [self._group] * (held // self._group)
         if not sizes:
             return
-        parts: list[bytes] = []
-        if self._emitted == 0 and self.chat:
-            parts.append(self._role_chunk())
+        # One write per event, as vLLM does (`one_write`: all of them in one, for benchmarks).
+        pending: list[bytes] = []
+        write = self._transport.write
         for i, size in enumerate(sizes):
-            last = i == len(sizes) - 1
-            parts.extend(self._events_of(size, finish_reason if last else None))
-        now = time.perf_counter_ns()
-        self._transport.write(b"".join(parts))
-        self._stamp(now, sum(sizes))
+            parts = [self._role_chunk()] if self._emitted == 0 and self.chat else []
+            parts.extend(self._events_of(size, finish_reason if i == len(sizes) - 1 else None))
+            now = time.perf_counter_ns()
+            if one_write:
+                pending.extend(parts)
+            else:
+                write(parts[0] if len(parts) == 1 else b"".join(parts))
+            self._stamp(now, size)
+        if pending:
+            write(b"".join(pending))
         if finish_reason is not None:
             self._end()
 
@@ -341,47 +381,49 @@ class StreamSink(_SinkBase):
         return out
 
     def _event(self, n: int, *, reasoning: bool, finish: str | None) -> bytes:
+        """One event of `n` tokens, as bytes (the sim's token texts need no JSON escaping)."""
         k = self._emitted
-        text = b"".join(TOKEN_TEXTS[(k + i) % 1000] for i in range(n)).decode()
-        self._emitted = k + n
+        text = b"".join([TOKEN_TEXTS[(k + i) % 1000] for i in range(n)])
+        self._emitted = emitted = k + n
         self._events += 1
         if reasoning:
             self._reasoning_sent += n
-        obj: dict[str, Any] = {
-            "id": self._id,
-            "object": "chat.completion.chunk" if self.chat else "text_completion",
-            "created": self._created,
-            "model": self._model,
-        }
-        choice: dict[str, Any] = {"index": 0}
         if not self.chat:
-            choice["text"] = text
+            body = b'"text":"%s","logprobs":null' % text
         elif reasoning:
-            choice["delta"] = {self._style.reasoning_field: text}
+            body = b'"delta":{"%s":"%s"},"logprobs":null' % (self._reasoning_key, text)
         elif self._style.tool_calls:
-            call: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
+            named = b""
             if not self._tool_named:
                 self._tool_named = True
-                call = {
-                    "index": 0,
-                    "id": f"call_{self.request_id:08x}",
-                    "type": "function",
-                    "function": {"name": TOOL_NAME, "arguments": text},
-                }
-            choice["delta"] = {"tool_calls": [call]}
+                named = b'"id":"call_%08x","type":"function",' % self.request_id
+                text = b'"name":"%s","arguments":"%s"' % (TOOL_NAME.encode(), text)
+            else:
+                text = b'"arguments":"%s"' % text
+            body = b'"delta":{"tool_calls":[{"index":0,%s"function":{%s}}]},"logprobs":null' % (
+                named,
+                text,
+            )
         else:
-            choice["delta"] = {"content": text}
-        choice.update(logprobs=None, finish_reason=finish)
-        obj["choices"] = [choice]
-        obj["usage"] = _usage(self._prompt_tokens, self._emitted) if self._continuous else None
-        if self.chat and not self._continuous:
-            del obj["usage"]
+            body = b'"delta":{"content":"%s"},"logprobs":null' % text
+        reason = b"null" if finish is None else b'"%s"' % finish.encode()
+        if self._continuous:
+            prompt = self._prompt_tokens
+            usage = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
+                prompt,
+                prompt + emitted,
+                emitted,
+            )
+        else:
+            usage = b"" if self.chat else b',"usage":null'
         # -1: "the write about to happen"; `_stamp` puts that write's time in.
         if reasoning and self._first_reasoning_ns is None:
             self._first_reasoning_ns = -1
         elif not reasoning and self._first_answer_ns is None:
             self._first_answer_ns = -1
-        return http_chunk(b"data: " + orjson.dumps(obj) + b"\n\n")
+        return http_chunk(
+            b'%s%s,"finish_reason":%s}]%s}\n\n' % (self._event_head, body, reason, usage)
+        )
 
     def _stamp(self, now: int, tokens: int) -> None:
         """Truth for one write of `tokens` tokens: one gap for its first token, 0 for the rest."""
