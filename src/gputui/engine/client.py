@@ -336,14 +336,19 @@ def _record(
 
 
 def needs_counting(record: RequestRecord) -> bool:
-    """An ok request whose usage total says some event carried several tokens, not yet counted."""
-    return (
+    """An ok request whose usage total says some event carried several tokens, not yet counted.
+
+    One token more than events after a natural stop is the EOS token the server counted.
+    """
+    if not (
         record.ok
         and record.event_tokens_method == METHOD_EVENTS
         and record.tokens_from_usage
-        and record.output_tokens != record.token_ns.size
         and record.token_ns.size > 0
-    )
+    ):
+        return False
+    extra = record.output_tokens - int(record.token_ns.size)
+    return extra > 1 or (extra == 1 and record.finish_reason != "stop")
 
 
 def with_event_counts(

@@ -11,18 +11,21 @@ in this order (the method is recorded on the request as `event_tokens_method`):
   the next one: its stamp is dropped.
 - `events`: one token per event, when the usage total equals the number of events (then exact) or
   when nothing can count them (then the step says so through this method).
-- `tokenizer`: the event texts are counted by the server's /tokenize or a local tokenizer.json,
-  after the request finished, each distinct text once (a bounded cache); the counts are then
+- `tokenizer`: the event texts are counted by the server's /tokenize (8 at a time) or a local
+  tokenizer.json, after the request finished and before its record is handed on (so a closed-loop
+  user's next request waits for it: that is why continuous usage is asked for where the server
+  honours it), each distinct text once (a bounded cache); the counts are then
   reconciled with the usage total (the tokens beyond one per event are shared in proportion to what
   the tokenizer found), since a text cut at an event boundary can tokenize differently.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +38,8 @@ METHOD_EVENTS: Final = "events"
 METHOD_TOKENIZER: Final = "tokenizer"
 
 _CACHE_LIMIT: Final = 100_000
+_PARALLEL: Final = 8
+"""/tokenize requests in flight at once for one finished request's texts."""
 
 Counts = npt.NDArray[np.int32]
 
@@ -85,11 +90,13 @@ class EventCounter:
                 encoded = self._tokenizer.encode_batch(missing, add_special_tokens=False)
                 cache.update(zip(missing, (len(e.ids) for e in encoded), strict=True))
             else:
-                for text in missing:
-                    n = await self._tokenize(text)
-                    if n is None:
+                # A few at a time on parallel connections: the user's next request waits for this.
+                for start in range(0, len(missing), _PARALLEL):
+                    batch = missing[start : start + _PARALLEL]
+                    found = await asyncio.gather(*(self._tokenize(t) for t in batch))
+                    if any(n is None for n in found):
                         return None
-                    cache[text] = n
+                    cache.update(zip(batch, cast("list[int]", found), strict=True))
         return [cache[t] for t in texts]
 
     async def _tokenize(self, text: str) -> int | None:
