@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import orjson
 import pytest
 
 from gputui.engine.client import with_event_counts
-from gputui.engine.event_tokens import counts_from_running, reconcile
+from gputui.engine.event_tokens import (
+    EventCounter,
+    EventCounterSpec,
+    counts_from_running,
+    reconcile,
+)
 from gputui.engine.records import RequestRecord
 from gputui.engine.sse import StreamReader
 from gputui.metrics.request_metrics import itl_counts, record_columns, request_metrics
@@ -182,3 +188,36 @@ def test_events_that_carry_no_token_are_merged_into_the_next() -> None:
     assert merged.event_tokens.tolist() == [2, 2]
     assert merged.reasoning_tokens == 2
     assert itl_counts(record_columns([merged])).tolist() == [3]
+
+
+async def test_local_tokenizer_counts_event_texts_without_special_tokens(tmp_path: Path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"<s>": 0, "a": 1, "b": 2}, "<s>"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tok.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", 0)]
+    )
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    counter = EventCounter(
+        EventCounterSpec(kind="tokenizer", tokenizer_file=str(path)), None, "", "m"
+    )
+    # Multi-token events without continuous usage: the texts kept by the reader, counted after.
+    reader = read(
+        [
+            chunk({"content": " a b a b"}),
+            chunk({"content": " a b"}),
+            chunk({"content": " a b a"}, "length"),
+            usage_chunk(9),
+        ],
+        keep_texts=True,
+    )
+    assert reader.texts is not None
+    counts = await counter.count(reader.texts)
+    assert counts == [4, 2, 3]  # no <s> per event
+    assert reconcile(counts, reader.output_tokens).tolist() == [4, 2, 3]
+    broken = EventCounter(
+        EventCounterSpec(kind="tokenizer", tokenizer_file="/nonexistent"), None, "", "m"
+    )
+    assert await broken.count(["a"]) is None
+    assert broken.broken is not None
