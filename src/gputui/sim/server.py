@@ -54,13 +54,14 @@ from gputui.sim.faults import (
 )
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.sinks import (
-    PLAIN_STYLE,
     BufferedSink,
     StreamSink,
     error_response,
     http_response,
     json_response,
 )
+from gputui.sim.stream_style import StreamStyle
+from gputui.sim.styled_sink import StyledStreamSink
 from gputui.sim.tokenizer import encode
 from gputui.sim.truth import TruthRecorder
 
@@ -138,7 +139,7 @@ class SimServer:
         self.served_model_name = served_model_name
         self.max_model_len = max_model_len
         self.truth = TruthRecorder()
-        self.stream_style = getattr(profile, "stream_style", PLAIN_STYLE)
+        self.stream_style: StreamStyle = getattr(profile, "stream_style", None) or StreamStyle()
         self.faults = FaultInjector(faults or FaultSpec())
         self.on_first_completion: Callable[[], None] | None = None
         """Called once, when the first valid completion request arrives (`--die-after`)."""
@@ -237,16 +238,27 @@ class SimServer:
         }
         sink: StreamSink | BufferedSink | FaultySink
         if body.get("stream"):
-            sink = StreamSink(
-                conn.transport,
-                self.truth,
-                conn.response_done,
-                arrival_ns=request.arrival_ns,
-                include_usage=include_usage,
-                style=self.stream_style,
-                continuous_usage=continuous_usage,
-                **common,
-            )
+            if self.stream_style.plain:
+                sink = StreamSink(
+                    conn.transport,
+                    self.truth,
+                    conn.response_done,
+                    arrival_ns=request.arrival_ns,
+                    include_usage=include_usage,
+                    continuous_usage=continuous_usage,
+                    **common,
+                )
+            else:
+                sink = StyledStreamSink(
+                    conn.transport,
+                    self.truth,
+                    conn.response_done,
+                    style=self.stream_style,
+                    arrival_ns=request.arrival_ns,
+                    include_usage=include_usage,
+                    continuous_usage=continuous_usage,
+                    **common,
+                )
         else:
             sink = BufferedSink(conn.transport, self.truth, conn.response_done, **common)
         if fault in STREAM_FAULTS:

@@ -13,10 +13,9 @@ chunk-size line, JSON prefix and suffix are built once per request; all token te
 length (" tok000" .. " tok999", one token each by the sim tokenizer), so per token the work is one
 3-part `bytes.join`, one `write` and one stamp.
 
-Styled streams (`stream_style.StreamStyle`: reasoning, tool calls, several tokens per event,
-speculative decoding) and `stream_options.continuous_usage_stats` take a slower path that builds
-each event's JSON; the events still follow vLLM's shape (`delta.reasoning` or
-`delta.reasoning_content`, `delta.tool_calls`, running `usage` on every event).
+With `stream_options.continuous_usage_stats` each event also carries the running usage, as vLLM's
+do. Styled streams (reasoning, tool calls, several tokens per event, speculative decoding) are
+`styled_sink.StyledStreamSink`.
 
 Finish rules: the `max_tokens`-th token carries "length" and ends the response; `emit_tokens(...,
 finish_reason=r)` puts `r` on its last token and ends the response; `finish(r)` after tokens that
@@ -32,11 +31,7 @@ from typing import Any, Final
 
 import orjson
 
-from gputui.sim.stream_style import StreamStyle
 from gputui.sim.truth import RequestTruth, TruthRecorder
-
-PLAIN_STYLE: Final = StreamStyle()
-TOOL_NAME: Final = "sim_lookup"
 
 TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
 """The text of output token k is TOKEN_TEXTS[k % 1000]."""
@@ -151,24 +146,16 @@ class StreamSink(_SinkBase):
     __slots__ = (
         "_arrival_ns",
         "_continuous",
-        "_event_head",
-        "_events",
         "_first_answer_ns",
         "_first_ns",
         "_first_reasoning_ns",
-        "_generated",
-        "_group",
         "_head",
         "_include_usage",
         "_last_ns",
         "_prefix",
         "_reasoning_budget",
-        "_reasoning_key",
         "_reasoning_sent",
-        "_style",
-        "_styled",
         "_tail",
-        "_tool_named",
     )
 
     def __init__(
@@ -185,7 +172,6 @@ class StreamSink(_SinkBase):
         arrival_ns: int,
         include_usage: bool,
         keep_alive: bool,
-        style: StreamStyle = PLAIN_STYLE,
         continuous_usage: bool = False,
     ) -> None:
         super().__init__(
@@ -201,20 +187,13 @@ class StreamSink(_SinkBase):
         self._arrival_ns = arrival_ns
         self._last_ns = 0
         self._include_usage = include_usage
-        self._style = style
         self._continuous = continuous_usage and include_usage
-        self._styled = not style.plain
-        self._group = style.tokens_per_event
-        self._reasoning_budget = style.reasoning_tokens(max_tokens) if chat else 0
+        self._reasoning_budget = 0
+        """Thinking tokens of the stream (a styled sink's; reported in the final usage)."""
         self._reasoning_sent = 0
-        self._generated = 0
-        """Tokens the profile has produced, sent or held for the next event."""
-        self._events = 0
         self._first_ns: int | None = None
         self._first_reasoning_ns: int | None = None
         self._first_answer_ns: int | None = None
-        self._tool_named = False
-        self._reasoning_key = style.reasoning_field.encode()
         model_json = orjson.dumps(model)
         if chat:
             self._prefix = (
@@ -234,16 +213,6 @@ class StreamSink(_SinkBase):
                 )
                 + b'"model":%s,"choices":[{"index":0,"text":"' % model_json
             )
-        self._event_head = (
-            b'data: {"id":"%s","object":"%s","created":%d,"model":%s,'
-            % (
-                self._id.encode(),
-                b"chat.completion.chunk" if chat else b"text_completion",
-                self._created,
-                model_json,
-            )
-            + b'"choices":[{"index":0,'
-        )
         suffix = self._suffix(None)
         self._head = (
             b"%x\r\n" % (len(self._prefix) + len(TOKEN_TEXTS[0]) + len(suffix)) + self._prefix
@@ -284,17 +253,14 @@ class StreamSink(_SinkBase):
         finish_reason: str | None = None,
         *,
         one_write: bool = False,
-        one_event: bool = False,
+        one_event: bool = False,  # noqa: ARG002 (needs a styled sink; here each token is an event)
     ) -> None:
         """Write `count` token events, one write each (or all in one write: `one_write`).
 
-        A styled stream groups them instead (`tokens_per_event`), or sends all `count` as one event
-        (`one_event`: a speculative-decoding step).
+        `one_event` needs a styled sink (`styled_sink.StyledStreamSink`); here every token is
+        its own event.
         """
         if self._closed:
-            return
-        if self._styled:
-            self._emit_styled(count, finish_reason, one_event=one_event, one_write=one_write)
             return
         pending: list[bytes] = []
         write = pending.append if one_write else self._transport.write
@@ -334,124 +300,18 @@ class StreamSink(_SinkBase):
         if ended:
             self._end()
 
-    def _emit_styled(
-        self, count: int, finish_reason: str | None, *, one_event: bool, one_write: bool = False
-    ) -> None:
-        """Hold tokens until an event is due, then write it (see the module docstring)."""
-        generated = min(self._generated + count, self._max_tokens)
-        self._generated = generated
-        if generated >= self._max_tokens and finish_reason is None:
-            finish_reason = FINISH_LENGTH
-        held = generated - self._emitted
-        sizes: list[int] = []
-        if one_event or finish_reason is not None:
-            full, rest = divmod(held, self._group) if not one_event else (0, held)
-            sizes = [self._group] * full + ([rest] if rest else [])
-        else:
-            sizes = [self._group] * (held // self._group)
-        if not sizes:
-            return
-        # One write per event, as vLLM does (`one_write`: all of them in one, for benchmarks).
-        pending: list[bytes] = []
-        write = self._transport.write
-        for i, size in enumerate(sizes):
-            parts = [self._role_chunk()] if self._emitted == 0 and self.chat else []
-            parts.extend(self._events_of(size, finish_reason if i == len(sizes) - 1 else None))
-            now = time.perf_counter_ns()
-            if one_write:
-                pending.extend(parts)
-            else:
-                write(parts[0] if len(parts) == 1 else b"".join(parts))
-            self._stamp(now, size)
-        if pending:
-            write(b"".join(pending))
-        if finish_reason is not None:
-            self._end()
-
-    def _events_of(self, size: int, finish_reason: str | None) -> list[bytes]:
-        """`size` tokens as events, split where the reasoning ends (one event per kind)."""
-        out: list[bytes] = []
-        while size:
-            thinking = self._reasoning_budget - self._reasoning_sent
-            n = min(size, thinking) if thinking > 0 else size
-            size -= n
-            out.append(
-                self._event(n, reasoning=thinking > 0, finish=None if size else finish_reason)
-            )
-        return out
-
-    def _event(self, n: int, *, reasoning: bool, finish: str | None) -> bytes:
-        """One event of `n` tokens, as bytes (the sim's token texts need no JSON escaping)."""
-        k = self._emitted
-        text = b"".join([TOKEN_TEXTS[(k + i) % 1000] for i in range(n)])
-        self._emitted = emitted = k + n
-        self._events += 1
-        if reasoning:
-            self._reasoning_sent += n
-        if not self.chat:
-            body = b'"text":"%s","logprobs":null' % text
-        elif reasoning:
-            body = b'"delta":{"%s":"%s"},"logprobs":null' % (self._reasoning_key, text)
-        elif self._style.tool_calls:
-            named = b""
-            if not self._tool_named:
-                self._tool_named = True
-                named = b'"id":"call_%08x","type":"function",' % self.request_id
-                text = b'"name":"%s","arguments":"%s"' % (TOOL_NAME.encode(), text)
-            else:
-                text = b'"arguments":"%s"' % text
-            body = b'"delta":{"tool_calls":[{"index":0,%s"function":{%s}}]},"logprobs":null' % (
-                named,
-                text,
-            )
-        else:
-            body = b'"delta":{"content":"%s"},"logprobs":null' % text
-        reason = b"null" if finish is None else b'"%s"' % finish.encode()
-        if self._continuous:
-            prompt = self._prompt_tokens
-            usage = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
-                prompt,
-                prompt + emitted,
-                emitted,
-            )
-        else:
-            usage = b"" if self.chat else b',"usage":null'
-        # -1: "the write about to happen"; `_stamp` puts that write's time in.
-        if reasoning and self._first_reasoning_ns is None:
-            self._first_reasoning_ns = -1
-        elif not reasoning and self._first_answer_ns is None:
-            self._first_answer_ns = -1
-        return http_chunk(
-            b'%s%s,"finish_reason":%s}]%s}\n\n' % (self._event_head, body, reason, usage)
-        )
-
-    def _stamp(self, now: int, tokens: int) -> None:
-        """Truth for one write of `tokens` tokens: one gap for its first token, 0 for the rest."""
-        truth = self._truth
-        if self._first_ns is None:
-            self._first_ns = now
-            truth.ttft_ns.append(now - self._arrival_ns)
-        else:
-            truth.itl_ns.append(now - self._last_ns)
-        truth.itl_ns.extend([0] * (tokens - 1))
-        truth.tokens += tokens
-        self._last_ns = now
-        if self._first_reasoning_ns == -1:
-            self._first_reasoning_ns = now
-        if self._first_answer_ns == -1:
-            self._first_answer_ns = now
-
     def finish(self, finish_reason: str) -> None:
         """End the response; a reason not yet sent goes out on an empty-text chunk first."""
         if self._closed:
-            return
-        if self._styled and self._generated > self._emitted:
-            self._emit_styled(0, finish_reason, one_event=False)
             return
         if self._emitted == 0 and self.chat:
             self._transport.write(self._role_chunk())
         self._transport.write(http_chunk(self._prefix + self._suffix(finish_reason)))
         self._end()
+
+    def events_written(self) -> int:
+        """Token events written so far (here one per token)."""
+        return self._emitted
 
     def _role_chunk(self) -> bytes:
         delta = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
@@ -462,7 +322,6 @@ class StreamSink(_SinkBase):
 
     def _end(self) -> None:
         end = _DONE_AND_END
-        styled = self._styled
         self._truth.requests.append(
             RequestTruth(
                 request_id=self.request_id,
@@ -473,7 +332,7 @@ class StreamSink(_SinkBase):
                 last_token_ns=self._last_ns or None,
                 tokens=self._emitted,
                 reasoning_tokens=self._reasoning_sent,
-                events=self._events if styled else self._emitted,
+                events=self.events_written(),
             )
         )
         if self._include_usage:
