@@ -23,6 +23,7 @@ import orjson
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
+from gputui.engine.event_tokens import stream_counting
 from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
@@ -31,6 +32,7 @@ from gputui.engine.target import parse_target
 from gputui.errors import UsageError
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.streams_text import stream_text
 from gputui.session import Session
 from gputui.snapshot.assemble import RunInfo, build_snapshot
 from gputui.snapshot.models import Snapshot
@@ -45,6 +47,7 @@ from gputui.sweep import (
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.snapshot_sections import sections_from_sampler
+from gputui.telemetry.spec_decode import spec_decode_line
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
@@ -101,6 +104,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                 request_s=args.request_timeout,
                 stall_s=args.stall_timeout,
             ),
+            **stream_counting(checked.backend.name, args.tokenizer and str(args.tokenizer)),
         ),
         shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
         workload=prepared.spec,
@@ -223,6 +227,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             "% CPU): its timings include its own queueing; rerun with more --workers"
         )
     printer.summary(snapshot)
+    spec_line = spec_decode_line((snapshot.telemetry or {}).get("spec_decode"))
+    sys.stdout.write(f"{spec_line}\n" if spec_line else "")
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
     printer.response_models(args.model, session.all_records())
     if session.cancelled:
@@ -348,6 +354,7 @@ class StepPrinter:
             f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
             f"{result.output_tokens_per_s:.1f} out tok/s, "
             f"TTFT p50/p95 {_ms(result.ttft_s.p50)}/{_ms(result.ttft_s.p95)} ms, "
+            f"{stream_text(result)}"
             f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
             f"{sla}{flag}\n"
         )

@@ -31,7 +31,12 @@ class FakeSink:
         return self._closed
 
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,
     ) -> None:
         assert not self._closed
         self.tokens += count

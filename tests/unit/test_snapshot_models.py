@@ -25,6 +25,7 @@ from tests.support.records import ns, rec
 
 STATS_KEYS = {"mean", "p50", "p90", "p95", "p99", "n"}
 STATS_KEYS |= {"p50_ci", "p95_ci", "p99_ci"}  # added in v1 (optional): issue 16
+OPTIONAL_STEP_KEYS = {"event_tokens_method", "ttfat_s", "reasoning_share"}
 STEP_KEYS = {
     "index",
     "mode",
@@ -149,7 +150,9 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     }
     assert set(data["workload"]) == workload
     assert set(data["sla"]) == {"ttft_p95_s", "tpot_p95_s", "max_error_rate"}
-    assert set(data["steps"][0]) == STEP_KEYS
+    # Optional step keys (issue 17): the event-counting method; TTFAT and reasoning share only
+    # for streams with thinking.
+    assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"):
         assert set(data["steps"][0][key]) == STATS_KEYS
     assert set(data["network"]) == {"rtt_s", "probe_path", "probes_failed"}

@@ -31,6 +31,12 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
   `error_rate_ci`, `goodput_share` and `goodput_share_ci` (Wilson) are those of
   `metrics.step_intervals`. `sla_verdict` is `metrics.verdict.step_verdict`: "pass", "fail" or
   "inconclusive"; `sla_ok` stays the point-estimate judgement for older readers.
+- Streams with thinking (reasoning models): `ttfat_s` summarizes the time to the first answer token
+  of the measured ok requests and `reasoning_share` is their thinking tokens / output tokens; both
+  are None when no measured ok request had thinking tokens. `reasoning_tokens` sums them.
+- `event_tokens_method`: how the tokens of each event were counted for ITL (engine.event_tokens:
+  continuous_usage, tokenizer, events), over the measured ok requests; several methods are joined
+  with "+"; None without any.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.confidence import Bounds
@@ -113,6 +120,10 @@ class StepResult:
     """Good requests / measured requests."""
     goodput_share_ci: Bounds | None = None
     sla_verdict: Verdict | None = None
+    ttfat_s: Summary | None = None
+    reasoning_share: float | None = None
+    reasoning_tokens: int = 0
+    event_tokens_method: str | None = None
 
     @property
     def error_rate(self) -> float | None:
@@ -201,7 +212,31 @@ def aggregate_step(
         goodput_share=ci.goodput_share,
         goodput_share_ci=ci.goodput_share_ci,
     )
+    result = _with_streams(
+        result, mine, measured_ok, samples.ttfat_s, cols.reasoning_tokens, cols.output_tokens
+    )
     # The verdicts read the finished summaries, so they are filled in last.
     return replace(
         result, sla_ok=step_meets_sla(result, sla), sla_verdict=step_verdict(result, sla)
+    )
+
+
+def _with_streams(
+    result: StepResult,
+    records: Sequence[RequestRecord],
+    measured_ok: npt.NDArray[np.bool_],
+    ttfat_s: npt.NDArray[np.float64],
+    reasoning_tokens: npt.NDArray[np.int64],
+    output_tokens: npt.NDArray[np.int64],
+) -> StepResult:
+    """TTFAT, reasoning share and the event-counting method of the measured ok requests."""
+    thinking = int(reasoning_tokens[measured_ok].sum())
+    output = int(output_tokens[measured_ok].sum())
+    methods = sorted({records[i].event_tokens_method for i in np.flatnonzero(measured_ok).tolist()})
+    return replace(
+        result,
+        event_tokens_method="+".join(methods) if methods else None,
+        reasoning_tokens=thinking,
+        ttfat_s=summarize(ttfat_s) if thinking else None,
+        reasoning_share=thinking / output if thinking and output else None,
     )

@@ -29,6 +29,7 @@ from gputui.sim.device import SimDevice, make_device
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
 from gputui.sim.profile import SimRequest, TokenSink
 from gputui.sim.scheduler import Iteration
+from gputui.sim.stream_style import StreamStyle
 
 LATE_TOLERANCE_NS: Final = 2_000_000
 """When an iteration's callback runs less than this late, the next iteration starts at the planned
@@ -52,8 +53,12 @@ class GpuProfileSpec:
     seed: int = 0
     served_model_name: str = ""
     """Name reported in /v1/models and the `model_name` label; empty means the catalog name."""
+    stream_style: StreamStyle | None = None
+    """Reasoning, tool calls, tokens per event (speculative decoding: the fixed profile only)."""
 
     def __post_init__(self) -> None:
+        if self.stream_style is not None and self.stream_style.spec_decode_k:
+            raise ValueError("speculative decoding (--spec-decode-k) needs the fixed profile")
         if not self.served_model_name:
             object.__setattr__(self, "served_model_name", self.model)
 
@@ -73,11 +78,14 @@ class GpuProfileSpec:
 
     def build(self) -> GpuProfile:
         """Build the profile (raises `CatalogError` or `ModelDoesNotFit`)."""
-        return GpuProfile(
+        profile = GpuProfile(
             self.build_device(),
             self.served_model_name,
             simulated_uuid(self.gpu, self.seed),
         )
+        if self.stream_style is not None:
+            profile.stream_style = self.stream_style
+        return profile
 
 
 class GpuProfile:
@@ -96,6 +104,8 @@ class GpuProfile:
         self.device = device
         self.served_model_name = served_model_name
         self.uuid = uuid
+        self.stream_style = StreamStyle()
+        """Read by the server: how each stream's events look."""
         self._use_timerfd = use_timerfd
         """None: a timerfd where available; False forces the loop's timers."""
         self._deadlines: DeadlineScheduler | None = None

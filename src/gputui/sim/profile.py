@@ -45,12 +45,19 @@ class TokenSink(Protocol):
         ...
 
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,
     ) -> None:
         """Write `count` token events now (one event and one write per token).
 
         `one_write` puts the events in a single socket write instead: only for client-capacity
         benchmarks, where the server must cost less per token than the client it measures.
+        `one_event` sends the `count` tokens as one SSE event (a speculative-decoding step); a
+        stream styled with several tokens per event groups them itself (see `stream_style`).
 
         Extension (compatible: callers may omit it): with `finish_reason`, the last of these tokens
         carries it, as vLLM's final chunk does, and the response ends there (`finish` is then not

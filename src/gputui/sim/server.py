@@ -9,8 +9,10 @@ written; everything else is answered at once. A client that disconnects mid-resp
 cancelled and its profile work is released.
 
 Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
-`POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`
-and `POST /sim/reset` (see `truth.py`; the stats carry the fault tally under `faults`). Errors are
+`POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`,
+`GET /sim/requests` (per-request truth) and `POST /sim/reset` (see `truth.py`; the stats carry the
+fault tally under `faults`). A profile's optional `stream_style` attribute (`stream_style.py`)
+shapes every stream: reasoning, tool calls, tokens per event. Errors are
 OpenAI-style JSON (400, 404, 405, 500).
 
 Faults (see `faults.py`): every valid completion request draws one from the server's
@@ -22,7 +24,8 @@ Request rules: any model name is accepted and answered with the served name; `pr
 string, a list of strings (billed as one prompt: their tokens are summed) or token ids; chat
 `messages` are billed as the tokens of their concatenated text contents (no chat template);
 `max_tokens` (chat: also `max_completion_tokens`) defaults to 16; `stream_options` present means
-usage is included unless `include_usage` is false (vLLM's default).
+usage is included unless `include_usage` is false (vLLM's default), and
+`continuous_usage_stats: true` puts the running usage on every event.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ from gputui.sim.sinks import (
     http_response,
     json_response,
 )
+from gputui.sim.stream_style import StreamStyle
+from gputui.sim.styled_sink import StyledStreamSink
 from gputui.sim.tokenizer import encode
 from gputui.sim.truth import TruthRecorder
 
@@ -134,6 +139,7 @@ class SimServer:
         self.served_model_name = served_model_name
         self.max_model_len = max_model_len
         self.truth = TruthRecorder()
+        self.stream_style: StreamStyle = getattr(profile, "stream_style", None) or StreamStyle()
         self.faults = FaultInjector(faults or FaultSpec())
         self.on_first_completion: Callable[[], None] | None = None
         """Called once, when the first valid completion request arrives (`--die-after`)."""
@@ -146,6 +152,7 @@ class SimServer:
             "/tokenize": ("POST", self._tokenize),
             "/metrics": ("GET", self._metrics),
             "/sim/stats": ("GET", self._stats),
+            "/sim/requests": ("GET", self._requests),
             "/sim/reset": ("POST", self._reset),
         }
 
@@ -200,6 +207,9 @@ class SimServer:
         include_usage = isinstance(stream_options, dict) and bool(
             stream_options.get("include_usage", True)
         )
+        continuous_usage = include_usage and bool(
+            cast(dict[str, Any], stream_options).get("continuous_usage_stats", False)
+        )
         if self.on_first_completion is not None:
             first, self.on_first_completion = self.on_first_completion, None
             first()
@@ -228,14 +238,27 @@ class SimServer:
         }
         sink: StreamSink | BufferedSink | FaultySink
         if body.get("stream"):
-            sink = StreamSink(
-                conn.transport,
-                self.truth,
-                conn.response_done,
-                arrival_ns=request.arrival_ns,
-                include_usage=include_usage,
-                **common,
-            )
+            if self.stream_style.plain:
+                sink = StreamSink(
+                    conn.transport,
+                    self.truth,
+                    conn.response_done,
+                    arrival_ns=request.arrival_ns,
+                    include_usage=include_usage,
+                    continuous_usage=continuous_usage,
+                    **common,
+                )
+            else:
+                sink = StyledStreamSink(
+                    conn.transport,
+                    self.truth,
+                    conn.response_done,
+                    style=self.stream_style,
+                    arrival_ns=request.arrival_ns,
+                    include_usage=include_usage,
+                    continuous_usage=continuous_usage,
+                    **common,
+                )
         else:
             sink = BufferedSink(conn.transport, self.truth, conn.response_done, **common)
         if fault in STREAM_FAULTS:
@@ -299,6 +322,9 @@ class SimServer:
     def _stats(self, _body: bytes, keep_alive: bool) -> bytes:
         stats = {**self.truth.snapshot(), "faults": self.faults.snapshot()}
         return json_response(200, stats, keep_alive=keep_alive)
+
+    def _requests(self, _body: bytes, keep_alive: bool) -> bytes:
+        return json_response(200, self.truth.requests_json(), keep_alive=keep_alive)
 
     def _reset(self, _body: bytes, keep_alive: bool) -> bytes:
         self.truth.reset()

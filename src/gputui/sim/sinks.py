@@ -13,6 +13,10 @@ chunk-size line, JSON prefix and suffix are built once per request; all token te
 length (" tok000" .. " tok999", one token each by the sim tokenizer), so per token the work is one
 3-part `bytes.join`, one `write` and one stamp.
 
+With `stream_options.continuous_usage_stats` each event also carries the running usage, as vLLM's
+do. Styled streams (reasoning, tool calls, several tokens per event, speculative decoding) are
+`styled_sink.StyledStreamSink`.
+
 Finish rules: the `max_tokens`-th token carries "length" and ends the response; `emit_tokens(...,
 finish_reason=r)` puts `r` on its last token and ends the response; `finish(r)` after tokens that
 carried no reason sends vLLM's empty-text chunk with `r` (what vLLM sends on EOS) and ends.
@@ -27,7 +31,7 @@ from typing import Any, Final
 
 import orjson
 
-from gputui.sim.truth import TruthRecorder
+from gputui.sim.truth import RequestTruth, TruthRecorder
 
 TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
 """The text of output token k is TOKEN_TEXTS[k % 1000]."""
@@ -139,7 +143,20 @@ class _SinkBase:
 class StreamSink(_SinkBase):
     """Server-sent events for `stream: true`."""
 
-    __slots__ = ("_arrival_ns", "_head", "_include_usage", "_last_ns", "_prefix", "_tail")
+    __slots__ = (
+        "_arrival_ns",
+        "_continuous",
+        "_first_answer_ns",
+        "_first_ns",
+        "_first_reasoning_ns",
+        "_head",
+        "_include_usage",
+        "_last_ns",
+        "_prefix",
+        "_reasoning_budget",
+        "_reasoning_sent",
+        "_tail",
+    )
 
     def __init__(
         self,
@@ -155,6 +172,7 @@ class StreamSink(_SinkBase):
         arrival_ns: int,
         include_usage: bool,
         keep_alive: bool,
+        continuous_usage: bool = False,
     ) -> None:
         super().__init__(
             transport,
@@ -169,6 +187,13 @@ class StreamSink(_SinkBase):
         self._arrival_ns = arrival_ns
         self._last_ns = 0
         self._include_usage = include_usage
+        self._continuous = continuous_usage and include_usage
+        self._reasoning_budget = 0
+        """Thinking tokens of the stream (a styled sink's; reported in the final usage)."""
+        self._reasoning_sent = 0
+        self._first_ns: int | None = None
+        self._first_reasoning_ns: int | None = None
+        self._first_answer_ns: int | None = None
         model_json = orjson.dumps(model)
         if chat:
             self._prefix = (
@@ -206,10 +231,35 @@ class StreamSink(_SinkBase):
             b'","logprobs":null,"finish_reason":%s,"stop_reason":null}],"usage":null}\n\n' % reason
         )
 
+    def _usage_suffix(self, finish_reason: str | None, emitted: int) -> bytes:
+        """The end of a token event with the running usage (continuous_usage_stats)."""
+        reason = b"null" if finish_reason is None else b'"%s"' % finish_reason.encode()
+        prompt = self._prompt_tokens
+        return (
+            b'%s,"logprobs":null,"finish_reason":%s}],"usage":{"prompt_tokens":%d,'
+            b'"total_tokens":%d,"completion_tokens":%d}}\n\n'
+            % (
+                b'"}' if self.chat else b'"',
+                reason,
+                prompt,
+                prompt + emitted,
+                emitted,
+            )
+        )
+
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,  # noqa: ARG002 (needs a styled sink; here each token is an event)
     ) -> None:
-        """Write `count` token events, one write each (or all in one write: `one_write`)."""
+        """Write `count` token events, one write each (or all in one write: `one_write`).
+
+        `one_event` needs a styled sink (`styled_sink.StyledStreamSink`); here every token is
+        its own event.
+        """
         if self._closed:
             return
         pending: list[bytes] = []
@@ -222,7 +272,11 @@ class StreamSink(_SinkBase):
             if reason is None and k + 1 >= self._max_tokens:
                 reason = FINISH_LENGTH
             text = TOKEN_TEXTS[k % 1000]
-            if reason is None:
+            if self._continuous:
+                data = http_chunk(
+                    b"%s%s%s" % (self._prefix, text, self._usage_suffix(reason, k + 1))
+                )
+            elif reason is None:
                 data = b"".join((self._head, text, self._tail))
             else:
                 data = http_chunk(self._prefix + text + self._suffix(reason))
@@ -232,6 +286,7 @@ class StreamSink(_SinkBase):
             write(data)
             if k == 0:
                 truth.ttft_ns.append(now - self._arrival_ns)
+                self._first_ns = self._first_answer_ns = now
             else:
                 truth.itl_ns.append(now - self._last_ns)
             self._last_ns = now
@@ -254,6 +309,10 @@ class StreamSink(_SinkBase):
         self._transport.write(http_chunk(self._prefix + self._suffix(finish_reason)))
         self._end()
 
+    def events_written(self) -> int:
+        """Token events written so far (here one per token)."""
+        return self._emitted
+
     def _role_chunk(self) -> bytes:
         delta = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
         role = self._prefix.replace(
@@ -263,6 +322,19 @@ class StreamSink(_SinkBase):
 
     def _end(self) -> None:
         end = _DONE_AND_END
+        self._truth.requests.append(
+            RequestTruth(
+                request_id=self.request_id,
+                arrival_ns=self._arrival_ns,
+                first_token_ns=self._first_ns,
+                first_reasoning_ns=self._first_reasoning_ns,
+                first_answer_ns=self._first_answer_ns,
+                last_token_ns=self._last_ns or None,
+                tokens=self._emitted,
+                reasoning_tokens=self._reasoning_sent,
+                events=self.events_written(),
+            )
+        )
         if self._include_usage:
             usage: dict[str, Any] = {
                 "id": self._id,
@@ -272,6 +344,10 @@ class StreamSink(_SinkBase):
                 "choices": [],
                 "usage": _usage(self._prompt_tokens, self._emitted),
             }
+            if self._reasoning_budget:
+                usage["usage"]["completion_tokens_details"] = {
+                    "reasoning_tokens": self._reasoning_sent
+                }
             end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
         self._transport.write(end)
         self._complete()
@@ -313,6 +389,7 @@ class BufferedSink(_SinkBase):
         finish_reason: str | None = None,
         *,
         one_write: bool = False,  # noqa: ARG002 (the whole response is one write anyway)
+        one_event: bool = False,  # noqa: ARG002 (idem)
     ) -> None:
         """Count `count` more tokens; the text is generated at the end."""
         if self._closed:

@@ -41,7 +41,14 @@ from gputui.snapshot.comparable import (
 )
 from gputui.snapshot.compare_uncertainty import capacity_intervals, with_significance
 from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
-from gputui.snapshot.models import KneeModel, SlaBounds, Snapshot, Step
+from gputui.snapshot.models import (
+    KneeModel,
+    SlaBounds,
+    Snapshot,
+    Step,
+    step_reasoning_share,
+    step_ttfat,
+)
 from gputui.snapshot.store import load_snapshot
 
 __all__ = [
@@ -281,6 +288,10 @@ class CompareRow:
     """Qualified tok/s differs from the first row's beyond the uncertainty (None: cannot tell)."""
     ttft_p95_vs_first_significant: bool | None = None
     tpot_p95_vs_first_significant: bool | None = None
+    ttfat_p95_s: float | None = None
+    """P95 time to the first answer token at the qualified level (reasoning models only)."""
+    reasoning_share: float | None = None
+    """Thinking tokens / output tokens at the qualified level (reasoning models only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +393,8 @@ def _row(
         ),
         above_level=cap.above_level if cap is not None else None,
         above_verdict=cap.above_verdict if cap is not None else None,
+        ttfat_p95_s=ttfat.p95 if (ttfat := step_ttfat(step) if step else None) else None,
+        reasoning_share=step_reasoning_share(step) if step is not None else None,
     )
 
 

@@ -183,6 +183,8 @@ def blocks(cmp: Comparison) -> list[Block]:
         ],
         left=5,
     )
+    # Reasoning models: TTFAT and the thinking share beside TTFT (only when a run had thinking).
+    thinking = any(r.ttfat_p95_s is not None for r in rows)
     capacity = Block(
         "SLA-qualified capacity (latencies and errors at that level)",
         [
@@ -191,6 +193,7 @@ def blocks(cmp: Comparison) -> list[Block]:
             "out tok/s",
             "req/s",
             "P95 TTFT",
+            *(["P95 TTFAT", "reasoning"] if thinking else []),
             "P95 TPOT",
             "P95 E2E",
             "errors",
@@ -203,6 +206,7 @@ def blocks(cmp: Comparison) -> list[Block]:
                 _num(r.qualified_output_tokens_per_s, ".1f"),
                 _num(r.qualified_requests_per_s, ".2f"),
                 duration(r.ttft_p95_s),
+                *([duration(r.ttfat_p95_s), _percent(r.reasoning_share)] if thinking else []),
                 duration(r.tpot_p95_s),
                 duration(r.e2e_p95_s),
                 _percent(r.error_rate),

@@ -357,7 +357,36 @@ def stats_from_summary(summary: Summary) -> Stats:
 
 
 def step_from_result(result: StepResult) -> Step:
-    """Snapshot form of a finished step."""
+    """Snapshot form of a finished step.
+
+    Optional keys (absent when they do not apply, so older readers see nothing new):
+    `event_tokens_method`, and for streams with thinking `ttfat_s` and `reasoning_share`.
+    """
+    step = _step_core(result)
+    extra: dict[str, Any] = {}
+    if result.event_tokens_method is not None:
+        extra["event_tokens_method"] = result.event_tokens_method
+    if result.ttfat_s is not None:
+        extra["ttfat_s"] = Stats.from_summary(result.ttfat_s).model_dump()
+        extra["reasoning_share"] = result.reasoning_share
+    return step.model_copy(update=extra) if extra else step
+
+
+def step_ttfat(step: Step) -> Stats | None:
+    """The step's TTFAT statistics (streams with thinking only), from a run or a loaded file."""
+    value = (step.model_extra or {}).get("ttfat_s")
+    if isinstance(value, Stats):
+        return value
+    return Stats.model_validate(value) if isinstance(value, dict) else None
+
+
+def step_reasoning_share(step: Step) -> float | None:
+    """Thinking tokens / output tokens of the step's measured requests (None: no thinking)."""
+    value = (step.model_extra or {}).get("reasoning_share")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _step_core(result: StepResult) -> Step:
     return Step(
         index=result.index,
         mode=result.mode,
