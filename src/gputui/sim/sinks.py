@@ -52,12 +52,15 @@ def output_text(n_tokens: int) -> str:
     return b"".join(TOKEN_TEXTS[k % len(TOKEN_TEXTS)] for k in range(n_tokens)).decode()
 
 
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
         "completion_tokens": completion_tokens,
     }
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 class _SinkBase:
@@ -74,6 +77,7 @@ class _SinkBase:
         "_prompt_tokens",
         "_transport",
         "_truth",
+        "cached_tokens",
         "chat",
         "request_id",
     )
@@ -100,6 +104,8 @@ class _SinkBase:
         self._max_tokens = max_tokens
         self._emitted = 0
         self._closed = False
+        self.cached_tokens: int | None = None
+        """Prompt tokens served from a prefix cache (set by a profile that has one)."""
         self._id = f"{'chatcmpl' if chat else 'cmpl'}-{request_id:08x}{time.perf_counter_ns():016x}"
         self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
 
@@ -270,7 +276,7 @@ class StreamSink(_SinkBase):
                 "created": self._created,
                 "model": self._model,
                 "choices": [],
-                "usage": _usage(self._prompt_tokens, self._emitted),
+                "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
             }
             end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
         self._transport.write(end)
@@ -343,7 +349,7 @@ class BufferedSink(_SinkBase):
             "created": self._created,
             "model": self._model,
             "choices": [choice],
-            "usage": _usage(self._prompt_tokens, self._emitted),
+            "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
         }
         self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
         self._complete()
