@@ -137,8 +137,12 @@ class StreamingClient:
         messages: Sequence[dict[str, Any]] | None = None,
         extra_body: dict[str, Any] | None = None,
         requested_input_tokens: int | None = None,
+        keep_text: bool = False,
     ) -> RequestRecord:
-        """Send one request and measure it; never raises except on task cancellation."""
+        """Send one request and measure it; never raises except on task cancellation.
+
+        `keep_text` keeps the answer in `output_text` (a conversation re-sends it next turn).
+        """
         self._ensure_watchdog()
         body = self.build_body(prompt, max_tokens, messages=messages, extra_body=extra_body)
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -170,6 +174,8 @@ class StreamingClient:
                     **common,
                 )
             reader = StreamReader()
+            if keep_text:
+                reader.texts = []
             sent_ns = time.perf_counter_ns()
             exchange = connection.start(request, reader.feed)
             self._active[exchange] = sent_ns
@@ -269,6 +275,7 @@ def _record(
         response_model=reader.model,
         cached_input_tokens=reader.cached_input_tokens,
         server_timings=reader.timings,
+        output_text="".join(reader.texts) if reader.texts is not None else None,
         **common,
     )
 

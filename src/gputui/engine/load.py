@@ -20,16 +20,16 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import StreamingClient
+from gputui.engine.driven import DrivenSource
+from gputui.engine.driven import LoadMode as LoadMode
 from gputui.engine.records import REASON_CLIENT_ERROR, REASON_CONNECT, RequestRecord
-from gputui.engine.workload import FixedShape, RequestSource
-
-LoadMode = Literal["concurrency", "rate"]
+from gputui.engine.workload import FixedShape, RequestSource, RequestSpec
 
 CONNECT_BACKOFF_S: Final = (0.05, 1.0)
 """First and longest wait of a closed-loop worker after a failed connection."""
@@ -92,7 +92,9 @@ class LoadController:
         if self._generator is not None:
             self._generator.cancel()
             self._generator = None
-        if mode == "concurrency":
+        if isinstance(self._source, DrivenSource):
+            self._generator = asyncio.create_task(self._source.drive(self, mode, level))
+        elif mode == "concurrency":
             for slot in range(round(level)):
                 if slot not in self._workers:
                     self._workers[slot] = asyncio.create_task(self._closed_worker(slot))
@@ -170,8 +172,59 @@ class LoadController:
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
+    # for driven sources (engine.driven) -----------------------------------------------------
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a driver's long-lived work (a conversation); `stop` waits for it."""
+        task: asyncio.Task[Any] = asyncio.create_task(work)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def wait(self, delay_ns: int) -> bool:
+        """Sleep (a think time, a trace gap) unless the run stops first; a pause waits too."""
+        if delay_ns > 0 and not self.stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), delay_ns / 1e9)
+        if self.paused and not self.stopping:
+            await self._resumed.wait()
+        return not self.stopping
+
+    def gap_ns(self, rate_per_s: float) -> int:
+        """The next gap of the run's arrival process (a driver's open loop)."""
+        return self._arrivals.gap_ns(rate_per_s)
+
+    def reserve_id(self) -> int:
+        """An id no request will get (unique across the engines that share a load)."""
+        reserved = self._next_id
+        self._next_id += self._id_step
+        return reserved
+
+    async def send(
+        self,
+        spec: RequestSpec,
+        queued_ns: int | None = None,
+        *,
+        conversation_id: int | None = None,
+        turn: int | None = None,
+        keep_text: bool = False,
+    ) -> RequestRecord:
+        """Send a driver's request through the controller's own path; its record comes back."""
+        record = await self._send(spec, queued_ns, keep_text=keep_text)
+        if conversation_id is not None:
+            record = replace(record, conversation_id=conversation_id, turn=turn)
+        out = replace(record, output_text=None) if record.output_text is not None else record
+        self._on_record(out)
+        return record
+
     async def _one_request(self, queued_ns: int | None) -> str | None:
         """Send one request and hand its record on; returns its failure reason."""
+        record = await self._send(None, queued_ns)
+        self._on_record(record)
+        return record.error
+
+    async def _send(
+        self, given: RequestSpec | None, queued_ns: int | None, *, keep_text: bool = False
+    ) -> RequestRecord:
+        """Send one request (the source's next one unless given) and measure it."""
         request_id = self._next_id
         self._next_id += self._id_step
         step_index = self.step_index
@@ -179,7 +232,7 @@ class LoadController:
         self.in_flight += 1
         requested = 0
         try:
-            spec = self._source.next(request_id)
+            spec = given if given is not None else self._source.next(request_id)
             requested = spec.max_tokens
             record = await self._client.send(
                 spec.prompt,
@@ -190,6 +243,7 @@ class LoadController:
                 messages=spec.messages,
                 extra_body=spec.extra_body,
                 requested_input_tokens=spec.input_tokens,
+                keep_text=keep_text,
             )
         except Exception as exc:  # noqa: BLE001 (a client bug must cost one record, not the run)
             now = time.perf_counter_ns()
@@ -206,5 +260,4 @@ class LoadController:
         finally:
             self.in_flight -= 1
             self._slot_freed.set()
-        self._on_record(record)
-        return record.error
+        return record

@@ -90,3 +90,10 @@ class RequestRecord:
     """Usage's `prompt_tokens_details.cached_tokens`: prompt tokens served from a prefix cache."""
     server_timings: ServerTimings | None = None
     """Only from servers that report them (llama.cpp)."""
+    conversation_id: int | None = None
+    """Multi-turn runs: the conversation this request is a turn of."""
+    turn: int | None = None
+    """Multi-turn runs: the turn, 1 for the first."""
+    output_text: str | None = None
+    """The answer, only while a conversation needs it; dropped before the record leaves the
+    engine process."""

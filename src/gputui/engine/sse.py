@@ -48,6 +48,7 @@ class StreamReader:
         "input_tokens",
         "model",
         "output_tokens",
+        "texts",
         "timings",
         "token_ns",
     )
@@ -72,6 +73,8 @@ class StreamReader:
         """The `model` field of the first chunk that named one."""
         self.error: str | None = None
         self.error_detail: str | None = None
+        self.texts: list[str] | None = None
+        """The output text pieces, kept only when set to a list (multi-turn needs the answer)."""
 
     def feed(self, data: bytes, now_ns: int) -> None:
         """Consume body bytes that arrived at `now_ns`."""
@@ -187,6 +190,8 @@ class StreamReader:
                 self.token_ns.append(now_ns)
                 if self.first_token_ns is None:
                     self.first_token_ns = now_ns
+                if self.texts is not None:
+                    self.texts.append(text)
             if finish:
                 self.finish_reason = finish
         if self.model is None:
