@@ -48,12 +48,14 @@ from gputui.telemetry.snapshot_sections import sections_from_sampler
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
+from gputui.workloads.sources import plan_workload_source
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a headless sweep; returns the exit code."""
     try:
         target = parse_target(args.url)
+        source = plan_workload_source(args)
         scenario = apply_scenario(args)
         workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
@@ -103,7 +105,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             ),
         ),
         shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
-        workload=prepared.spec,
+        workload=source.engine_workload(prepared.spec),
         arrival=arrival,
         burstiness=args.burstiness or 1.0,
         max_in_flight=args.max_in_flight,
@@ -131,6 +133,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
+        + "".join(f"gputui run: {line}\n" for line in source.describe())
     )
     sys.stdout.flush()
     runner = SweepRunner(
@@ -209,7 +212,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         backend_evidence=checked.backend.evidence,
         workload_details=prepared.details,
     )
-    snapshot = build_snapshot(session, info)
+    snapshot = source.finish(build_snapshot(session, info), session.all_records())
     if args.price_per_hour is not None:
         # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
         snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
@@ -223,6 +226,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             "% CPU): its timings include its own queueing; rerun with more --workers"
         )
     printer.summary(snapshot)
+    sys.stdout.write("".join(f"{line}\n" for line in source.lines(snapshot)))
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
     printer.response_models(args.model, session.all_records())
     if session.cancelled:

@@ -29,7 +29,7 @@ from gputui.engine.client import StreamingClient
 from gputui.engine.driven import DrivenSource
 from gputui.engine.driven import LoadMode as LoadMode
 from gputui.engine.records import REASON_CLIENT_ERROR, REASON_CONNECT, RequestRecord
-from gputui.engine.workload import FixedShape, RequestSource, RequestSpec
+from gputui.engine.workload import FixedShape, RequestSource, RequestSpec, SourceExhausted
 
 CONNECT_BACKOFF_S: Final = (0.05, 1.0)
 """First and longest wait of a closed-loop worker after a failed connection."""
@@ -70,6 +70,8 @@ class LoadController:
         self.step_index = -1
         self.paused = False
         self.stopping = False
+        self.exhausted = False
+        """The source has nothing more to send (a dataset sent once each): the loops end."""
         self.in_flight = 0
         self.sent_by_step: Counter[int] = Counter()
         self._next_id = id_start
@@ -136,7 +138,12 @@ class LoadController:
     async def _closed_worker(self, slot: int) -> None:
         backoff_s = 0.0
         try:
-            while not self.stopping and self.mode == "concurrency" and slot < round(self.level):
+            while (
+                not self.stopping
+                and not self.exhausted
+                and self.mode == "concurrency"
+                and slot < round(self.level)
+            ):
                 if self.paused:
                     await self._resumed.wait()
                     continue
@@ -152,7 +159,7 @@ class LoadController:
 
     async def _open_loop(self, rate_per_s: float) -> None:
         next_ns = time.perf_counter_ns()
-        while not self.stopping:
+        while not self.stopping and not self.exhausted:
             if self.paused:
                 await self._resumed.wait()
                 next_ns = time.perf_counter_ns()
@@ -209,6 +216,7 @@ class LoadController:
     ) -> RequestRecord:
         """Send a driver's request through the controller's own path; its record comes back."""
         record = await self._send(spec, queued_ns, keep_text=keep_text)
+        assert record is not None  # a given spec is always sent
         if conversation_id is not None:
             record = replace(record, conversation_id=conversation_id, turn=turn)
         out = replace(record, output_text=None) if record.output_text is not None else record
@@ -218,13 +226,18 @@ class LoadController:
     async def _one_request(self, queued_ns: int | None) -> str | None:
         """Send one request and hand its record on; returns its failure reason."""
         record = await self._send(None, queued_ns)
+        if record is None:
+            return None
         self._on_record(record)
         return record.error
 
     async def _send(
         self, given: RequestSpec | None, queued_ns: int | None, *, keep_text: bool = False
-    ) -> RequestRecord:
-        """Send one request (the source's next one unless given) and measure it."""
+    ) -> RequestRecord | None:
+        """Send one request (the source's next one unless given) and measure it.
+
+        None: the source is exhausted, and nothing was sent.
+        """
         request_id = self._next_id
         self._next_id += self._id_step
         step_index = self.step_index
@@ -245,6 +258,10 @@ class LoadController:
                 requested_input_tokens=spec.input_tokens,
                 keep_text=keep_text,
             )
+        except SourceExhausted:
+            self.exhausted = True
+            self.sent_by_step[step_index] -= 1
+            return None
         except Exception as exc:  # noqa: BLE001 (a client bug must cost one record, not the run)
             now = time.perf_counter_ns()
             record = RequestRecord(
