@@ -104,6 +104,8 @@ class ConversationSource:
     async def _user(self, load: LoadControl, slot: int) -> None:
         try:
             while not load.stopping and load.mode == "concurrency" and slot < round(load.level):
+                if not await load.wait(0):  # paused: hold the next conversation
+                    break
                 if not await self._conversation(load, None):
                     await load.wait(50_000_000)  # a failed first turn: no hot retry loop
         finally:
