@@ -140,6 +140,7 @@ def test_hit_rate_rises_turn_by_turn_and_matches_the_server(
     assert stats["e2e_s"]["p50"] > 5 * rows[0]["ttft_s"]["p50"]
 
 
+@pytest.mark.slow
 def test_turn_five_ttft_is_lower_with_caching(
     cached_run: tuple[list[RequestRecord], dict[str, float]],
 ) -> None:
@@ -151,6 +152,7 @@ def test_turn_five_ttft_is_lower_with_caching(
     assert on["ttft_s"]["p50"] < 0.8 * off["ttft_s"]["p50"], (on, off)
 
 
+@pytest.mark.slow
 def test_open_loop_conversations_start_at_a_rate() -> None:
     records, _ = run_once(caching=True, mode="rate", level=8.0)
     talks = complete(records)
