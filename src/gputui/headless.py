@@ -51,12 +51,14 @@ from gputui.telemetry.spec_decode import spec_decode_line
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
+from gputui.workloads.sources import plan_workload_source
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a headless sweep; returns the exit code."""
     try:
         target = parse_target(args.url)
+        source = plan_workload_source(args)
         scenario = apply_scenario(args)
         workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
@@ -107,7 +109,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             **stream_counting(checked.backend.name, args.tokenizer and str(args.tokenizer)),
         ),
         shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
-        workload=prepared.spec,
+        workload=source.engine_workload(prepared.spec),
         arrival=arrival,
         burstiness=args.burstiness or 1.0,
         max_in_flight=args.max_in_flight,
@@ -135,6 +137,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
+        + "".join(f"gputui run: {line}\n" for line in source.describe())
     )
     sys.stdout.flush()
     runner = SweepRunner(
@@ -213,7 +216,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         backend_evidence=checked.backend.evidence,
         workload_details=prepared.details,
     )
-    snapshot = build_snapshot(session, info)
+    snapshot = source.finish(build_snapshot(session, info), session.all_records())
     if args.price_per_hour is not None:
         # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
         snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
@@ -229,6 +232,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     printer.summary(snapshot)
     spec_line = spec_decode_line((snapshot.telemetry or {}).get("spec_decode"))
     sys.stdout.write(f"{spec_line}\n" if spec_line else "")
+    sys.stdout.write("".join(f"{line}\n" for line in source.lines(snapshot)))
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
     printer.response_models(args.model, session.all_records())
     if session.cancelled:

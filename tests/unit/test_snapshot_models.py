@@ -127,6 +127,8 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "telemetry",
         "validation",
         "bursts",
+        "conversations",
+        "trace",
     }
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1
@@ -151,8 +153,9 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     assert set(data["workload"]) == workload
     assert set(data["sla"]) == {"ttft_p95_s", "tpot_p95_s", "max_error_rate"}
     # Optional step keys (issue 17): the event-counting method; TTFAT and reasoning share only
-    # for streams with thinking.
-    assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS
+    # for streams with thinking; multi-turn runs and trace replays fill the source keys.
+    source_keys = {"turns", "prefix_cache_hit_rate", "conversations", "dispatch_lateness"}
+    assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS | source_keys
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"):
         assert set(data["steps"][0][key]) == STATS_KEYS
     assert set(data["network"]) == {"rtt_s", "probe_path", "probes_failed"}

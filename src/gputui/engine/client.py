@@ -175,8 +175,12 @@ class StreamingClient:
         messages: Sequence[dict[str, Any]] | None = None,
         extra_body: dict[str, Any] | None = None,
         requested_input_tokens: int | None = None,
+        keep_text: bool = False,
     ) -> RequestRecord:
-        """Send one request and measure it; never raises except on task cancellation."""
+        """Send one request and measure it; never raises except on task cancellation.
+
+        `keep_text` keeps the answer in `output_text` (a conversation re-sends it next turn).
+        """
         self._ensure_watchdog()
         body = self.build_body(prompt, max_tokens, messages=messages, extra_body=extra_body)
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -207,7 +211,7 @@ class StreamingClient:
                     error_detail=f"cannot connect to {self._config.target.base_url}: {detail}",
                     **common,
                 )
-            reader = StreamReader(keep_texts=self._counter is not None)
+            reader = StreamReader(keep_texts=self._counter is not None or keep_text)
             sent_ns = time.perf_counter_ns()
             exchange = connection.start(request, reader.feed)
             self._active[exchange] = sent_ns
@@ -327,6 +331,7 @@ def _record(
         if reader.reasoning_tokens is None
         else reader.reasoning_tokens,
         reasoning_from_usage=reader.reasoning_tokens is not None,
+        output_text="".join(reader.texts) if reader.texts is not None else None,
         **common,
     )
     counts = counts_from_running(reader.running, len(reader.token_ns))

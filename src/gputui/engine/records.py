@@ -100,3 +100,10 @@ class RequestRecord:
     event_tokens_method: str = "events"
     """How `event_tokens` was decided (see engine.event_tokens): continuous_usage, tokenizer or
     events (one token per event)."""
+    conversation_id: int | None = None
+    """Multi-turn runs: the conversation this request is a turn of."""
+    turn: int | None = None
+    """Multi-turn runs: the turn, 1 for the first."""
+    output_text: str | None = None
+    """The answer, only while a conversation needs it; dropped before the record leaves the
+    engine process."""

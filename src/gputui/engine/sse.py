@@ -78,6 +78,7 @@ class StreamReader:
         self.running: list[Any] = []
         """The usage's `completion_tokens` of each token event that carried a usage object."""
         self.texts: list[str] | None = [] if keep_texts else None
+        """Each token event's text, kept only with `keep_texts` (event counting, multi-turn)."""
         self.reasoning_tokens: int | None = None
         """From usage `completion_tokens_details.reasoning_tokens`, when the server gave it."""
         self._last_usage: Any = None

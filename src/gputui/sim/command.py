@@ -63,6 +63,12 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     gpu.add_argument("--max-num-seqs", type=positive_int, default=None)
     gpu.add_argument("--max-batched-tokens", type=positive_int, default=None)
     gpu.add_argument("--seed", type=int, default=0)
+    gpu.add_argument(
+        "--no-prefix-caching",
+        dest="prefix_caching",
+        action="store_false",
+        help="turn off automatic prefix caching (vLLM V1 has it on by default)",
+    )
     parser.add_argument(
         "--ttft-ms", type=non_negative_float, default=50.0, help="time to first token (default 50)"
     )
@@ -246,6 +252,7 @@ def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
         max_num_seqs=args.max_num_seqs,
         max_batched_tokens=args.max_batched_tokens,
         seed=args.seed,
+        prefix_caching=args.prefix_caching,
         served_model_name=served,
         stream_style=stream_style(args),
     )

@@ -115,6 +115,8 @@ def make_device(
     max_num_seqs: int | None = None,
     max_batched_tokens: int | None = None,
     seed: int = 0,
+    *,
+    prefix_caching: bool = True,
 ) -> SimDevice:
     """Build a device, with vLLM's defaults for the limits left as None."""
     default_seqs, default_tokens = default_limits(gpu)
@@ -128,5 +130,7 @@ def make_device(
     if not plan.fits:
         raise ModelDoesNotFit(fit_error(gpu, model, precision, plan, gpu_memory_utilization))
     roofline = Roofline(gpu, model, precision, kv_dtype)
-    scheduler = Scheduler(roofline, plan.num_blocks, seqs, tokens, seed)
+    scheduler = Scheduler(
+        roofline, plan.num_blocks, seqs, tokens, seed, prefix_caching=prefix_caching
+    )
     return SimDevice(gpu, model, precision, kv_dtype, gpu_memory_utilization, plan, scheduler)

@@ -268,6 +268,15 @@ class FaultySink:
         """The connection was lost."""
         self._inner.abort()
 
+    @property
+    def cached_tokens(self) -> int | None:
+        """The wrapped response's cached prompt tokens (usage)."""
+        return self._inner.cached_tokens
+
+    @cached_tokens.setter
+    def cached_tokens(self, value: int | None) -> None:
+        self._inner.cached_tokens = value
+
     def emit_tokens(
         self,
         count: int = 1,

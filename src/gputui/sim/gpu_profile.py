@@ -27,7 +27,7 @@ from gputui.catalog.specs import check_precision, get_gpu, get_model
 from gputui.sim.deadlines import DeadlineScheduler
 from gputui.sim.device import SimDevice, make_device
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
-from gputui.sim.profile import SimRequest, TokenSink
+from gputui.sim.profile import CachedTokensSink, SimRequest, TokenSink
 from gputui.sim.scheduler import Iteration
 from gputui.sim.stream_style import StreamStyle
 
@@ -51,6 +51,8 @@ class GpuProfileSpec:
     max_batched_tokens: int | None = None
     """None: vLLM's default for the GPU (2048, or 8192 on >= 70 GiB non-A100 cards)."""
     seed: int = 0
+    prefix_caching: bool = True
+    """vLLM V1's automatic prefix caching (`gputui sim --no-prefix-caching` turns it off)."""
     served_model_name: str = ""
     """Name reported in /v1/models and the `model_name` label; empty means the catalog name."""
     stream_style: StreamStyle | None = None
@@ -74,6 +76,7 @@ class GpuProfileSpec:
             self.max_num_seqs,
             self.max_batched_tokens,
             self.seed,
+            prefix_caching=self.prefix_caching,
         )
 
     def build(self) -> GpuProfile:
@@ -193,6 +196,10 @@ class GpuProfile:
             return
         result = self.device.end(it)
         sinks = self._sinks
+        for rid, cached in result.cached.items():
+            target: object = sinks.get(rid)
+            if isinstance(target, CachedTokensSink):
+                target.cached_tokens = cached
         finished = dict(result.finished)
         for rid, count in result.emitted.items():
             sink = sinks.get(rid)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,8 @@ class SimRequest:
     """When False a profile may stop early (finish_reason "stop"); when True it emits max_tokens."""
     chat: bool
     model: str
+    block_hashes: tuple[int, ...] = ()
+    """Chained hashes of the prompt's full 16-token blocks (sim.prefix_cache)."""
 
 
 class TokenSink(Protocol):
@@ -72,6 +74,16 @@ class TokenSink(Protocol):
         when the model emits EOS). After the response ended this does nothing.
         """
         ...
+
+
+@runtime_checkable
+class CachedTokensSink(Protocol):
+    """A sink that reports `usage.prompt_tokens_details.cached_tokens`.
+
+    A prefix-caching profile sets it before the first token; other sinks report no cache.
+    """
+
+    cached_tokens: int | None
 
 
 class Profile(Protocol):

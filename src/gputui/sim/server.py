@@ -52,6 +52,7 @@ from gputui.sim.faults import (
     FaultySink,
     http_fault_response,
 )
+from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.sinks import (
     BufferedSink,
@@ -191,7 +192,7 @@ class SimServer:
 
     def _start_completion(self, conn: HttpConnection, request: _Request, *, chat: bool) -> None:
         body = _json_object(request.body)
-        prompt_tokens, _ = prompt_token_count(body, chat=chat)
+        prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
         max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
         if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
             max_tokens = _int_field(body, "max_completion_tokens", max_tokens, 1)
@@ -227,6 +228,7 @@ class SimServer:
             ignore_eos=bool(body.get("ignore_eos", False)),
             chat=chat,
             model=str(body.get("model") or self.served_model_name),
+            block_hashes=block_hashes(prompt_ids),
         )
         common: dict[str, Any] = {
             "request_id": sim_request.request_id,

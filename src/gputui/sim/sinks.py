@@ -56,12 +56,15 @@ def output_text(n_tokens: int) -> str:
     return b"".join(TOKEN_TEXTS[k % len(TOKEN_TEXTS)] for k in range(n_tokens)).decode()
 
 
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
         "completion_tokens": completion_tokens,
     }
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 class _SinkBase:
@@ -78,6 +81,7 @@ class _SinkBase:
         "_prompt_tokens",
         "_transport",
         "_truth",
+        "cached_tokens",
         "chat",
         "request_id",
     )
@@ -104,6 +108,8 @@ class _SinkBase:
         self._max_tokens = max_tokens
         self._emitted = 0
         self._closed = False
+        self.cached_tokens: int | None = None
+        """Prompt tokens served from a prefix cache (set by a profile that has one)."""
         self._id = f"{'chatcmpl' if chat else 'cmpl'}-{request_id:08x}{time.perf_counter_ns():016x}"
         self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
 
@@ -342,7 +348,7 @@ class StreamSink(_SinkBase):
                 "created": self._created,
                 "model": self._model,
                 "choices": [],
-                "usage": _usage(self._prompt_tokens, self._emitted),
+                "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
             }
             if self._reasoning_budget:
                 usage["usage"]["completion_tokens_details"] = {
@@ -420,7 +426,7 @@ class BufferedSink(_SinkBase):
             "created": self._created,
             "model": self._model,
             "choices": [choice],
-            "usage": _usage(self._prompt_tokens, self._emitted),
+            "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
         }
         self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
         self._complete()

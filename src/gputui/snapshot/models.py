@@ -217,6 +217,14 @@ class Step(_Model):
     goodput_share_ci: CiInterval | None = None
     sla_verdict: str | None = None
     """"pass", "fail" or "inconclusive" (`metrics.verdict`); a plain str so newer values load."""
+    turns: tuple[dict[str, Any], ...] | None = None
+    """Multi-turn runs, per turn: requests, `ttft_s`, mean prompt, hit rate."""
+    prefix_cache_hit_rate: float | None = None
+    """Cached / all prompt tokens of the step's ok requests, when the server reported them."""
+    conversations: dict[str, Any] | None = None
+    """Multi-turn runs: conversations started and complete in the step, and their `e2e_s`."""
+    dispatch_lateness: dict[str, Any] | None = None
+    """Trace replay: send time minus schedule (`p50_ms`, `p99_ms`, `max_ms`, `count`)."""
 
 
 class Network(_Model):
@@ -338,6 +346,10 @@ class Snapshot(_Model):
     """The rate hold near the knee that confirms the capacity (written by the engine)."""
     bursts: tuple[dict[str, Any], ...] = ()
     """Burst-and-recovery checks, one object per burst (written by the engine)."""
+    conversations: dict[str, Any] | None = None
+    """Multi-turn runs, over the whole run: turns, think time, started, complete, `e2e_s`."""
+    trace: dict[str, Any] | None = None
+    """Trace replay: file, format, window, time scale, `dispatch_lateness`, schedule error."""
 
     @field_validator("created_at")
     @classmethod
