@@ -8,6 +8,11 @@ streaming client (the obvious implementation) runs beside it for comparison. The
 to one core and the client to the other, as on a 2-core node.
 
     python benchmarks/fidelity.py [--seconds 15] [--repeats 3] [--levels 1,16,64,256] [--no-httpx]
+        [--event-counting none|continuous_usage|tokenizer] [--capacity-only]
+
+`--event-counting` turns on per-event token counting in gputui's client (engine.event_tokens):
+`continuous_usage` asks for a running usage on every event (the server then sends bigger events),
+`tokenizer` counts event texts with the server's /tokenize when the usage total disagrees.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import orjson
 
 from gputui.engine.client import ClientConfig
+from gputui.engine.event_tokens import EventCounterSpec
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
@@ -104,12 +111,30 @@ class Result:
     failures: int
 
 
+def counting_fields(counting: str) -> dict[str, Any]:
+    if counting == "continuous_usage":
+        return {"continuous_usage": True}
+    if counting == "tokenizer":
+        return {"event_counter": EventCounterSpec(kind="server")}
+    return {}
+
+
 def run_gputui(
-    url: str, concurrency: int, seconds: float, output_tokens: int, workers: int = 1
+    url: str,
+    concurrency: int,
+    seconds: float,
+    output_tokens: int,
+    workers: int = 1,
+    counting: str = "none",
 ) -> Result:
     httpx.post(url + "/sim/reset", timeout=10)
     config = EngineConfig(
-        client=ClientConfig(target=parse_target(url), model="sim", extra_body={"ignore_eos": True}),
+        client=ClientConfig(
+            target=parse_target(url),
+            model="sim",
+            extra_body={"ignore_eos": True},
+            **counting_fields(counting),
+        ),
         shape=RequestShape(input_tokens=64, output_tokens=output_tokens),
         probe_path=None,
     )
@@ -235,11 +260,20 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true", help="also 1 vs 2 workers (ITL 0)")
     parser.add_argument("--workers", type=int, default=1, help="engine processes for gputui rows")
     parser.add_argument("--no-capacity", action="store_true")
+    parser.add_argument(
+        "--event-counting",
+        choices=("none", "continuous_usage", "tokenizer"),
+        default="none",
+        help="per-event token counting in gputui's client",
+    )
+    parser.add_argument("--capacity-only", action="store_true", help="skip the fidelity rows")
     args = parser.parse_args()
     with contextlib.suppress(OSError):
         os.sched_setaffinity(0, {CLIENT_CPU})
     levels = [int(x) for x in args.levels.split(",")]
     clients = ["gputui"] + ([] if args.no_httpx else ["httpx"])
+    if args.capacity_only:
+        levels = []
     print(
         f"fixed sim: TTFT 50 ms, ITL 10 ms, {args.output_tokens} output tokens; "
         f"{args.seconds:g} s per run, median of {args.repeats}; server on CPU {SERVER_CPU}, "
@@ -257,7 +291,14 @@ def main() -> None:
             for client in clients:
                 if client == "gputui":
                     results = [
-                        run_gputui(url, level, args.seconds, args.output_tokens, args.workers)
+                        run_gputui(
+                            url,
+                            level,
+                            args.seconds,
+                            args.output_tokens,
+                            args.workers,
+                            args.event_counting,
+                        )
                         for _ in range(args.repeats)
                     ]
                 else:
@@ -276,12 +317,18 @@ def main() -> None:
                     flush=True,
                 )
     if not args.no_capacity:
-        print("\ncapacity: ITL 0, 1024 output tokens, concurrency 64")
+        print(
+            f"\ncapacity: ITL 0, 1024 output tokens, concurrency 64, "
+            f"event counting {args.event_counting}"
+        )
         print(f"{'client':<7} {'tokens':>9} {'client CPU s':>12} {'tokens per CPU-second':>22}")
         with sim_server(0, 0) as url:
             for client in clients:
-                runner = run_gputui if client == "gputui" else run_httpx
-                r = runner(url, 64, args.capacity_seconds, 1024)
+                r = (
+                    run_gputui(url, 64, args.capacity_seconds, 1024, counting=args.event_counting)
+                    if client == "gputui"
+                    else run_httpx(url, 64, args.capacity_seconds, 1024)
+                )
                 print(
                     f"{client:<7} {r.tokens:>9} {r.cpu_s:>12.2f} {r.tokens / r.cpu_s:>22,.0f}",
                     flush=True,

@@ -216,7 +216,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="place the --workers on this Ray cluster (pip install 'gputui[distributed]')",
     )
     from gputui.telemetry.setup import add_telemetry_arguments
+    from gputui.workloads.sources import add_workload_source_arguments
 
+    add_workload_source_arguments(parser)
     add_telemetry_arguments(parser)
     output = parser.add_argument_group("output")
     output.add_argument("--label", default=None)

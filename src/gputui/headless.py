@@ -24,6 +24,7 @@ from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
+from gputui.engine.event_tokens import stream_counting
 from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
@@ -33,6 +34,7 @@ from gputui.errors import UsageError
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.streams_text import stream_text
 from gputui.session import Session
 from gputui.snapshot.assemble import RunInfo, build_snapshot
 from gputui.snapshot.models import Snapshot
@@ -47,15 +49,18 @@ from gputui.sweep import (
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.snapshot_sections import sections_from_sampler
+from gputui.telemetry.spec_decode import spec_decode_line
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
+from gputui.workloads.sources import plan_workload_source
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a headless sweep; returns the exit code."""
     try:
         target = parse_target(args.url)
+        source = plan_workload_source(args)
         scenario = apply_scenario(args)
         workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
@@ -104,9 +109,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                 request_s=args.request_timeout,
                 stall_s=args.stall_timeout,
             ),
+            **stream_counting(checked.backend.name, args.tokenizer and str(args.tokenizer)),
         ),
         shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
-        workload=prepared.spec,
+        workload=source.engine_workload(prepared.spec),
         arrival=arrival,
         burstiness=args.burstiness or 1.0,
         max_in_flight=args.max_in_flight,
@@ -137,6 +143,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
+        + "".join(f"gputui run: {line}\n" for line in source.describe())
     )
     sys.stdout.flush()
     runner = SweepRunner(
@@ -217,7 +224,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         backend_evidence=checked.backend.evidence,
         workload_details=prepared.details,
     )
-    snapshot = diagnoser.attach(build_snapshot(session, info))
+    snapshot = diagnoser.attach(source.finish(build_snapshot(session, info), session.all_records()))
     if args.price_per_hour is not None:
         # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
         snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
@@ -231,6 +238,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             "% CPU): its timings include its own queueing; rerun with more --workers"
         )
     printer.summary(snapshot)
+    spec_line = spec_decode_line((snapshot.telemetry or {}).get("spec_decode"))
+    sys.stdout.write(f"{spec_line}\n" if spec_line else "")
+    sys.stdout.write("".join(f"{line}\n" for line in source.lines(snapshot)))
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
     printer.response_models(args.model, session.all_records())
     if session.cancelled:
@@ -349,6 +359,7 @@ class StepPrinter:
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
         sla = "SLA ok" if result.sla_ok else "SLA fail"
+        sla += f" ({result.sla_verdict}, n={result.ttft_s.n})" if result.sla_verdict else ""
         flag = " INCOMPLETE" if result.incomplete else ""
         errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
         body = (
@@ -357,6 +368,7 @@ class StepPrinter:
             f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
             f"{result.output_tokens_per_s:.1f} out tok/s, "
             f"TTFT p50/p95 {_ms(result.ttft_s.p50)}/{_ms(result.ttft_s.p95)} ms, "
+            f"{stream_text(result)}"
             f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
             f"{sla}{flag}\n"
         )

@@ -73,7 +73,7 @@ def test_histogram_quantiles_and_means_agree_with_the_sims_own_record(a100: SimP
         recorder.stop()
     assert window is not None
     assert window.backend == "vllm"
-    truth = httpx.get(a100.url + "/sim/requests").json()["requests"]
+    truth = httpx.get(a100.url + "/sim/latency").json()["requests"]
     assert len(truth) == 60
     for name, key in (("ttft", "ttft_s"), ("queue", "queue_s"), ("prefill", "prefill_s"),
                       ("decode", "decode_s"), ("e2e", "e2e_s")):  # fmt: skip

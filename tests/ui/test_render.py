@@ -216,3 +216,18 @@ def test_overlays_are_drawn_dim_and_named_in_a_second_legend_row() -> None:
     # The overlay's peak (810 tok/s at 64) lies under the live one (1651): same axes as before.
     plain = texts(sweep_lines(view, 100, 17))
     assert text[2].split("│")[0] == plain[1].split("│")[0] == "2.0k"
+
+
+def test_latency_table_shows_ttfat_and_reasoning_share_for_reasoning_streams() -> None:
+    view = load_views(FIXTURE)[-1]
+    assert view.frame is not None
+    window = view.frame.window
+    ttfat = replace(window.ttft_s, p50=0.9, p90=1.0, p95=1.1, p99=1.2)
+    frame = replace(view.frame, window=replace(window, ttfat_s=ttfat, reasoning_share=0.6))
+    latency = texts(latency_lines(replace(view, frame=frame), 90, 10))
+    assert latency[1].split()[0] == "TTFT"
+    assert latency[2].split() == ["TTFAT", "900ms", "1.00s", "1.10s", "1.20s", "65"]
+    assert latency[3].split()[0] == "TPOT"
+    assert any("reasoning 60.0%" in line for line in latency)
+    plain = texts(latency_lines(view, 90, 10))
+    assert not any("TTFAT" in line or "reasoning" in line for line in plain)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gputui.catalog.specs import GPUS, MODELS
 from gputui.diagnosis.window import ClientFrame, client_window, gpu_window
 from gputui.errors import UsageError
 from gputui.metrics.bottleneck import VERDICTS, StepEvidence, bottleneck, verdict_line
@@ -18,7 +19,6 @@ from gputui.metrics.roofline_use import (
     roofline_use,
 )
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
-from gputui.sim.catalog import GPUS, MODELS
 from gputui.sim.thermal import SW_POWER_CAP, SW_THERMAL_SLOWDOWN
 from gputui.telemetry.samples import GpuSample
 

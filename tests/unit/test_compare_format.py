@@ -121,3 +121,28 @@ def test_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown format"):
         render(full(), "xlsx")
     assert set(FORMATS) == {"table", "md", "csv", "json", "html"}
+
+
+def test_reasoning_runs_show_ttfat_and_reasoning_share_beside_ttft() -> None:
+    plain = load_snapshot(FIXTURES / FILES[1])
+    cap = plain.capacity
+    assert cap is not None
+    ttfat = {"mean": 0.9, "p50": 0.85, "p90": 1.0, "p95": 1.25, "p99": 1.3, "n": 40}
+    steps = tuple(
+        s.model_copy(update={"ttfat_s": ttfat, "reasoning_share": 0.6})
+        if (s.mode, s.level) == (cap.mode, cap.level)
+        else s
+        for s in plain.steps
+    )
+    reasoning = plain.model_copy(update={"steps": steps})
+    named = name_snapshots(
+        [(reasoning, Path("r1.json")), (load_snapshot(FIXTURES / FILES[0]), Path("x.json"))]
+    )
+    text = table(build_comparison(named))
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "P95 TTFT" in line)
+    assert lines[at].split()[6:12] == ["P95", "TTFT", "P95", "TTFAT", "reasoning", "P95"]
+    a100, rtx = lines[at + 2], lines[at + 3]
+    assert a100.split()[5:10] == ["295.7", "ms", "1.25", "s", "60.0"]
+    assert rtx.split()[7:9] == ["n/a", "n/a"]
+    assert "P95 TTFAT" not in table(acceptance())

@@ -42,6 +42,8 @@ def test_defaults() -> None:
 def test_gpu_flags_select_the_gpu_profile() -> None:
     spec = profile_spec(parse("--gpu", "rtx4090-48gb", "--model", "qwen2.5-14b", "--seed", "3"))
     assert spec == GpuProfileSpec(gpu="rtx4090-48gb", model="qwen2.5-14b", seed=3)
+    off = profile_spec(parse("--gpu", "h200", "--model", "llama-3.1-8b", "--no-prefix-caching"))
+    assert off == GpuProfileSpec(gpu="h200", model="llama-3.1-8b", prefix_caching=False)
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,12 @@ class RecordingSink:
         return self._closed
 
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,
     ) -> None:
         self.calls.append(count)
         self.one_writes.append(one_write)

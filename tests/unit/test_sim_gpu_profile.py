@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gputui.sim.catalog import CatalogError
+from gputui.catalog.specs import CatalogError
 from gputui.sim.device import ModelDoesNotFit
 from gputui.sim.gpu_profile import GpuProfile, GpuProfileSpec
 from gputui.sim.profile import Profile, SimRequest
@@ -31,7 +31,12 @@ class FakeSink:
         return self._closed
 
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,
     ) -> None:
         assert not self._closed
         self.tokens += count

@@ -24,6 +24,8 @@ from gputui.snapshot.models import (
 from tests.support.records import ns, rec
 
 STATS_KEYS = {"mean", "p50", "p90", "p95", "p99", "n"}
+STATS_KEYS |= {"p50_ci", "p95_ci", "p99_ci"}  # added in v1 (optional): issue 16
+OPTIONAL_STEP_KEYS = {"event_tokens_method", "ttfat_s", "reasoning_share"}
 STEP_KEYS = {
     "index",
     "mode",
@@ -53,6 +55,15 @@ STEP_KEYS = {
     "e2e_breakdown",
     "roofline",
     "bottleneck",
+}
+STEP_KEYS |= {  # added in v1 (optional): intervals and the three-way verdict, issue 16
+    "output_tokens_per_s_ci",
+    "requests_per_s_ci",
+    "rate_ci_batches",
+    "error_rate_ci",
+    "goodput_share",
+    "goodput_share_ci",
+    "sla_verdict",
 }
 DIAGNOSIS_KEYS = {"server_latency", "ttft_breakdown", "e2e_breakdown", "roofline", "bottleneck"}
 
@@ -123,6 +134,8 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "telemetry",
         "validation",
         "bursts",
+        "conversations",
+        "trace",
     }
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1
@@ -146,7 +159,10 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     }
     assert set(data["workload"]) == workload
     assert set(data["sla"]) == {"ttft_p95_s", "tpot_p95_s", "max_error_rate"}
-    assert set(data["steps"][0]) == STEP_KEYS
+    # Optional step keys (issue 17): the event-counting method; TTFAT and reasoning share only
+    # for streams with thinking; multi-turn runs and trace replays fill the source keys.
+    source_keys = {"turns", "prefix_cache_hit_rate", "conversations", "dispatch_lateness"}
+    assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS | source_keys
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"):
         assert set(data["steps"][0][key]) == STATS_KEYS
     assert set(data["network"]) == {"rtt_s", "probe_path", "probes_failed"}
@@ -238,6 +254,16 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "ttft_p95_s": 0.4,
         "tpot_p95_s": 0.02,
         "error_rate": 0.0,
+        # added in v1 (optional): intervals and bracketing levels, issue 16
+        "output_tokens_per_s_ci": None,
+        "requests_per_s_ci": None,
+        "ttft_p95_ci": None,
+        "tpot_p95_ci": None,
+        "error_rate_ci": None,
+        "below_level": None,
+        "below_verdict": None,
+        "above_level": None,
+        "above_verdict": None,
     }
     assert data["bursts"] == [{"peak_rate_per_s": 10.0, "recovered_s": 12.5}]
     assert Snapshot.model_validate(data) == snap

@@ -12,6 +12,11 @@ connection (reason `connect`); `request_s` bounds a whole request from sending t
 token is queueing, which a load test must measure rather than cut short; `stall_s` bounds the
 silence between body bytes once the body has started (`stall`). The watchdog looks every 0.25 s, so
 a timeout fires up to that much late.
+
+Tokens per event (see engine.event_tokens): with `continuous_usage` the request asks for
+`stream_options.continuous_usage_stats` (servers that honour it: vLLM, the simulator); with an
+`event_counter` the texts of a finished request's events are counted when its usage total says
+that some event carried more than one token. Neither runs per event.
 """
 
 from __future__ import annotations
@@ -24,9 +29,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from gputui import __version__
+from gputui.engine.event_tokens import (
+    METHOD_CONTINUOUS,
+    METHOD_EVENTS,
+    METHOD_TOKENIZER,
+    EventCounter,
+    EventCounterSpec,
+    counts_from_running,
+    reconcile,
+)
 from gputui.engine.http import ConnectionPool, Exchange
 from gputui.engine.records import (
     REASON_CANCELLED,
@@ -68,6 +83,10 @@ class ClientConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     timeouts: Timeouts = Timeouts()
     include_usage: bool = True
+    continuous_usage: bool = False
+    """Ask for `stream_options.continuous_usage_stats` (a running usage on every event)."""
+    event_counter: EventCounterSpec | None = None
+    """Counts event texts when a request's usage total disagrees with its number of events."""
 
 
 class StreamingClient:
@@ -96,6 +115,21 @@ class StreamingClient:
         self._head = head.encode("latin-1")
         self._active: dict[Exchange, int] = {}
         self._watchdog: asyncio.Task[None] | None = None
+        self._counter: EventCounter | None = None
+        if config.event_counter is not None:
+            counter_pool = (
+                ConnectionPool(
+                    target.host,
+                    target.port,
+                    ssl_context=ssl_context,
+                    connect_timeout_s=config.timeouts.connect_s,
+                )
+                if config.event_counter.kind == "server"
+                else None
+            )
+            path = target.root_prefix + config.event_counter.tokenize_path
+            spec = replace(config.event_counter, tokenize_path=path)
+            self._counter = EventCounter(spec, counter_pool, host, config.model)
 
     @property
     def connections_opened(self) -> int:
@@ -120,7 +154,11 @@ class StreamingClient:
         else:
             body["prompt"] = prompt
         if config.include_usage:
-            body["stream_options"] = {"include_usage": True}
+            body["stream_options"] = (
+                {"include_usage": True, "continuous_usage_stats": True}
+                if config.continuous_usage
+                else {"include_usage": True}
+            )
         body.update(config.extra_body)
         if extra_body:
             body.update(extra_body)
@@ -137,8 +175,12 @@ class StreamingClient:
         messages: Sequence[dict[str, Any]] | None = None,
         extra_body: dict[str, Any] | None = None,
         requested_input_tokens: int | None = None,
+        keep_text: bool = False,
     ) -> RequestRecord:
-        """Send one request and measure it; never raises except on task cancellation."""
+        """Send one request and measure it; never raises except on task cancellation.
+
+        `keep_text` keeps the answer in `output_text` (a conversation re-sends it next turn).
+        """
         self._ensure_watchdog()
         body = self.build_body(prompt, max_tokens, messages=messages, extra_body=extra_body)
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -169,7 +211,7 @@ class StreamingClient:
                     error_detail=f"cannot connect to {self._config.target.base_url}: {detail}",
                     **common,
                 )
-            reader = StreamReader()
+            reader = StreamReader(keep_texts=self._counter is not None or keep_text)
             sent_ns = time.perf_counter_ns()
             exchange = connection.start(request, reader.feed)
             self._active[exchange] = sent_ns
@@ -189,12 +231,25 @@ class StreamingClient:
                 continue  # a kept-alive connection the server had closed: retry on a new one
             self._pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
             record = _record(exchange, reader, sent_ns, connect_ns, common)
+            if self._counter is not None and needs_counting(record):
+                record = await self._count_events(record, reader)
             key = self._config.api_key
             if key and record.error_detail and key in record.error_detail:
                 # A server that echoes the key in its error text must not put it in our records.
                 record = replace(record, error_detail=record.error_detail.replace(key, "[API key]"))
             return record
         raise AssertionError("unreachable: the second attempt always returns")
+
+    async def _count_events(self, record: RequestRecord, reader: StreamReader) -> RequestRecord:
+        """Count the event texts of a finished request (off the hot path: once, at its end)."""
+        assert self._counter is not None
+        assert reader.texts is not None
+        counts = await self._counter.count(reader.texts)
+        if counts is None:
+            return record
+        return with_event_counts(
+            record, reconcile(counts, record.output_tokens), METHOD_TOKENIZER, reader
+        )
 
     def _ensure_watchdog(self) -> None:
         if self._watchdog is None:
@@ -226,6 +281,8 @@ class StreamingClient:
             self._watchdog.cancel()
             self._watchdog = None
         self._pool.close()
+        if self._counter is not None:
+            self._counter.close()
 
 
 def _record(
@@ -252,7 +309,7 @@ def _record(
             detail = "[DONE] without a finish_reason" if reader.done else "stream ended unfinished"
     stamps = np.array(reader.token_ns, dtype=np.int64)
     from_usage = reader.output_tokens is not None
-    return RequestRecord(
+    record = RequestRecord(
         sent_ns=sent_ns,
         end_ns=end_ns,
         ok=error is None,
@@ -269,7 +326,58 @@ def _record(
         response_model=reader.model,
         cached_input_tokens=reader.cached_input_tokens,
         server_timings=reader.timings,
+        first_answer_ns=reader.first_answer_ns,
+        reasoning_tokens=len(reader.reasoning_events)
+        if reader.reasoning_tokens is None
+        else reader.reasoning_tokens,
+        reasoning_from_usage=reader.reasoning_tokens is not None,
+        output_text="".join(reader.texts) if reader.texts is not None else None,
         **common,
+    )
+    counts = counts_from_running(reader.running, len(reader.token_ns))
+    if counts is not None:
+        return with_event_counts(record, counts, METHOD_CONTINUOUS, reader)
+    return record
+
+
+def needs_counting(record: RequestRecord) -> bool:
+    """An ok request whose usage total says some event carried several tokens, not yet counted.
+
+    One token more than events after a natural stop is the EOS token the server counted.
+    """
+    if not (
+        record.ok
+        and record.event_tokens_method == METHOD_EVENTS
+        and record.tokens_from_usage
+        and record.token_ns.size > 0
+    ):
+        return False
+    extra = record.output_tokens - int(record.token_ns.size)
+    return extra > 1 or (extra == 1 and record.finish_reason != "stop")
+
+
+def with_event_counts(
+    record: RequestRecord, counts: npt.NDArray[np.int32], method: str, reader: StreamReader
+) -> RequestRecord:
+    """The record with per-event token counts; events that carried no token are merged away.
+
+    Thinking tokens are counted from the events (unless the usage gave them); all counts of 1 are
+    kept as None, the same meaning at no cost.
+    """
+    stamps = record.token_ns
+    reasoning = record.reasoning_tokens
+    if not record.reasoning_from_usage and reader.reasoning_events:
+        reasoning = int(counts[reader.reasoning_events].sum())
+    empty = counts == 0
+    if empty.any():
+        stamps, counts = stamps[~empty], counts[~empty]
+    event_tokens = None if (counts == 1).all() else counts
+    return replace(
+        record,
+        token_ns=stamps,
+        event_tokens=event_tokens,
+        event_tokens_method=method,
+        reasoning_tokens=reasoning,
     )
 
 

@@ -20,16 +20,16 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import StreamingClient
+from gputui.engine.driven import DrivenSource
+from gputui.engine.driven import LoadMode as LoadMode
 from gputui.engine.records import REASON_CLIENT_ERROR, REASON_CONNECT, RequestRecord
-from gputui.engine.workload import FixedShape, RequestSource
-
-LoadMode = Literal["concurrency", "rate"]
+from gputui.engine.workload import FixedShape, RequestSource, RequestSpec, SourceExhausted
 
 CONNECT_BACKOFF_S: Final = (0.05, 1.0)
 """First and longest wait of a closed-loop worker after a failed connection."""
@@ -70,6 +70,8 @@ class LoadController:
         self.step_index = -1
         self.paused = False
         self.stopping = False
+        self.exhausted = False
+        """The source has nothing more to send (a dataset sent once each): the loops end."""
         self.in_flight = 0
         self.sent_by_step: Counter[int] = Counter()
         self._next_id = id_start
@@ -92,7 +94,9 @@ class LoadController:
         if self._generator is not None:
             self._generator.cancel()
             self._generator = None
-        if mode == "concurrency":
+        if isinstance(self._source, DrivenSource):
+            self._generator = asyncio.create_task(self._source.drive(self, mode, level))
+        elif mode == "concurrency":
             for slot in range(round(level)):
                 if slot not in self._workers:
                     self._workers[slot] = asyncio.create_task(self._closed_worker(slot))
@@ -134,7 +138,12 @@ class LoadController:
     async def _closed_worker(self, slot: int) -> None:
         backoff_s = 0.0
         try:
-            while not self.stopping and self.mode == "concurrency" and slot < round(self.level):
+            while (
+                not self.stopping
+                and not self.exhausted
+                and self.mode == "concurrency"
+                and slot < round(self.level)
+            ):
                 if self.paused:
                     await self._resumed.wait()
                     continue
@@ -150,7 +159,7 @@ class LoadController:
 
     async def _open_loop(self, rate_per_s: float) -> None:
         next_ns = time.perf_counter_ns()
-        while not self.stopping:
+        while not self.stopping and not self.exhausted:
             if self.paused:
                 await self._resumed.wait()
                 next_ns = time.perf_counter_ns()
@@ -170,8 +179,65 @@ class LoadController:
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
+    # for driven sources (engine.driven) -----------------------------------------------------
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a driver's long-lived work (a conversation); `stop` waits for it."""
+        task: asyncio.Task[Any] = asyncio.create_task(work)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def wait(self, delay_ns: int) -> bool:
+        """Sleep (a think time, a trace gap) unless the run stops first; a pause waits too."""
+        if delay_ns > 0 and not self.stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), delay_ns / 1e9)
+        if self.paused and not self.stopping:
+            await self._resumed.wait()
+        return not self.stopping
+
+    def gap_ns(self, rate_per_s: float) -> int:
+        """The next gap of the run's arrival process (a driver's open loop)."""
+        return self._arrivals.gap_ns(rate_per_s)
+
+    def reserve_id(self) -> int:
+        """An id no request will get (unique across the engines that share a load)."""
+        reserved = self._next_id
+        self._next_id += self._id_step
+        return reserved
+
+    async def send(
+        self,
+        spec: RequestSpec,
+        queued_ns: int | None = None,
+        *,
+        conversation_id: int | None = None,
+        turn: int | None = None,
+        keep_text: bool = False,
+    ) -> RequestRecord:
+        """Send a driver's request through the controller's own path; its record comes back."""
+        record = await self._send(spec, queued_ns, keep_text=keep_text)
+        assert record is not None  # a given spec is always sent
+        if conversation_id is not None:
+            record = replace(record, conversation_id=conversation_id, turn=turn)
+        out = replace(record, output_text=None) if record.output_text is not None else record
+        self._on_record(out)
+        return record
+
     async def _one_request(self, queued_ns: int | None) -> str | None:
         """Send one request and hand its record on; returns its failure reason."""
+        record = await self._send(None, queued_ns)
+        if record is None:
+            return None
+        self._on_record(record)
+        return record.error
+
+    async def _send(
+        self, given: RequestSpec | None, queued_ns: int | None, *, keep_text: bool = False
+    ) -> RequestRecord | None:
+        """Send one request (the source's next one unless given) and measure it.
+
+        None: the source is exhausted, and nothing was sent.
+        """
         request_id = self._next_id
         self._next_id += self._id_step
         step_index = self.step_index
@@ -179,7 +245,7 @@ class LoadController:
         self.in_flight += 1
         requested = 0
         try:
-            spec = self._source.next(request_id)
+            spec = given if given is not None else self._source.next(request_id)
             requested = spec.max_tokens
             record = await self._client.send(
                 spec.prompt,
@@ -190,7 +256,12 @@ class LoadController:
                 messages=spec.messages,
                 extra_body=spec.extra_body,
                 requested_input_tokens=spec.input_tokens,
+                keep_text=keep_text,
             )
+        except SourceExhausted:
+            self.exhausted = True
+            self.sent_by_step[step_index] -= 1
+            return None
         except Exception as exc:  # noqa: BLE001 (a client bug must cost one record, not the run)
             now = time.perf_counter_ns()
             record = RequestRecord(
@@ -206,5 +277,4 @@ class LoadController:
         finally:
             self.in_flight -= 1
             self._slot_freed.set()
-        self._on_record(record)
-        return record.error
+        return record

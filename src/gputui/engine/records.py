@@ -63,7 +63,7 @@ class RequestRecord:
     """Last byte of the response received, or the moment the failure was detected."""
     ok: bool
     first_token_ns: int | None = None
-    """Arrival of the first chunk carrying non-empty output text."""
+    """Arrival of the first chunk carrying output of any kind (thinking, content, tool call)."""
     token_ns: npt.NDArray[np.int64] = field(default_factory=lambda: EMPTY_STAMPS)
     """Arrival stamp of every output-token event (the first included); their gaps are the ITLs."""
     output_tokens: int = 0
@@ -90,3 +90,20 @@ class RequestRecord:
     """Usage's `prompt_tokens_details.cached_tokens`: prompt tokens served from a prefix cache."""
     server_timings: ServerTimings | None = None
     """Only from servers that report them (llama.cpp)."""
+    first_answer_ns: int | None = None
+    """Arrival of the first answer token (content or tool call), after any thinking (TTFAT)."""
+    reasoning_tokens: int = 0
+    """Thinking tokens: usage `completion_tokens_details.reasoning_tokens`, else counted."""
+    reasoning_from_usage: bool = False
+    event_tokens: npt.NDArray[np.int32] | None = None
+    """Tokens carried by each token event, aligned with `token_ns`; None: one each."""
+    event_tokens_method: str = "events"
+    """How `event_tokens` was decided (see engine.event_tokens): continuous_usage, tokenizer or
+    events (one token per event)."""
+    conversation_id: int | None = None
+    """Multi-turn runs: the conversation this request is a turn of."""
+    turn: int | None = None
+    """Multi-turn runs: the turn, 1 for the first."""
+    output_text: str | None = None
+    """The answer, only while a conversation needs it; dropped before the record leaves the
+    engine process."""

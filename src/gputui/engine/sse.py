@@ -6,8 +6,16 @@ the socket read they came in, and records, per output-token event, that stamp. T
 else; comments, `event:` lines, multi-line data and CRLF framing take a slower path. Every dialect
 rule lives here (see ../shared/docs/reference.md §5):
 
-- a chunk is a token event only when it carries non-empty text (`choices[0].text`, `delta.content`
-  or `delta.reasoning_content`); a role-only first chat chunk is not the first token;
+- a chunk is a token event only when it carries non-empty text (`choices[0].text`, `delta.content`,
+  thinking in `delta.reasoning` (vLLM's name today) or `delta.reasoning_content` (the older one),
+  or a tool call's name and `delta.tool_calls[].function.arguments`); a role-only first chat
+  chunk is not the first token. The first token of any kind is `first_token_ns` (TTFT); the first
+  answer token (content or tool call) is `first_answer_ns` (TTFAT); thinking events are listed
+  in `reasoning_events` (their indices among the token events);
+- a running `usage.completion_tokens` on a token event (vLLM's `continuous_usage_stats`) is kept
+  per event in `running`, to count the tokens of multi-token events afterwards (`event_tokens`);
+  with `keep_texts` each event's text is kept too, for a tokenizer to count after the request;
+  `completion_tokens_details.reasoning_tokens` is kept when the usage carries it;
 - usage may come in its own chunk, on the finish chunk, on the last chunk, or not at all; its
   `prompt_tokens_details.cached_tokens` and llama.cpp's `timings` object are kept when present;
 - the `model` each chunk names is kept (a server may answer with another name than was asked);
@@ -38,27 +46,42 @@ class StreamReader:
     __slots__ = (
         "_buffer",
         "_cr",
+        "_last_usage",
         "cached_input_tokens",
         "done",
         "error",
         "error_detail",
         "events",
         "finish_reason",
+        "first_answer_ns",
         "first_token_ns",
         "input_tokens",
         "model",
         "output_tokens",
+        "reasoning_events",
+        "reasoning_tokens",
+        "running",
+        "texts",
         "timings",
         "token_ns",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_texts: bool = False) -> None:
         self._buffer = bytearray()
         """The start of an event whose end has not arrived yet."""
         self._cr = False
         """The last read ended with CR: a LF starting the next one belongs to it (CRLF)."""
         self.token_ns: list[int] = []
         self.first_token_ns: int | None = None
+        self.first_answer_ns: int | None = None
+        self.reasoning_events: list[int] = []
+        self.running: list[Any] = []
+        """The usage's `completion_tokens` of each token event that carried a usage object."""
+        self.texts: list[str] | None = [] if keep_texts else None
+        """Each token event's text, kept only with `keep_texts` (event counting, multi-turn)."""
+        self.reasoning_tokens: int | None = None
+        """From usage `completion_tokens_details.reasoning_tokens`, when the server gave it."""
+        self._last_usage: Any = None
         self.done = False
         """`[DONE]` was received."""
         self.events = 0
@@ -126,6 +149,8 @@ class StreamReader:
         self._buffer.clear()
         if rest and self.error is None:
             self._slow_event(rest, now_ns)
+        if self.output_tokens is None and self._last_usage is not None:
+            self._usage(self._last_usage)  # continuous usage without a final usage chunk
 
     def _slow_event(self, event: bytes, now_ns: int) -> None:
         data_lines: list[bytes] = []
@@ -171,29 +196,56 @@ class StreamReader:
                 self._fail(REASON_MALFORMED_EVENT, f"bad choices: {_excerpt(payload)}")
                 return
             delta = choice.get("delta")
-            if delta and type(delta) is not dict:
-                self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(payload)}")
-                return
-            text = (
-                (delta.get("content") or delta.get("reasoning_content"))
-                if delta
-                else choice.get("text")
-            )
+            answer = True
+            if delta:
+                if type(delta) is not dict:
+                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(payload)}")
+                    return
+                text = delta.get("content")
+                if not text:
+                    text = delta.get("reasoning") or delta.get("reasoning_content")
+                    if text:
+                        answer = False
+                    else:
+                        calls = delta.get("tool_calls")
+                        if calls:
+                            text = _tool_call_text(calls)
+            else:
+                text = choice.get("text")
             finish = choice.get("finish_reason")
             if (text and type(text) is not str) or (finish and type(finish) is not str):
                 self._fail(REASON_MALFORMED_EVENT, f"bad text or finish: {_excerpt(payload)}")
                 return
             if text:
-                self.token_ns.append(now_ns)
+                stamps = self.token_ns
+                stamps.append(now_ns)
                 if self.first_token_ns is None:
                     self.first_token_ns = now_ns
+                if not answer:
+                    self.reasoning_events.append(len(stamps) - 1)
+                elif self.first_answer_ns is None:
+                    self.first_answer_ns = now_ns
+                if self.texts is not None:
+                    self.texts.append(text)
+                usage = obj.get("usage")
+                if usage:
+                    # Continuous usage: keep the running count; the full usage is read at the end.
+                    self.running.append(
+                        usage.get("completion_tokens") if type(usage) is dict else None
+                    )
+                    self._last_usage = usage
+                    if not finish:
+                        usage = None
+            else:
+                usage = obj.get("usage")
             if finish:
                 self.finish_reason = finish
+        else:
+            usage = obj.get("usage")
         if self.model is None:
             model = obj.get("model")
             if type(model) is str:
                 self.model = model
-        usage = obj.get("usage")
         if usage:
             self._usage(usage)
         timings = obj.get("timings")
@@ -214,6 +266,11 @@ class StreamReader:
         details = usage.get("prompt_tokens_details")
         if type(details) is dict and type(details.get("cached_tokens")) is int:
             self.cached_input_tokens = details["cached_tokens"]
+        completion_details = usage.get("completion_tokens_details")
+        if type(completion_details) is dict:
+            reasoning = completion_details.get("reasoning_tokens")
+            if type(reasoning) is int:
+                self.reasoning_tokens = reasoning
 
     def _timings(self, timings: Any) -> None:
         if type(timings) is not dict:
@@ -241,6 +298,27 @@ def error_message(obj: dict[str, Any]) -> str:
     elif inner:
         return _one_line(str(inner))
     return _one_line(orjson.dumps(obj).decode(errors="replace"))
+
+
+def _tool_call_text(calls: Any) -> str | None:
+    """A tool-call delta's generated text: its argument fragments, else the function's name.
+
+    A chunk that only names the call is still output (the name is generated), so it is an event.
+    """
+    if type(calls) is not list:
+        return None
+    arguments: list[str] = []
+    names: list[str] = []
+    for call in calls:
+        function = call.get("function") if type(call) is dict else None
+        if type(function) is dict:
+            fragment = function.get("arguments")
+            name = function.get("name")
+            if type(fragment) is str:
+                arguments.append(fragment)
+            if type(name) is str:
+                names.append(name)
+    return "".join(arguments) or "".join(names)
 
 
 def _int(value: Any) -> int | None:

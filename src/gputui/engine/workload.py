@@ -29,11 +29,18 @@ class RequestSpec:
     """Per-request fields (e.g. `min_tokens`) on top of the run's extra body."""
 
 
+class SourceExhausted(Exception):
+    """Raised by `next()` when a source has sent everything it has (a dataset sent once each)."""
+
+
 class RequestSource(Protocol):
     """Produces the next request's content."""
 
     def next(self, request_id: int) -> RequestSpec:
-        """The request with this id (cheap: called on the engine loop)."""
+        """The request with this id (cheap: called on the engine loop).
+
+        Raises `SourceExhausted` when there is no more: the controller then sends nothing new.
+        """
         ...
 
 

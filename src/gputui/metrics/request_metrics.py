@@ -5,7 +5,14 @@ Contract (definitions from docs/domain.md, all in float seconds):
 - E2E = end_ns - sent_ns, for ok records.
 - TPOT = (E2E - TTFT) / (output_tokens - 1), for ok records with a first token and output_tokens >=
   2; undefined (NaN in the aligned arrays) for 1-token outputs.
-- ITL = every gap between consecutive token events of one ok record, concatenated over records.
+- TTFAT = first_answer_ns - sent_ns (time to the first answer token, after any thinking), for ok
+  records that received one; TTFT stays the first token of any kind.
+- ITL = one gap per output token after the first, concatenated over ok records: a request with T
+  tokens has T - 1 gaps. When an event carries k tokens (`event_tokens`), its gap g since the
+  previous event counts as k gaps of g / k (its tokens are taken to have arrived evenly over that
+  gap), and the k - 1 tokens that came with the first token have gaps of 0. The sum of a request's
+  gaps is then its decode time and their mean the true per-token mean: (E2E' - TTFT) / (T - 1),
+  E2E' being the last token's arrival. With one token per event this is the plain gap list.
 - connect = connect_ns, for records that opened a new connection.
 
 Speed: the record objects are walked once into `RecordColumns` (one numpy array per field, all token
@@ -50,6 +57,14 @@ class RecordColumns:
     has_connect: BoolArray
     n_events: IntArray
     """Number of token events (stamps) per record."""
+    event_counts: IntArray
+    """Tokens of each token event, aligned with `stamps_ns` (1 where a record has no counts)."""
+    counted: BoolArray
+    """The record's events were counted (continuous usage or a tokenizer), not assumed 1 each."""
+    first_answer_ns: IntArray
+    """0 where the record has no answer token (see `has_first_answer`)."""
+    has_first_answer: BoolArray
+    reasoning_tokens: IntArray
     stamps_ns: IntArray
     """All records' token stamps, concatenated in record order."""
     offsets: IntArray
@@ -69,6 +84,7 @@ class RequestMetrics:
     itl_s: FloatArray
     e2e_s: FloatArray
     connect_s: FloatArray
+    ttfat_s: FloatArray
 
 
 def _ints(values: list[int]) -> IntArray:
@@ -89,6 +105,20 @@ def record_columns(records: Sequence[RequestRecord]) -> RecordColumns:
         if nonempty
         else np.empty(0, dtype=np.int64)
     )
+    counts = [r.event_tokens for r in records]
+    if any(c is not None for c in counts):
+        parts = [
+            np.ones(s.size, dtype=np.int64) if c is None else c
+            for s, c in zip(stamps, counts, strict=True)
+        ]
+        event_counts = (
+            np.concatenate(parts).astype(np.int64, copy=False)
+            if parts
+            else np.empty(0, dtype=np.int64)
+        )
+    else:
+        event_counts = np.ones(all_stamps.size, dtype=np.int64)
+    answer = [r.first_answer_ns for r in records]
     return RecordColumns(
         sent_ns=_ints([r.sent_ns for r in records]),
         end_ns=_ints([r.end_ns for r in records]),
@@ -102,6 +132,11 @@ def record_columns(records: Sequence[RequestRecord]) -> RecordColumns:
         connect_ns=_ints([0 if c is None else c for c in connect]),
         has_connect=np.array([c is not None for c in connect], dtype=np.bool_),
         n_events=n_events,
+        event_counts=event_counts,
+        counted=np.array([r.event_tokens_method != "events" for r in records], dtype=np.bool_),
+        first_answer_ns=_ints([0 if a is None else a for a in answer]),
+        has_first_answer=np.array([a is not None for a in answer], dtype=np.bool_),
+        reasoning_tokens=_ints([r.reasoning_tokens for r in records]),
         stamps_ns=all_stamps,
         offsets=offsets,
         errors=tuple(r.error for r in records),
@@ -112,6 +147,12 @@ def ttft_aligned_s(cols: RecordColumns) -> FloatArray:
     """TTFT per record (NaN where undefined: failed, or no first token)."""
     defined = cols.ok & cols.has_first_token
     return np.where(defined, (cols.first_token_ns - cols.sent_ns) * _NS_TO_S, np.nan)
+
+
+def ttfat_aligned_s(cols: RecordColumns) -> FloatArray:
+    """TTFAT per record (NaN where undefined: failed, or no answer token)."""
+    defined = cols.ok & cols.has_first_answer
+    return np.where(defined, (cols.first_answer_ns - cols.sent_ns) * _NS_TO_S, np.nan)
 
 
 def tpot_aligned_s(cols: RecordColumns) -> FloatArray:
@@ -130,7 +171,7 @@ def e2e_aligned_s(cols: RecordColumns) -> FloatArray:
 def itl_s(cols: RecordColumns, select: BoolArray) -> FloatArray:
     """All token gaps of the selected ok records, grouped by record in record order."""
     n_stamps = int(cols.stamps_ns.size)
-    if n_stamps < 2:
+    if n_stamps < 2 and not (cols.event_counts > 1).any():
         return np.empty(0, dtype=np.float64)
     keep = select & cols.ok
     gaps_ns = np.diff(cols.stamps_ns)
@@ -138,7 +179,29 @@ def itl_s(cols: RecordColumns, select: BoolArray) -> FloatArray:
     valid = np.repeat(keep, cols.n_events)[1:]
     starts = cols.offsets[1:-1] - 1
     valid[starts[(starts >= 0) & (starts < n_stamps - 1)]] = False
-    return gaps_ns[valid] * _NS_TO_S
+    counts = cols.event_counts
+    if not (counts > 1).any():
+        return gaps_ns[valid] * _NS_TO_S
+    # Several tokens per event: event j (not a record's first) gives counts[j] gaps of
+    # gap / counts[j]; a record's first event gives counts - 1 gaps of 0 (module docstring).
+    per_token = np.zeros(n_stamps, dtype=np.float64)
+    per_token[1:] = gaps_ns * _NS_TO_S / np.maximum(counts[1:], 1)
+    repeats = np.zeros(n_stamps, dtype=np.int64)
+    repeats[1:] = np.where(valid, counts[1:], 0)
+    firsts = cols.offsets[:-1][cols.n_events > 0]
+    first_kept = keep[cols.n_events > 0]
+    per_token[firsts] = 0.0
+    repeats[firsts] = np.where(first_kept, counts[firsts] - 1, 0)
+    return np.repeat(per_token, repeats)
+
+
+def itl_counts(cols: RecordColumns) -> IntArray:
+    """Number of ITL samples each record contributes to `itl_s` (0 for failed records)."""
+    tokens = np.zeros(len(cols), dtype=np.int64)
+    has = cols.n_events > 0
+    if has.any():
+        tokens[has] = np.add.reduceat(cols.event_counts, cols.offsets[:-1][has])
+    return np.where(cols.ok & has, np.maximum(tokens - 1, 0), 0)
 
 
 def metrics_from_columns(cols: RecordColumns, select: BoolArray | None = None) -> RequestMetrics:
@@ -146,6 +209,7 @@ def metrics_from_columns(cols: RecordColumns, select: BoolArray | None = None) -
     if select is None:
         select = np.ones(len(cols), dtype=np.bool_)
     ttft = ttft_aligned_s(cols)[select]
+    ttfat = ttfat_aligned_s(cols)[select]
     tpot = tpot_aligned_s(cols)[select]
     e2e = e2e_aligned_s(cols)[select]
     connect = (cols.connect_ns[select & cols.has_connect] * _NS_TO_S).astype(np.float64)
@@ -155,6 +219,7 @@ def metrics_from_columns(cols: RecordColumns, select: BoolArray | None = None) -
         itl_s=itl_s(cols, select),
         e2e_s=e2e[~np.isnan(e2e)],
         connect_s=connect,
+        ttfat_s=ttfat[~np.isnan(ttfat)],
     )
 
 
@@ -164,9 +229,21 @@ def request_metrics(records: Sequence[RequestRecord]) -> RequestMetrics:
 
 
 def event_weights(cols: RecordColumns) -> FloatArray:
-    """Tokens each token event stands for: usage count / events when usage disagrees, else 1."""
+    """Tokens each record's token events stand for on average: usage count / events, else 1."""
     weighted = cols.tokens_from_usage & (cols.n_events > 0)
     return np.where(weighted, cols.output_tokens / np.maximum(cols.n_events, 1), 1.0)
+
+
+def event_token_weights(cols: RecordColumns) -> FloatArray:
+    """Tokens each token event stands for, aligned with `stamps_ns`.
+
+    Its own count when the record's events were counted, else the record's `event_weights`.
+    """
+    spread = np.repeat(event_weights(cols), cols.n_events)
+    if not cols.counted.any():
+        return spread
+    counted = np.repeat(cols.counted, cols.n_events)
+    return np.where(counted, cols.event_counts.astype(np.float64), spread)
 
 
 def tokens_arrived(cols: RecordColumns, select: BoolArray, lo_ns: int, hi_ns: int) -> float:
@@ -179,7 +256,11 @@ def tokens_arrived(cols: RecordColumns, select: BoolArray, lo_ns: int, hi_ns: in
     inside = (stamps >= lo_ns) & (stamps < hi_ns)
     cumulative = np.zeros(stamps.size + 1, dtype=np.int64)
     np.cumsum(inside, out=cumulative[1:])
-    per_record = cumulative[cols.offsets[1:]] - cumulative[cols.offsets[:-1]]
-    total = float(np.dot(per_record[select], event_weights(cols)[select]))
+    if cols.counted.any():
+        chosen = np.repeat(select, cols.n_events) & inside
+        total = float(event_token_weights(cols)[chosen].sum())
+    else:
+        per_record = cumulative[cols.offsets[1:]] - cumulative[cols.offsets[:-1]]
+        total = float(np.dot(per_record[select], event_weights(cols)[select]))
     eventless = select & (cols.n_events == 0) & (cols.end_ns >= lo_ns) & (cols.end_ns < hi_ns)
     return total + float(cols.output_tokens[eventless].sum())

@@ -25,8 +25,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gputui.sim.catalog import GPUS, MODELS, GpuSpec, ModelSpec, Precision
-from gputui.telemetry.kv import kv_bytes_per_token, weight_bytes
+from gputui.catalog.memory import kv_bytes_per_token, weight_bytes
+from gputui.catalog.specs import GPUS, MODELS, GpuSpec, ModelSpec, Precision
 
 
 def catalog_gpu(name: str | None, memory_total_bytes: int | None) -> GpuSpec | None:

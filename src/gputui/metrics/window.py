@@ -33,10 +33,12 @@ import numpy.typing as npt
 from gputui.engine.records import RequestRecord
 from gputui.metrics.request_metrics import (
     e2e_aligned_s,
-    event_weights,
+    event_token_weights,
+    itl_counts,
     itl_s,
     record_columns,
     tpot_aligned_s,
+    ttfat_aligned_s,
     ttft_aligned_s,
 )
 from gputui.metrics.sla import error_rate
@@ -68,6 +70,10 @@ class WindowStats:
     n_requests: int
     requests_ok: int
     requests_failed: int
+    ttfat_s: Summary | None = None
+    """Time to the first answer token of the requests that had thinking tokens; None: none had."""
+    reasoning_share: float | None = None
+    """Thinking tokens / output tokens of the ok requests in the window; None without thinking."""
 
 
 class _SortedSample:
@@ -113,6 +119,11 @@ class _Chunk:
     """Token arrivals, sorted."""
     tokens_before: FloatArray
     """tokens_before[i] = weighted tokens of stamps_ns[:i]."""
+    ttfat_s: FloatArray
+    """NaN for requests without thinking tokens."""
+    reasoning_tokens: IntArray
+    """Of ok records (0 for failed ones), like `output_tokens`."""
+    output_tokens: IntArray
     cursor: int = 0
 
 
@@ -120,15 +131,14 @@ def _chunk(records: list[RequestRecord]) -> _Chunk:
     records.sort(key=attrgetter("end_ns"))
     cols = record_columns(records)
     everything = np.ones(len(cols), dtype=np.bool_)
-    itl_counts = np.where(cols.ok, np.maximum(cols.n_events - 1, 0), 0)
     itl_offsets = np.zeros(len(cols) + 1, dtype=np.int64)
-    np.cumsum(itl_counts, out=itl_offsets[1:])
+    np.cumsum(itl_counts(cols), out=itl_offsets[1:])
     # Usage tokens of a record without token events arrive at its end, as in `tokens_arrived`.
     eventless = cols.n_events == 0
     stamps = np.concatenate((cols.stamps_ns, cols.end_ns[eventless]))
     weights = np.concatenate(
         (
-            np.repeat(event_weights(cols), cols.n_events),
+            event_token_weights(cols),
             cols.output_tokens[eventless].astype(np.float64),
         )
     )
@@ -146,6 +156,9 @@ def _chunk(records: list[RequestRecord]) -> _Chunk:
         itl_offsets=itl_offsets,
         stamps_ns=stamps[order],
         tokens_before=tokens_before,
+        ttfat_s=np.where(cols.reasoning_tokens > 0, ttfat_aligned_s(cols), np.nan),
+        reasoning_tokens=np.where(cols.ok, cols.reasoning_tokens, 0),
+        output_tokens=np.where(cols.ok, cols.output_tokens, 0),
     )
 
 
@@ -168,6 +181,9 @@ class RollingWindow:
         self._tpot = _SortedSample()
         self._e2e = _SortedSample()
         self._itl = _SortedSample()
+        self._ttfat = _SortedSample()
+        self._reasoning_tokens = 0
+        self._output_tokens = 0
         self._ok = 0
         self._failed = 0
         self._errors: Counter[str] = Counter()
@@ -203,6 +219,8 @@ class RollingWindow:
                 sample.remove(values)
         ok = int(chunk.ok[lo:hi].sum())
         self._ok += sign * ok
+        self._reasoning_tokens += sign * int(chunk.reasoning_tokens[lo:hi].sum())
+        self._output_tokens += sign * int(chunk.output_tokens[lo:hi].sum())
         self._failed += sign * (hi - lo - ok)
         for i in np.flatnonzero(~chunk.ok[lo:hi]).tolist():
             reason = chunk.errors[lo + i] or UNKNOWN_REASON
@@ -219,6 +237,7 @@ class RollingWindow:
             (self._tpot, chunk.tpot_s[lo:hi]),
             (self._e2e, chunk.e2e_s[lo:hi]),
             (self._itl, itl),
+            (self._ttfat, chunk.ttfat_s[lo:hi]),
         )
 
     def _expire(self, start_ns: int) -> None:
@@ -263,4 +282,8 @@ class RollingWindow:
             n_requests=self._ok + self._failed,
             requests_ok=self._ok,
             requests_failed=self._failed,
+            ttfat_s=summarize_sorted(self._ttfat.values) if self._ttfat.values.size else None,
+            reasoning_share=self._reasoning_tokens / self._output_tokens
+            if self._reasoning_tokens and self._output_tokens
+            else None,
         )

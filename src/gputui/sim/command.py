@@ -8,6 +8,9 @@ to stderr once listening, serves until SIGINT/SIGTERM and returns 0. A port that
 Faults: `--faults reset=0.01,http503=0.02,...` (names and behaviour in `faults.py`) with
 `--faults-seed` and `--slow-start-ms`; `--die-after S` makes the process exit S seconds after the
 first completion request (status `DIE_EXIT_CODE`), the crash case. A bad spec is an argparse error.
+
+Streams (`stream_style.py`): `--reasoning-share F --reasoning-field reasoning|reasoning_content`,
+`--tool-calls`, `--tokens-per-event K`, `--spec-decode-k K --spec-accept P`.
 """
 
 from __future__ import annotations
@@ -15,12 +18,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gputui.argtypes import non_negative_float, open_fraction, port, positive_float, positive_int
+from gputui.argtypes import (
+    fraction,
+    non_negative_float,
+    non_negative_int,
+    open_fraction,
+    port,
+    positive_float,
+    positive_int,
+)
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.server import DEFAULT_MODEL_NAME
+from gputui.sim.stream_style import REASONING_FIELDS, StreamStyle
 
 PROFILES = ("fixed", "gpu")
 PRECISIONS = ("bf16", "fp8", "int4")
@@ -52,6 +64,12 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     gpu.add_argument("--max-num-seqs", type=positive_int, default=None)
     gpu.add_argument("--max-batched-tokens", type=positive_int, default=None)
     gpu.add_argument("--seed", type=int, default=0)
+    gpu.add_argument(
+        "--no-prefix-caching",
+        dest="prefix_caching",
+        action="store_false",
+        help="turn off automatic prefix caching (vLLM V1 has it on by default)",
+    )
     parser.add_argument(
         "--ttft-ms", type=non_negative_float, default=50.0, help="time to first token (default 50)"
     )
@@ -94,6 +112,46 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=port, default=8000, help="port; 0 picks a free one")
+    streams = parser.add_argument_group("stream shape")
+    streams.add_argument(
+        "--reasoning-share",
+        type=fraction,
+        default=0.0,
+        metavar="F",
+        help="chat: the first F x max_tokens tokens are thinking (default 0)",
+    )
+    streams.add_argument(
+        "--reasoning-field",
+        choices=REASONING_FIELDS,
+        default="reasoning",
+        help="delta field of the thinking tokens (default reasoning, vLLM's name)",
+    )
+    streams.add_argument(
+        "--tool-calls",
+        action="store_true",
+        help="chat: answer tokens stream as delta.tool_calls[].function.arguments",
+    )
+    streams.add_argument(
+        "--tokens-per-event",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="send K tokens per SSE event, like --stream-interval K (default 1)",
+    )
+    streams.add_argument(
+        "--spec-decode-k",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="speculative decoding, fixed profile: K draft tokens per step (default 0: off)",
+    )
+    streams.add_argument(
+        "--spec-accept",
+        type=fraction,
+        default=0.7,
+        metavar="P",
+        help="probability that each draft token is accepted (default 0.7)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--faults",
@@ -127,7 +185,7 @@ def run_sim_command(args: argparse.Namespace) -> int:
     from gputui.sim.runner import serve
 
     if args.list:
-        from gputui.sim.catalog import list_catalogs
+        from gputui.catalog.listing import list_catalogs
 
         sys.stdout.write(list_catalogs() + "\n")
         return 0
@@ -202,6 +260,7 @@ def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
             eos_after=args.eos_after,
             served_model_name=args.served_model_name,
             coalesce_writes=args.coalesce_writes,
+            stream_style=stream_style(args),
         )
     if not args.gpu or not args.model:
         raise ValueError("the gpu profile needs --gpu and --model (see gputui sim --list)")
@@ -215,5 +274,21 @@ def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
         max_num_seqs=args.max_num_seqs,
         max_batched_tokens=args.max_batched_tokens,
         seed=args.seed,
+        prefix_caching=args.prefix_caching,
         served_model_name=served,
+        stream_style=stream_style(args),
     )
+
+
+def stream_style(args: argparse.Namespace) -> StreamStyle | None:
+    """The stream shape the flags ask for; None for plain vLLM streams."""
+    style = StreamStyle(
+        reasoning_share=args.reasoning_share,
+        reasoning_field=args.reasoning_field,
+        tool_calls=args.tool_calls,
+        tokens_per_event=args.tokens_per_event,
+        spec_decode_k=args.spec_decode_k,
+        spec_accept=args.spec_accept,
+        seed=args.seed,
+    )
+    return None if style.plain else style

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from gputui.sim.catalog import GpuSpec, KvDtype, ModelSpec, Precision
+from gputui.catalog.memory import KvPlan, plan_kv
+from gputui.catalog.specs import GpuSpec, KvDtype, ModelSpec, Precision
 from gputui.sim.roofline import Roofline
 from gputui.sim.scheduler import Iteration, Scheduler, StepResult
 from gputui.sim.thermal import ThermalModel
-from gputui.telemetry.kv import KvPlan, plan_kv
 
 _GIB: Final = 1 << 30
 LARGE_GPU_BYTES: Final = 70 * _GIB
@@ -115,6 +115,8 @@ def make_device(
     max_num_seqs: int | None = None,
     max_batched_tokens: int | None = None,
     seed: int = 0,
+    *,
+    prefix_caching: bool = True,
 ) -> SimDevice:
     """Build a device, with vLLM's defaults for the limits left as None."""
     default_seqs, default_tokens = default_limits(gpu)
@@ -128,5 +130,7 @@ def make_device(
     if not plan.fits:
         raise ModelDoesNotFit(fit_error(gpu, model, precision, plan, gpu_memory_utilization))
     roofline = Roofline(gpu, model, precision, kv_dtype)
-    scheduler = Scheduler(roofline, plan.num_blocks, seqs, tokens, seed)
+    scheduler = Scheduler(
+        roofline, plan.num_blocks, seqs, tokens, seed, prefix_caching=prefix_caching
+    )
     return SimDevice(gpu, model, precision, kv_dtype, gpu_memory_utilization, plan, scheduler)

@@ -268,23 +268,33 @@ class FaultySink:
         """The connection was lost."""
         self._inner.abort()
 
+    @property
+    def cached_tokens(self) -> int | None:
+        """The wrapped response's cached prompt tokens (usage)."""
+        return self._inner.cached_tokens
+
+    @cached_tokens.setter
+    def cached_tokens(self, value: int | None) -> None:
+        self._inner.cached_tokens = value
+
     def emit_tokens(
         self,
         count: int = 1,
         finish_reason: str | None = None,
         *,
         one_write: bool = False,  # noqa: ARG002 (a faulted stream is written token by token)
+        one_event: bool = False,
     ) -> None:
         """Pass tokens through up to the fault point, then strike."""
         inner = self._inner
         if inner.closed:
             return
         if self._struck:  # only garbage gets here: after its event the stream goes on
-            inner.emit_tokens(count, finish_reason)
+            inner.emit_tokens(count, finish_reason, one_event=one_event)
             return
         before = self._at - self._emitted
         if count <= before and finish_reason is None:
-            inner.emit_tokens(count)
+            inner.emit_tokens(count, one_event=one_event)
             self._emitted += count
             return
         passed = min(count, before)

@@ -9,6 +9,10 @@ as possible, in bursts of `ZERO_ITL_BURST` (still one write per token), yielding
 bursts so every stream progresses. Timers come from `DeadlineScheduler` (timerfd on Linux: see
 `deadlines.py` for the measured precision). There is no queue and no capacity limit: this profile is
 the reference that a client's measured TTFT/ITL are checked against, not a model of a GPU.
+
+`stream_style` (see `stream_style.py`) shapes the events; with speculative decoding
+(`spec_decode_k` > 0) each deadline is one decode step that emits 1 + accepted draft tokens in one
+event, so a request takes fewer steps, and /metrics carries vLLM's `spec_decode_*` counters.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Final
 
 from gputui.sim.deadlines import DeadlineScheduler
 from gputui.sim.profile import Profile, SimRequest, TokenSink
+from gputui.sim.stream_style import SpecDecoder, StreamStyle
 
 ZERO_ITL_BURST: Final = 16
 """Tokens written per turn of the loop when `itl_ms` is 0."""
@@ -57,13 +62,22 @@ class _Stream:
         if sink.closed:
             return
         left = self._left
-        batch = 1 if self._itl_ns else min(left, ZERO_ITL_BURST)
         one_write = self._profile.coalesce_writes
-        if batch == left:
-            sink.emit_tokens(batch, finish_reason=self.reason, one_write=one_write)
-            self._profile.finished(self, batch)
-            return
-        sink.emit_tokens(batch, one_write=one_write)
+        spec = self._profile.spec_decoder
+        if spec is not None:  # one decode step: 1 + accepted drafts, one event
+            batch = spec.step(left)
+            if batch == left:
+                sink.emit_tokens(batch, finish_reason=self.reason, one_event=True)
+                self._profile.finished(self, batch)
+                return
+            sink.emit_tokens(batch, one_event=True)
+        else:
+            batch = 1 if self._itl_ns else min(left, ZERO_ITL_BURST)
+            if batch == left:
+                sink.emit_tokens(batch, finish_reason=self.reason, one_write=one_write)
+                self._profile.finished(self, batch)
+                return
+            sink.emit_tokens(batch, one_write=one_write)
         self._profile.generation_tokens += batch
         self._left = left - batch
         self._next_ns += self._itl_ns
@@ -84,6 +98,7 @@ class FixedProfile:
         served_model_name: str = "sim-model",
         use_timerfd: bool | None = None,
         coalesce_writes: bool = False,
+        stream_style: StreamStyle | None = None,
     ) -> None:
         if ttft_ms < 0 or itl_ms < 0:
             raise ValueError(f"ttft_ms and itl_ms must be >= 0, got {ttft_ms} and {itl_ms}")
@@ -96,6 +111,14 @@ class FixedProfile:
         self._use_timerfd = use_timerfd
         self.coalesce_writes = coalesce_writes and self.itl_ns == 0
         """At ITL 0, write each burst of events in one write (client-capacity benchmarks)."""
+        self.stream_style = stream_style or StreamStyle()
+        """Read by the server: how each stream's events look."""
+        style = self.stream_style
+        self.spec_decoder = (
+            SpecDecoder(style.spec_decode_k, style.spec_accept, style.seed)
+            if style.spec_decode_k
+            else None
+        )
         self._scheduler: DeadlineScheduler | None = None
         self._streams: dict[int, _Stream] = {}
         self.prompt_tokens = 0
@@ -164,6 +187,8 @@ class FixedProfile:
             f'vllm:request_success_total{{finished_reason="{reason}",{label}}} {float(count)}'
             for reason, count in self.finished_by_reason.items()
         )
+        if self.spec_decoder is not None:
+            lines.extend(self.spec_decoder.prometheus_lines(label))
         return "\n".join(lines) + "\n"
 
 
@@ -179,6 +204,7 @@ class FixedProfileSpec:
     """None: timerfd where available; False forces the loop's `call_at` (for comparisons)."""
     coalesce_writes: bool = False
     """At ITL 0, one write per burst of 16 events (see FixedProfile)."""
+    stream_style: StreamStyle | None = None
 
     def build(self) -> Profile:
         """The profile, built in the process that will serve it."""
@@ -189,4 +215,5 @@ class FixedProfileSpec:
             served_model_name=self.served_model_name,
             use_timerfd=self.use_timerfd,
             coalesce_writes=self.coalesce_writes,
+            stream_style=self.stream_style,
         )

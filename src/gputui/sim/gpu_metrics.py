@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid as uuid_lib
 from typing import Final
 
+from gputui.catalog.memory import BLOCK_SIZE_TOKENS
 from gputui.sim.device import SimDevice
-from gputui.telemetry.kv import BLOCK_SIZE_TOKENS
 
 _MIB: Final = 1 << 20
 _UUID_NAMESPACE: Final = uuid_lib.UUID("8a6f3c55-9a2e-4c1b-9a57-1f0b1e2c3d4e")
@@ -80,6 +80,18 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
         sched.prompt_tokens_total,
     )
     vllm(
+        "vllm:prefix_cache_queries_total",
+        "counter",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        sched.pool.query_tokens_total,
+    )
+    vllm(
+        "vllm:prefix_cache_hits_total",
+        "counter",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        sched.pool.hit_tokens_total,
+    )
+    vllm(
         "vllm:generation_tokens_total",
         "counter",
         "Number of generation tokens processed.",
@@ -99,7 +111,7 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
         {
             "block_size": str(BLOCK_SIZE_TOKENS),
             "cache_dtype": "auto" if device.kv_dtype == "bf16" else "fp8",
-            "enable_prefix_caching": "False",
+            "enable_prefix_caching": str(sched.pool.caching),
             "gpu_memory_utilization": str(device.gpu_memory_utilization),
             "num_cpu_blocks": "0",
             "num_gpu_blocks": str(plan.num_blocks),

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
-from gputui.sim.catalog import check_precision, get_gpu, get_model
+from gputui.catalog.specs import check_precision, get_gpu, get_model
 from gputui.sim.deadlines import DeadlineScheduler
 from gputui.sim.device import SimDevice, make_device
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
 from gputui.sim.latency import LatencyRecorder
-from gputui.sim.profile import SimRequest, TokenSink
+from gputui.sim.profile import CachedTokensSink, SimRequest, TokenSink
 from gputui.sim.scheduler import Iteration
+from gputui.sim.stream_style import StreamStyle
 
 LATE_TOLERANCE_NS: Final = 2_000_000
 """When an iteration's callback runs less than this late, the next iteration starts at the planned
@@ -51,10 +52,16 @@ class GpuProfileSpec:
     max_batched_tokens: int | None = None
     """None: vLLM's default for the GPU (2048, or 8192 on >= 70 GiB non-A100 cards)."""
     seed: int = 0
+    prefix_caching: bool = True
+    """vLLM V1's automatic prefix caching (`gputui sim --no-prefix-caching` turns it off)."""
     served_model_name: str = ""
     """Name reported in /v1/models and the `model_name` label; empty means the catalog name."""
+    stream_style: StreamStyle | None = None
+    """Reasoning, tool calls, tokens per event (speculative decoding: the fixed profile only)."""
 
     def __post_init__(self) -> None:
+        if self.stream_style is not None and self.stream_style.spec_decode_k:
+            raise ValueError("speculative decoding (--spec-decode-k) needs the fixed profile")
         if not self.served_model_name:
             object.__setattr__(self, "served_model_name", self.model)
 
@@ -70,15 +77,19 @@ class GpuProfileSpec:
             self.max_num_seqs,
             self.max_batched_tokens,
             self.seed,
+            prefix_caching=self.prefix_caching,
         )
 
     def build(self) -> GpuProfile:
         """Build the profile (raises `CatalogError` or `ModelDoesNotFit`)."""
-        return GpuProfile(
+        profile = GpuProfile(
             self.build_device(),
             self.served_model_name,
             simulated_uuid(self.gpu, self.seed),
         )
+        if self.stream_style is not None:
+            profile.stream_style = self.stream_style
+        return profile
 
 
 class GpuProfile:
@@ -97,6 +108,8 @@ class GpuProfile:
         self.device = device
         self.served_model_name = served_model_name
         self.uuid = uuid
+        self.stream_style = StreamStyle()
+        """Read by the server: how each stream's events look."""
         self._use_timerfd = use_timerfd
         """None: a timerfd where available; False forces the loop's timers."""
         self._deadlines: DeadlineScheduler | None = None
@@ -172,7 +185,7 @@ class GpuProfile:
         ) + self.latency.prometheus_text(self.served_model_name)
 
     def latency_records(self) -> list[dict[str, object]]:
-        """Each finished request's own queue/prefill/decode/TTFT/E2E (for `GET /sim/requests`)."""
+        """Each finished request's own queue/prefill/decode/TTFT/E2E (for `GET /sim/latency`)."""
         return self.latency.records()
 
     def _catch_up_idle(self, now_ns: int) -> None:
@@ -197,6 +210,10 @@ class GpuProfile:
             return
         result = self.device.end(it)
         sinks = self._sinks
+        for rid, cached in result.cached.items():
+            target: object = sinks.get(rid)
+            if isinstance(target, CachedTokensSink):
+                target.cached_tokens = cached
         finished = dict(result.finished)
         latency = self.latency
         written_ns = time.perf_counter_ns()

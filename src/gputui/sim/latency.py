@@ -14,7 +14,7 @@ put it in a batch (`scheduled`), when each of its tokens was written (`token`) a
 
 So queue + prefill = TTFT exactly, per request. Bucket boundaries are vLLM's. Besides the
 histograms it keeps the last `MAX_RECORDS` finished requests' own values (`records()`, served as
-`GET /sim/requests`), the ground truth that quantiles from buckets are checked against. A cancelled
+`GET /sim/latency`), the ground truth that quantiles from buckets are checked against. A cancelled
 request is forgotten (vLLM observes no latency for an aborted request). Cost per token: one dict
 lookup and one `bisect`.
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,8 @@ class SimRequest:
     """When False a profile may stop early (finish_reason "stop"); when True it emits max_tokens."""
     chat: bool
     model: str
+    block_hashes: tuple[int, ...] = ()
+    """Chained hashes of the prompt's full 16-token blocks (sim.prefix_cache)."""
 
 
 class TokenSink(Protocol):
@@ -45,12 +47,19 @@ class TokenSink(Protocol):
         ...
 
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,
     ) -> None:
         """Write `count` token events now (one event and one write per token).
 
         `one_write` puts the events in a single socket write instead: only for client-capacity
         benchmarks, where the server must cost less per token than the client it measures.
+        `one_event` sends the `count` tokens as one SSE event (a speculative-decoding step); a
+        stream styled with several tokens per event groups them itself (see `stream_style`).
 
         Extension (compatible: callers may omit it): with `finish_reason`, the last of these tokens
         carries it, as vLLM's final chunk does, and the response ends there (`finish` is then not
@@ -65,6 +74,16 @@ class TokenSink(Protocol):
         when the model emits EOS). After the response ended this does nothing.
         """
         ...
+
+
+@runtime_checkable
+class CachedTokensSink(Protocol):
+    """A sink that reports `usage.prompt_tokens_details.cached_tokens`.
+
+    A prefix-caching profile sets it before the first token; other sinks report no cache.
+    """
+
+    cached_tokens: int | None
 
 
 class Profile(Protocol):

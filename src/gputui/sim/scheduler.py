@@ -18,6 +18,10 @@ Policy (vLLM V1 `Scheduler.schedule`, FCFS):
   iteration that preempted. Head-of-line blocking is deliberate: vLLM does not skip ahead.
 - A token is sampled when a request has computed every token it knows: the end of its prefill
   (that is its first output token) or each decode step.
+- Automatic prefix caching (vLLM V1's default; `prefix_caching=False` turns it off): at admission a
+  request looks up the longest cached prefix of its full prompt blocks (sim.prefix_cache) and starts
+  with those tokens computed; the full prompt blocks it computes itself become cached. A request's
+  `cached` tokens go out in usage as `prompt_tokens_details.cached_tokens`.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
+from gputui.catalog.memory import BLOCK_SIZE_TOKENS
+from gputui.sim.prefix_cache import BlockPool
 from gputui.sim.profile import SimRequest
 from gputui.sim.roofline import Roofline
-from gputui.telemetry.kv import BLOCK_SIZE_TOKENS
 
 EOS_MEAN_TOKENS: Final = 512
 """Mean natural answer length when a request allows early EOS (`ignore_eos` false). The stop point
@@ -67,15 +72,26 @@ class SeqState:
 
     __slots__ = (
         "blocks",
+        "cached",
         "computed",
         "finish_reason",
+        "hashes",
+        "held",
+        "next_block",
         "output",
         "prompt",
         "request_id",
         "stop_at",
     )
 
-    def __init__(self, request_id: int, prompt: int, stop_at: int, finish_reason: str) -> None:
+    def __init__(
+        self,
+        request_id: int,
+        prompt: int,
+        stop_at: int,
+        finish_reason: str,
+        hashes: tuple[int, ...] = (),
+    ) -> None:
         self.request_id = request_id
         self.prompt = prompt
         self.stop_at = stop_at
@@ -87,6 +103,14 @@ class SeqState:
         """Tokens whose KV is in the cache."""
         self.blocks = 0
         """KV blocks held."""
+        self.hashes = hashes
+        """Chained hashes of the prompt's full blocks."""
+        self.held: list[int] = []
+        """Cached blocks this request references (hits, and blocks it computed and cached)."""
+        self.next_block = 0
+        """The first prompt block not yet offered to the cache."""
+        self.cached: int | None = None
+        """Prompt tokens served from the cache at the first admission."""
 
 
 @dataclass(slots=True)
@@ -122,6 +146,8 @@ class StepResult:
     finished: list[tuple[int, str]]
     """(request id, finish reason "stop" | "length") for requests that completed."""
     preempted: list[int]
+    cached: dict[int, int] = field(default_factory=dict)
+    """Request id -> cached prompt tokens, for requests that emitted their first token."""
 
 
 class Scheduler:
@@ -134,6 +160,8 @@ class Scheduler:
         max_num_seqs: int = 256,
         max_batched_tokens: int = 2048,
         seed: int = 0,
+        *,
+        prefix_caching: bool = True,
     ) -> None:
         if num_blocks < 1 or max_num_seqs < 1 or max_batched_tokens < 1:
             raise ValueError("num_blocks, max_num_seqs and max_batched_tokens must be positive")
@@ -142,7 +170,7 @@ class Scheduler:
         self.max_num_seqs = max_num_seqs
         self.max_batched_tokens = max_batched_tokens
         self.seed = seed
-        self.free_blocks = num_blocks
+        self.pool = BlockPool(num_blocks, caching=prefix_caching)
         self.waiting: deque[SeqState] = deque()
         self.running: list[SeqState] = []
         self._seqs: dict[int, SeqState] = {}
@@ -156,6 +184,11 @@ class Scheduler:
     def max_model_len(self) -> int:
         """Longest sequence (prompt + output) the pool can ever hold."""
         return self.num_blocks * BLOCK_SIZE_TOKENS
+
+    @property
+    def free_blocks(self) -> int:
+        """Blocks an allocation may use: empty ones plus evictable cached ones."""
+        return self.pool.free
 
     @property
     def kv_usage(self) -> float:
@@ -179,7 +212,9 @@ class Scheduler:
                 f"the KV capacity of {self.max_model_len} tokens"
             )
         stop_at, reason = stop_length(self.seed, request)
-        seq = SeqState(request.request_id, request.prompt_tokens, stop_at, reason)
+        seq = SeqState(
+            request.request_id, request.prompt_tokens, stop_at, reason, request.block_hashes
+        )
         self._seqs[request.request_id] = seq
         self.waiting.append(seq)
 
@@ -192,14 +227,18 @@ class Scheduler:
             self.waiting.remove(seq)
         else:
             self.running.remove(seq)
-        self.free_blocks += seq.blocks
-        seq.blocks = 0
+        self._release(seq)
         self.finished_total["abort"] += 1
         return True
 
-    def _preempt(self, seq: SeqState) -> None:
-        self.free_blocks += seq.blocks
+    def _release(self, seq: SeqState) -> None:
+        self.pool.release(seq.held, seq.blocks - len(seq.held))
         seq.blocks = 0
+        seq.held = []
+        seq.next_block = 0
+
+    def _preempt(self, seq: SeqState) -> None:
+        self._release(seq)
         seq.computed = 0
         self.waiting.appendleft(seq)
         self.num_preemptions_total += 1
@@ -226,7 +265,7 @@ class Scheduler:
                     preempted.append(victim.request_id)
                 if victim is seq:
                     break
-            self.free_blocks -= need_blocks
+            self.pool.take(need_blocks)
             seq.blocks += need_blocks
             is_decode = needed == 1 and seq.output > 0
             scheduled.append((seq, n, is_decode))
@@ -241,22 +280,32 @@ class Scheduler:
             i += 1
         if not preempted or not scheduled:
             waiting = self.waiting
+            pool = self.pool
             while waiting and budget > 0 and len(running) < self.max_num_seqs:
                 seq = waiting[0]
-                needed = seq.prompt + seq.output
+                hits, evictable_hits = pool.lookup(seq.hashes, seq.prompt)
+                start = hits * BLOCK_SIZE_TOKENS
+                needed = seq.prompt + seq.output - start
                 n = needed if needed < budget else budget
-                need_blocks = -(-n // BLOCK_SIZE_TOKENS)
-                if need_blocks > self.free_blocks:
+                need_blocks = -(-(start + n) // BLOCK_SIZE_TOKENS) - hits
+                if need_blocks + evictable_hits > pool.free:
                     break
                 waiting.popleft()
                 running.append(seq)
-                self.free_blocks -= need_blocks
-                seq.blocks = need_blocks
+                pool.count_query(seq.prompt, hits)
+                if seq.cached is None:
+                    seq.cached = start
+                seq.held = list(seq.hashes[:hits])
+                pool.acquire(seq.held)
+                pool.take(need_blocks)
+                seq.blocks = hits + need_blocks
+                seq.computed = start
+                seq.next_block = hits
                 scheduled.append((seq, n, False))
                 budget -= n
                 tokens += n
-                pairs += n * (n + 1) >> 1
-                kv_read += n
+                pairs += n * start + (n * (n + 1) >> 1)
+                kv_read += start + n
                 prefill_tokens += n
         if not scheduled:
             return None
@@ -276,16 +325,20 @@ class Scheduler:
         """Apply a finished pass: advance each request, sample tokens, retire finished requests."""
         emitted: dict[int, int] = {}
         finished: list[tuple[int, str]] = []
+        cached: dict[int, int] = {}
         seqs = self._seqs
-        for seq, n, _ in it.scheduled:
+        for seq, n, is_decode in it.scheduled:
             rid = seq.request_id
             if seqs.get(rid) is not seq:
                 continue  # cancelled while the pass was in flight
             seq.computed += n
+            if not is_decode and seq.next_block < len(seq.hashes):
+                self._cache_computed(seq)
             if seq.computed != seq.prompt + seq.output:
                 continue  # a prefill chunk that has not reached the end of the prompt yet
             if seq.output == 0:
                 self.prompt_tokens_total += seq.prompt
+                cached[rid] = seq.cached or 0
             seq.output += 1
             emitted[rid] = 1
             if seq.output >= seq.stop_at:
@@ -294,8 +347,16 @@ class Scheduler:
         if finished:
             for rid, reason in finished:
                 seq = seqs.pop(rid)
-                self.free_blocks += seq.blocks
-                seq.blocks = 0
+                self._release(seq)
                 self.finished_total[reason] += 1
             self.running = [s for s in self.running if s.request_id in seqs]
-        return StepResult(emitted, finished, it.preempted)
+        return StepResult(emitted, finished, it.preempted, cached)
+
+    def _cache_computed(self, seq: SeqState) -> None:
+        """Offer the prompt blocks `seq` has now fully computed to the prefix cache."""
+        full = min(seq.computed // BLOCK_SIZE_TOKENS, len(seq.hashes))
+        for b in range(seq.next_block, full):
+            h = seq.hashes[b]
+            if self.pool.register(h):
+                seq.held.append(h)
+        seq.next_block = max(seq.next_block, full)

@@ -9,11 +9,13 @@ written; everything else is answered at once. A client that disconnects mid-resp
 cancelled and its profile work is released.
 
 Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
-`POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`
-and `POST /sim/reset` (see `truth.py`; the stats carry the fault tally under `faults`),
-`GET /sim/requests` (the gpu profile's own per-request queue/prefill/decode record, `latency.py`).
-Errors are OpenAI-style JSON (400, 404, 405, 500). With a `NetworkDelay` every connection's
-transport is wrapped so that all its responses leave late (`netdelay.py`).
+`POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`,
+`GET /sim/requests` (per-request truth) and `POST /sim/reset` (see `truth.py`; the stats carry the
+fault tally under `faults`), `GET /sim/latency` (the gpu profile's own per-request
+queue/prefill/decode record, `latency.py`). A profile's optional `stream_style` attribute
+(`stream_style.py`) shapes every stream: reasoning, tool calls, tokens per event. Errors are
+OpenAI-style JSON (400, 404, 405, 500). With a `NetworkDelay` every connection's transport is
+wrapped so that all its responses leave late (`netdelay.py`).
 
 Faults (see `faults.py`): every valid completion request draws one from the server's
 `FaultInjector`, in the order requests are handled; an HTTP fault is answered here, a mid-stream
@@ -24,7 +26,8 @@ Request rules: any model name is accepted and answered with the served name; `pr
 string, a list of strings (billed as one prompt: their tokens are summed) or token ids; chat
 `messages` are billed as the tokens of their concatenated text contents (no chat template);
 `max_tokens` (chat: also `max_completion_tokens`) defaults to 16; `stream_options` present means
-usage is included unless `include_usage` is false (vLLM's default).
+usage is included unless `include_usage` is false (vLLM's default), and
+`continuous_usage_stats: true` puts the running usage on every event.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from gputui.sim.faults import (
     http_fault_response,
 )
 from gputui.sim.netdelay import DelayedTransport, NetworkDelay
+from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.sinks import (
     BufferedSink,
@@ -61,6 +65,8 @@ from gputui.sim.sinks import (
     http_response,
     json_response,
 )
+from gputui.sim.stream_style import StreamStyle
+from gputui.sim.styled_sink import StyledStreamSink
 from gputui.sim.tokenizer import encode
 from gputui.sim.truth import TruthRecorder
 
@@ -142,6 +148,7 @@ class SimServer:
         self.served_model_name = served_model_name
         self.max_model_len = max_model_len
         self.truth = TruthRecorder()
+        self.stream_style: StreamStyle = getattr(profile, "stream_style", None) or StreamStyle()
         self.faults = FaultInjector(faults or FaultSpec())
         self.on_first_completion: Callable[[], None] | None = None
         """Called once, when the first valid completion request arrives (`--die-after`)."""
@@ -154,8 +161,9 @@ class SimServer:
             "/tokenize": ("POST", self._tokenize),
             "/metrics": ("GET", self._metrics),
             "/sim/stats": ("GET", self._stats),
-            "/sim/reset": ("POST", self._reset),
             "/sim/requests": ("GET", self._requests),
+            "/sim/reset": ("POST", self._reset),
+            "/sim/latency": ("GET", self._latency),
         }
 
     def protocol_factory(self) -> HttpConnection:
@@ -193,7 +201,7 @@ class SimServer:
 
     def _start_completion(self, conn: HttpConnection, request: _Request, *, chat: bool) -> None:
         body = _json_object(request.body)
-        prompt_tokens, _ = prompt_token_count(body, chat=chat)
+        prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
         max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
         if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
             max_tokens = _int_field(body, "max_completion_tokens", max_tokens, 1)
@@ -208,6 +216,9 @@ class SimServer:
         stream_options = body.get("stream_options")
         include_usage = isinstance(stream_options, dict) and bool(
             stream_options.get("include_usage", True)
+        )
+        continuous_usage = include_usage and bool(
+            cast(dict[str, Any], stream_options).get("continuous_usage_stats", False)
         )
         if self.on_first_completion is not None:
             first, self.on_first_completion = self.on_first_completion, None
@@ -226,6 +237,7 @@ class SimServer:
             ignore_eos=bool(body.get("ignore_eos", False)),
             chat=chat,
             model=str(body.get("model") or self.served_model_name),
+            block_hashes=block_hashes(prompt_ids),
         )
         common: dict[str, Any] = {
             "request_id": sim_request.request_id,
@@ -237,14 +249,27 @@ class SimServer:
         }
         sink: StreamSink | BufferedSink | FaultySink
         if body.get("stream"):
-            sink = StreamSink(
-                conn.transport,
-                self.truth,
-                conn.response_done,
-                arrival_ns=request.arrival_ns,
-                include_usage=include_usage,
-                **common,
-            )
+            if self.stream_style.plain:
+                sink = StreamSink(
+                    conn.transport,
+                    self.truth,
+                    conn.response_done,
+                    arrival_ns=request.arrival_ns,
+                    include_usage=include_usage,
+                    continuous_usage=continuous_usage,
+                    **common,
+                )
+            else:
+                sink = StyledStreamSink(
+                    conn.transport,
+                    self.truth,
+                    conn.response_done,
+                    style=self.stream_style,
+                    arrival_ns=request.arrival_ns,
+                    include_usage=include_usage,
+                    continuous_usage=continuous_usage,
+                    **common,
+                )
         else:
             sink = BufferedSink(conn.transport, self.truth, conn.response_done, **common)
         if fault in STREAM_FAULTS:
@@ -310,6 +335,9 @@ class SimServer:
         return json_response(200, stats, keep_alive=keep_alive)
 
     def _requests(self, _body: bytes, keep_alive: bool) -> bytes:
+        return json_response(200, self.truth.requests_json(), keep_alive=keep_alive)
+
+    def _latency(self, _body: bytes, keep_alive: bool) -> bytes:
         """The profile's own per-request phase record (gpu profile), for histogram tests."""
         records = getattr(self.profile, "latency_records", None)
         reply = {"requests": records() if records is not None else []}

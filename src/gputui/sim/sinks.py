@@ -13,6 +13,10 @@ chunk-size line, JSON prefix and suffix are built once per request; all token te
 length (" tok000" .. " tok999", one token each by the sim tokenizer), so per token the work is one
 3-part `bytes.join`, one `write` and one stamp.
 
+With `stream_options.continuous_usage_stats` each event also carries the running usage, as vLLM's
+do. Styled streams (reasoning, tool calls, several tokens per event, speculative decoding) are
+`styled_sink.StyledStreamSink`.
+
 Finish rules: the `max_tokens`-th token carries "length" and ends the response; `emit_tokens(...,
 finish_reason=r)` puts `r` on its last token and ends the response; `finish(r)` after tokens that
 carried no reason sends vLLM's empty-text chunk with `r` (what vLLM sends on EOS) and ends.
@@ -27,7 +31,7 @@ from typing import Any, Final
 
 import orjson
 
-from gputui.sim.truth import TruthRecorder
+from gputui.sim.truth import RequestTruth, TruthRecorder
 
 TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
 """The text of output token k is TOKEN_TEXTS[k % 1000]."""
@@ -52,12 +56,15 @@ def output_text(n_tokens: int) -> str:
     return b"".join(TOKEN_TEXTS[k % len(TOKEN_TEXTS)] for k in range(n_tokens)).decode()
 
 
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
         "completion_tokens": completion_tokens,
     }
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 class _SinkBase:
@@ -74,6 +81,7 @@ class _SinkBase:
         "_prompt_tokens",
         "_transport",
         "_truth",
+        "cached_tokens",
         "chat",
         "request_id",
     )
@@ -100,6 +108,8 @@ class _SinkBase:
         self._max_tokens = max_tokens
         self._emitted = 0
         self._closed = False
+        self.cached_tokens: int | None = None
+        """Prompt tokens served from a prefix cache (set by a profile that has one)."""
         self._id = f"{'chatcmpl' if chat else 'cmpl'}-{request_id:08x}{time.perf_counter_ns():016x}"
         self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
 
@@ -139,7 +149,20 @@ class _SinkBase:
 class StreamSink(_SinkBase):
     """Server-sent events for `stream: true`."""
 
-    __slots__ = ("_arrival_ns", "_head", "_include_usage", "_last_ns", "_prefix", "_tail")
+    __slots__ = (
+        "_arrival_ns",
+        "_continuous",
+        "_first_answer_ns",
+        "_first_ns",
+        "_first_reasoning_ns",
+        "_head",
+        "_include_usage",
+        "_last_ns",
+        "_prefix",
+        "_reasoning_budget",
+        "_reasoning_sent",
+        "_tail",
+    )
 
     def __init__(
         self,
@@ -155,6 +178,7 @@ class StreamSink(_SinkBase):
         arrival_ns: int,
         include_usage: bool,
         keep_alive: bool,
+        continuous_usage: bool = False,
     ) -> None:
         super().__init__(
             transport,
@@ -169,6 +193,13 @@ class StreamSink(_SinkBase):
         self._arrival_ns = arrival_ns
         self._last_ns = 0
         self._include_usage = include_usage
+        self._continuous = continuous_usage and include_usage
+        self._reasoning_budget = 0
+        """Thinking tokens of the stream (a styled sink's; reported in the final usage)."""
+        self._reasoning_sent = 0
+        self._first_ns: int | None = None
+        self._first_reasoning_ns: int | None = None
+        self._first_answer_ns: int | None = None
         model_json = orjson.dumps(model)
         if chat:
             self._prefix = (
@@ -206,10 +237,35 @@ class StreamSink(_SinkBase):
             b'","logprobs":null,"finish_reason":%s,"stop_reason":null}],"usage":null}\n\n' % reason
         )
 
+    def _usage_suffix(self, finish_reason: str | None, emitted: int) -> bytes:
+        """The end of a token event with the running usage (continuous_usage_stats)."""
+        reason = b"null" if finish_reason is None else b'"%s"' % finish_reason.encode()
+        prompt = self._prompt_tokens
+        return (
+            b'%s,"logprobs":null,"finish_reason":%s}],"usage":{"prompt_tokens":%d,'
+            b'"total_tokens":%d,"completion_tokens":%d}}\n\n'
+            % (
+                b'"}' if self.chat else b'"',
+                reason,
+                prompt,
+                prompt + emitted,
+                emitted,
+            )
+        )
+
     def emit_tokens(
-        self, count: int = 1, finish_reason: str | None = None, *, one_write: bool = False
+        self,
+        count: int = 1,
+        finish_reason: str | None = None,
+        *,
+        one_write: bool = False,
+        one_event: bool = False,  # noqa: ARG002 (needs a styled sink; here each token is an event)
     ) -> None:
-        """Write `count` token events, one write each (or all in one write: `one_write`)."""
+        """Write `count` token events, one write each (or all in one write: `one_write`).
+
+        `one_event` needs a styled sink (`styled_sink.StyledStreamSink`); here every token is
+        its own event.
+        """
         if self._closed:
             return
         pending: list[bytes] = []
@@ -222,7 +278,11 @@ class StreamSink(_SinkBase):
             if reason is None and k + 1 >= self._max_tokens:
                 reason = FINISH_LENGTH
             text = TOKEN_TEXTS[k % 1000]
-            if reason is None:
+            if self._continuous:
+                data = http_chunk(
+                    b"%s%s%s" % (self._prefix, text, self._usage_suffix(reason, k + 1))
+                )
+            elif reason is None:
                 data = b"".join((self._head, text, self._tail))
             else:
                 data = http_chunk(self._prefix + text + self._suffix(reason))
@@ -232,6 +292,7 @@ class StreamSink(_SinkBase):
             write(data)
             if k == 0:
                 truth.ttft_ns.append(now - self._arrival_ns)
+                self._first_ns = self._first_answer_ns = now
             else:
                 truth.itl_ns.append(now - self._last_ns)
             self._last_ns = now
@@ -254,6 +315,10 @@ class StreamSink(_SinkBase):
         self._transport.write(http_chunk(self._prefix + self._suffix(finish_reason)))
         self._end()
 
+    def events_written(self) -> int:
+        """Token events written so far (here one per token)."""
+        return self._emitted
+
     def _role_chunk(self) -> bytes:
         delta = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
         role = self._prefix.replace(
@@ -263,6 +328,19 @@ class StreamSink(_SinkBase):
 
     def _end(self) -> None:
         end = _DONE_AND_END
+        self._truth.requests.append(
+            RequestTruth(
+                request_id=self.request_id,
+                arrival_ns=self._arrival_ns,
+                first_token_ns=self._first_ns,
+                first_reasoning_ns=self._first_reasoning_ns,
+                first_answer_ns=self._first_answer_ns,
+                last_token_ns=self._last_ns or None,
+                tokens=self._emitted,
+                reasoning_tokens=self._reasoning_sent,
+                events=self.events_written(),
+            )
+        )
         if self._include_usage:
             usage: dict[str, Any] = {
                 "id": self._id,
@@ -270,8 +348,12 @@ class StreamSink(_SinkBase):
                 "created": self._created,
                 "model": self._model,
                 "choices": [],
-                "usage": _usage(self._prompt_tokens, self._emitted),
+                "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
             }
+            if self._reasoning_budget:
+                usage["usage"]["completion_tokens_details"] = {
+                    "reasoning_tokens": self._reasoning_sent
+                }
             end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
         self._transport.write(end)
         self._complete()
@@ -313,6 +395,7 @@ class BufferedSink(_SinkBase):
         finish_reason: str | None = None,
         *,
         one_write: bool = False,  # noqa: ARG002 (the whole response is one write anyway)
+        one_event: bool = False,  # noqa: ARG002 (idem)
     ) -> None:
         """Count `count` more tokens; the text is generated at the end."""
         if self._closed:
@@ -343,7 +426,7 @@ class BufferedSink(_SinkBase):
             "created": self._created,
             "model": self._model,
             "choices": [choice],
-            "usage": _usage(self._prompt_tokens, self._emitted),
+            "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
         }
         self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
         self._complete()

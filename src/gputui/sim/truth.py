@@ -7,6 +7,13 @@ arrival stamp) and every gap between consecutive token writes of that request. R
 `/sim/stats` is asked for. Non-streaming requests count in the request and token totals but add no
 TTFT/ITL samples, because their tokens are never written one by one.
 
+Per streamed request that completed, `requests` keeps one `RequestTruth` (the latest
+`MAX_REQUEST_TRUTHS`): its arrival, the writes of its first token, first reasoning token and first
+answer token (content or tool call), its last token write and its token and event counts, all in
+the server's `perf_counter_ns()` (CLOCK_MONOTONIC: the same clock as a client on this machine).
+`GET /sim/requests` serves them; a multi-token event adds one gap for its first token and a 0 ns gap
+for each of the others (they were written together), so the ITL mean is the true per-token mean.
+
 `reset()` clears the arrays in place; a stream in flight during a reset keeps recording into the
 fresh totals, so after a reset `requests_completed` may briefly exceed `requests_started`.
 """
@@ -14,7 +21,27 @@ fresh totals, so after a reset `requests_completed` may briefly exceed `requests
 from __future__ import annotations
 
 from array import array
-from typing import Any
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+MAX_REQUEST_TRUTHS: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTruth:
+    """What the server did for one streamed request (int ns, its own clock)."""
+
+    request_id: int
+    arrival_ns: int
+    first_token_ns: int | None
+    first_reasoning_ns: int | None
+    first_answer_ns: int | None
+    last_token_ns: int | None
+    tokens: int
+    reasoning_tokens: int
+    events: int
+    """Token events (SSE events that carried at least one token)."""
 
 
 class TruthRecorder:
@@ -22,6 +49,7 @@ class TruthRecorder:
 
     __slots__ = (
         "itl_ns",
+        "requests",
         "requests_cancelled",
         "requests_completed",
         "requests_started",
@@ -38,6 +66,7 @@ class TruthRecorder:
         """Arrival stamp to first content-token write, one per streamed request."""
         self.itl_ns: array[int] = array("q")
         """Gaps between consecutive token writes of one request."""
+        self.requests: deque[RequestTruth] = deque(maxlen=MAX_REQUEST_TRUTHS)
 
     def reset(self) -> None:
         """Forget everything recorded so far."""
@@ -47,6 +76,11 @@ class TruthRecorder:
         self.tokens = 0
         del self.ttft_ns[:]
         del self.itl_ns[:]
+        self.requests.clear()
+
+    def requests_json(self) -> list[dict[str, Any]]:
+        """The `/sim/requests` JSON list, oldest first."""
+        return [asdict(r) for r in self.requests]
 
     def snapshot(self) -> dict[str, Any]:
         """The `/sim/stats` JSON object (durations in ms)."""

@@ -4,7 +4,9 @@ Besides the steps, the snapshot keeps `totals` over every request the run receiv
 failed ones included, cancelled ones not): the tokens gputui counted, to set beside the server's
 own counters (e.g. llama.cpp's `tokens_predicted_total`), how many ok requests had no usage
 report (their tokens were counted as content chunks) or stopped short of the tokens they asked
-for, and which `model` names the server answered with.
+for, which `model` names the server answered with, the thinking tokens of reasoning models
+(`reasoning_tokens_total`) and how the tokens of each event were counted (`event_tokens_methods`:
+requests per method, see engine.event_tokens).
 """
 
 from __future__ import annotations
@@ -168,4 +170,6 @@ def request_totals(records: Sequence[RequestRecord]) -> dict[str, Any]:
         "ok_requests_without_usage": sum(1 for r in ok if not r.tokens_from_usage),
         "short_outputs": sum(1 for r in ok if r.output_tokens < r.requested_output_tokens),
         "response_models": dict(models.most_common()),
+        "reasoning_tokens_total": sum(r.reasoning_tokens for r in records),
+        "event_tokens_methods": dict(Counter(r.event_tokens_method for r in ok).most_common()),
     }

@@ -31,6 +31,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
+CiInterval = tuple[float | None, float | None]
+"""A 95 % confidence interval as JSON [lo, hi]; null marks an open end (see metrics.confidence)."""
+
+
 class Stats(_Model):
     """Mean and percentiles (seconds) of one metric, with the sample count behind them."""
 
@@ -40,6 +44,10 @@ class Stats(_Model):
     p95: float | None = None
     p99: float | None = None
     n: NonNegativeInt = 0
+    p50_ci: CiInterval | None = None
+    """95 % interval [lo, hi] of P50 (None for an open end); absent in files before issue 16."""
+    p95_ci: CiInterval | None = None
+    p99_ci: CiInterval | None = None
 
     @classmethod
     def from_summary(cls, summary: Summary) -> Stats:
@@ -51,12 +59,23 @@ class Stats(_Model):
             p95=summary.p95,
             p99=summary.p99,
             n=summary.n,
+            p50_ci=summary.p50_ci,
+            p95_ci=summary.p95_ci,
+            p99_ci=summary.p99_ci,
         )
 
     def to_summary(self) -> Summary:
         """Metrics form, e.g. to re-judge a saved step against another SLA."""
         return Summary(
-            mean=self.mean, p50=self.p50, p90=self.p90, p95=self.p95, p99=self.p99, n=self.n
+            mean=self.mean,
+            p50=self.p50,
+            p90=self.p90,
+            p95=self.p95,
+            p99=self.p99,
+            n=self.n,
+            p50_ci=self.p50_ci,
+            p95_ci=self.p95_ci,
+            p99_ci=self.p99_ci,
         )
 
 
@@ -188,6 +207,24 @@ class Step(_Model):
     incomplete: bool = False
     output_tokens_from_usage: bool
     short_outputs: NonNegativeInt = 0
+    output_tokens_per_s_ci: CiInterval | None = None
+    """95 % batch-means interval of `output_tokens_per_s` (issue 16; absent in older files)."""
+    requests_per_s_ci: CiInterval | None = None
+    rate_ci_batches: NonNegativeInt | None = None
+    error_rate_ci: CiInterval | None = None
+    """95 % Wilson interval of failed / (ok + failed)."""
+    goodput_share: float | None = None
+    goodput_share_ci: CiInterval | None = None
+    sla_verdict: str | None = None
+    """"pass", "fail" or "inconclusive" (`metrics.verdict`); a plain str so newer values load."""
+    turns: tuple[dict[str, Any], ...] | None = None
+    """Multi-turn runs, per turn: requests, `ttft_s`, mean prompt, hit rate."""
+    prefix_cache_hit_rate: float | None = None
+    """Cached / all prompt tokens of the step's ok requests, when the server reported them."""
+    conversations: dict[str, Any] | None = None
+    """Multi-turn runs: conversations started and complete in the step, and their `e2e_s`."""
+    dispatch_lateness: dict[str, Any] | None = None
+    """Trace replay: send time minus schedule (`p50_ms`, `p99_ms`, `max_ms`, `count`)."""
     server_latency: dict[str, Any] | None = None
     """The server's own latency over the step (histogram deltas or llama.cpp timings)."""
     ttft_breakdown: dict[str, Any] | None = None
@@ -245,6 +282,17 @@ class CapacityModel(_Model):
     ttft_p95_s: float | None = None
     tpot_p95_s: float | None = None
     error_rate: float | None = None
+    output_tokens_per_s_ci: CiInterval | None = None
+    """95 % interval of the qualified throughput (issue 16; absent in older files)."""
+    requests_per_s_ci: CiInterval | None = None
+    ttft_p95_ci: CiInterval | None = None
+    tpot_p95_ci: CiInterval | None = None
+    error_rate_ci: CiInterval | None = None
+    below_level: float | None = None
+    """The next lower tested level and its SLA verdict; the capacity lies in [level, above)."""
+    below_verdict: str | None = None
+    above_level: float | None = None
+    above_verdict: str | None = None
 
     @classmethod
     def from_capacity(cls, capacity: Capacity) -> CapacityModel:
@@ -257,6 +305,15 @@ class CapacityModel(_Model):
             ttft_p95_s=capacity.ttft_p95_s,
             tpot_p95_s=capacity.tpot_p95_s,
             error_rate=capacity.error_rate,
+            output_tokens_per_s_ci=capacity.output_tokens_per_s_ci,
+            requests_per_s_ci=capacity.requests_per_s_ci,
+            ttft_p95_ci=capacity.ttft_p95_ci,
+            tpot_p95_ci=capacity.tpot_p95_ci,
+            error_rate_ci=capacity.error_rate_ci,
+            below_level=capacity.below_level,
+            below_verdict=capacity.below_verdict,
+            above_level=capacity.above_level,
+            above_verdict=capacity.above_verdict,
         )
 
 
@@ -300,6 +357,10 @@ class Snapshot(_Model):
     """The rate hold near the knee that confirms the capacity (written by the engine)."""
     bursts: tuple[dict[str, Any], ...] = ()
     """Burst-and-recovery checks, one object per burst (written by the engine)."""
+    conversations: dict[str, Any] | None = None
+    """Multi-turn runs, over the whole run: turns, think time, started, complete, `e2e_s`."""
+    trace: dict[str, Any] | None = None
+    """Trace replay: file, format, window, time scale, `dispatch_lateness`, schedule error."""
 
     @field_validator("created_at")
     @classmethod
@@ -319,7 +380,36 @@ def stats_from_summary(summary: Summary) -> Stats:
 
 
 def step_from_result(result: StepResult) -> Step:
-    """Snapshot form of a finished step."""
+    """Snapshot form of a finished step.
+
+    Optional keys (absent when they do not apply, so older readers see nothing new):
+    `event_tokens_method`, and for streams with thinking `ttfat_s` and `reasoning_share`.
+    """
+    step = _step_core(result)
+    extra: dict[str, Any] = {}
+    if result.event_tokens_method is not None:
+        extra["event_tokens_method"] = result.event_tokens_method
+    if result.ttfat_s is not None:
+        extra["ttfat_s"] = Stats.from_summary(result.ttfat_s).model_dump()
+        extra["reasoning_share"] = result.reasoning_share
+    return step.model_copy(update=extra) if extra else step
+
+
+def step_ttfat(step: Step) -> Stats | None:
+    """The step's TTFAT statistics (streams with thinking only), from a run or a loaded file."""
+    value = (step.model_extra or {}).get("ttfat_s")
+    if isinstance(value, Stats):
+        return value
+    return Stats.model_validate(value) if isinstance(value, dict) else None
+
+
+def step_reasoning_share(step: Step) -> float | None:
+    """Thinking tokens / output tokens of the step's measured requests (None: no thinking)."""
+    value = (step.model_extra or {}).get("reasoning_share")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _step_core(result: StepResult) -> Step:
     return Step(
         index=result.index,
         mode=result.mode,
@@ -343,4 +433,11 @@ def step_from_result(result: StepResult) -> Step:
         incomplete=result.incomplete,
         output_tokens_from_usage=result.output_tokens_from_usage,
         short_outputs=result.short_outputs,
+        output_tokens_per_s_ci=result.output_tokens_per_s_ci,
+        requests_per_s_ci=result.requests_per_s_ci,
+        rate_ci_batches=result.rate_ci_batches,
+        error_rate_ci=result.error_rate_ci,
+        goodput_share=result.goodput_share,
+        goodput_share_ci=result.goodput_share_ci,
+        sla_verdict=result.sla_verdict,
     )

@@ -117,6 +117,14 @@ class ServerSample:
     """Tokens per KV block."""
     kv_capacity_tokens: int | None = None
     """Tokens the KV cache holds when full (blocks x block size, or the server's own figure)."""
+    spec_drafts_total: int | None = None
+    """Speculative decoding (see telemetry.spec_decode): decode steps that drafted."""
+    spec_draft_tokens_total: int | None = None
+    spec_accepted_tokens_total: int | None = None
+    spec_accept_rate: float | None = None
+    """Accepted / draft tokens since the server started (SGLang: its own gauge)."""
+    spec_accept_length: float | None = None
+    """Tokens per decode step: 1 + accepted drafts per step."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -14,7 +14,8 @@ Names (reference.md §4): vLLM `vllm:kv_cache_usage_perc` (V1) and its predecess
 no KV metric; its token counters are the `_sum` of its per-request histograms, so they move when a
 request finishes, not per token. llama.cpp's `requests_processing`/`requests_deferred`; its
 `kv_cache_usage_ratio` exists only in older builds and forks. Triton's `nv_trt_llm_*` gauges carry
-the quantity in a label (`request_type`, `kv_cache_block_type`).
+the quantity in a label (`request_type`, `kv_cache_block_type`). Speculative decoding counters
+(vLLM, llama.cpp) and gauges (SGLang): see `spec_decode`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import httpx
 from gputui.telemetry.dcgm import gpu_samples
 from gputui.telemetry.prom import DEFAULT_TIMEOUT_S, PromIndex, fetch, parse
 from gputui.telemetry.samples import GpuSample, ServerSample
+from gputui.telemetry.spec_decode import sglang_spec_fields, spec_fields
 
 BACKEND_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("vllm:", "vllm"),
@@ -105,6 +107,7 @@ def _vllm(index: PromIndex, t_ns: int) -> ServerSample:
         kv_blocks_total=blocks_total,
         kv_block_size=block_size,
         kv_capacity_tokens=_capacity(blocks_total, block_size),
+        **spec_fields(index, "vllm:"),
     )
 
 
@@ -127,6 +130,7 @@ def _sglang(index: PromIndex, t_ns: int) -> ServerSample:
         kv_blocks_total=None if capacity is None or not page else round(capacity) // page,
         kv_block_size=page,
         kv_capacity_tokens=_int(capacity),
+        **sglang_spec_fields(index),
     )
 
 
@@ -150,6 +154,7 @@ def _llamacpp(index: PromIndex, t_ns: int) -> ServerSample:
         kv_cache_usage=_fraction(index.highest("llamacpp:kv_cache_usage_ratio")),
         prompt_tokens_total=_int(index.total("llamacpp:prompt_tokens_total")),
         generation_tokens_total=_int(index.total("llamacpp:tokens_predicted_total")),
+        **spec_fields(index, "llamacpp:"),
     )
 
 

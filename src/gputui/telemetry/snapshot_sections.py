@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from gputui.telemetry.sampler import TelemetrySampler, Traces, downsample, flatten_states
 from gputui.telemetry.samples import GpuIdentity, GpuSample, HostSample, ServerSample
+from gputui.telemetry.spec_decode import run_spec_decode
 
 MAX_POINTS: Final = 600
 
@@ -40,6 +41,9 @@ SERVER_TRACE_FIELDS: Final = (
     "preemptions_total",
     "prompt_tokens_total",
     "generation_tokens_total",
+    "spec_draft_tokens_total",
+    "spec_accepted_tokens_total",
+    "spec_accept_rate",
 )
 HOST_TRACE_FIELDS: Final = (
     "cpu_pct",
@@ -135,4 +139,7 @@ def sections_from_sampler(
     )
     telemetry = telemetry_section(sampler.traces(downsample_to=None), origin_ns, max_points)
     telemetry["sources"] = flatten_states(frame.states)
+    spec = run_spec_decode(sampler.traces(downsample_to=None).server)
+    if spec is not None:
+        telemetry["spec_decode"] = spec
     return hardware, telemetry

@@ -192,6 +192,12 @@ def metrics_report(doc: dict[str, Any]) -> str:
         f"  tokens          prompt {_v(doc.get('prompt_tokens_total'))}, generated "
         f"{_v(doc.get('generation_tokens_total'))}",
     ]
+    if doc.get("spec_accept_rate") is not None:
+        length = doc.get("spec_accept_length")
+        lines.append(
+            f"  spec decoding   acceptance {100 * doc['spec_accept_rate']:.1f} %"
+            + (f", {length:.2f} tokens per step" if length is not None else "")
+        )
     head = doc.get("headroom")
     if head is not None:
         lines.append(f"  headroom        {head['method']}: {head['detail']}")

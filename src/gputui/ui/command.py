@@ -215,6 +215,7 @@ def run_tui(
 ) -> int:
     """Run the live TUI until q or a signal; print where the snapshot went."""
     from gputui.engine.client import ClientConfig, Timeouts
+    from gputui.engine.event_tokens import stream_counting
     from gputui.engine.load import RequestShape
     from gputui.engine.process import EngineConfig
     from gputui.engine.target import parse_target
@@ -240,6 +241,7 @@ def run_tui(
                     request_s=args.request_timeout,
                     stall_s=args.stall_timeout,
                 ),
+                **stream_counting("gputui-sim" if simulated else None),
             ),
             shape=RequestShape(values["input_tokens"], values["output_tokens"]),
             workload=workload,

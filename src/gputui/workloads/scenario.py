@@ -74,6 +74,12 @@ class WorkloadConfig(_Strict):
     min_tokens: bool | Literal["auto"] = "auto"
     """Also send min_tokens = max_tokens; "auto": only to servers known to honour it (vLLM,
     SGLang, the simulator), as others may reject an unknown field."""
+    sessions: PositiveInt | None = None
+    """Multi-turn: simulated users, each holding one conversation (the closed loop's level)."""
+    turns: PositiveInt | None = None
+    """Multi-turn: turns per conversation; each re-sends the whole history."""
+    think_time: LengthDist | None = None
+    """Multi-turn: pause between an answer and the next turn, in milliseconds."""
 
     @model_validator(mode="after")
     def _complete(self) -> WorkloadConfig:

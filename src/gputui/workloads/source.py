@@ -4,7 +4,10 @@ Contract (engine.workload): `PreparedWorkload` crosses into the engine process; 
 the body text once; `next(k)` is a few lookups and one string slice, deterministic in (seed, k):
 - synthetic prompts: input length from the input distribution (raised to `plan.base_tokens`, the
   shortest prompt the plan can write), `plan.body_words(length)` body words;
-- dataset prompts: entry from a seeded draw, its text as the body, input = base + its tokens;
+- dataset prompts: entry from a seeded draw (`order` "sample", with replacement), or request k
+  gets entry k in file order ("sequential") or of a seeded permutation ("shuffle"), each entry
+  exactly once: past the last one `next` raises `SourceExhausted`; its text is the body, input =
+  base + its tokens;
 - output length from the output distribution, else the entry's; sent as `max_tokens`, and as
   `min_tokens` too when `min_tokens` is on (ignore_eos is in the run's extra body).
 `RequestSpec.input_tokens` is the length asked for; the usage report says what the server counted.
@@ -13,8 +16,11 @@ the body text once; `next(k)` is a few lookups and one string slice, determinist
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal
 
-from gputui.engine.workload import RequestSource, RequestSpec
+import numpy as np
+
+from gputui.engine.workload import RequestSource, RequestSpec, SourceExhausted
 from gputui.workloads.distributions import LengthDist, LengthStream, UniformDist
 from gputui.workloads.prompts import BodyText, PromptPlan
 
@@ -22,6 +28,8 @@ Entry = tuple[str, int, int]
 """A dataset prompt: (text, its tokens after a space, its output tokens)."""
 
 _INPUT_STREAM, _OUTPUT_STREAM, _ENTRY_STREAM = 1, 2, 3
+DatasetOrder = Literal["sample", "sequential", "shuffle"]
+DATASET_ORDERS: Final = ("sequential", "shuffle", "sample")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,8 @@ class PreparedWorkload:
     entries: tuple[Entry, ...] = ()
     seed: int = 0
     min_tokens: bool = False
+    order: DatasetOrder = "sample"
+    """How dataset entries are picked (see the module docstring)."""
 
     def build(self) -> RequestSource:
         """The source, built in the process that sends."""
@@ -65,12 +75,22 @@ class WorkloadSource:
             if spec.entries
             else None
         )
+        self._order: list[int] | None = None
+        if spec.entries and spec.order != "sample":
+            n = len(spec.entries)
+            perm = np.random.default_rng([spec.seed % (1 << 64), 0x5F0F]).permutation(n)
+            self._order = list(range(n)) if spec.order == "sequential" else perm.tolist()
         hi = spec.input_bounds()[1] if spec.input is not None else self._base
         self._body = BodyText(spec.plan.words, spec.seed, spec.plan.body_words(hi))
 
     def next(self, request_id: int) -> RequestSpec:
         """The request with this id."""
-        if self._entry is not None:
+        if self._order is not None:
+            if request_id >= len(self._order):
+                raise SourceExhausted
+            text, tokens, entry_output = self._spec.entries[self._order[request_id]]
+            n_in = self._base + tokens
+        elif self._entry is not None:
             text, tokens, entry_output = self._spec.entries[self._entry.value(request_id) - 1]
             n_in = self._base + tokens
         else:

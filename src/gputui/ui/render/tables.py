@@ -46,6 +46,9 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
         ("ITL", lambda v: v.frame.window.itl_s if v.frame else None, None),
         ("E2E", lambda v: v.frame.window.e2e_s if v.frame else None, None),
     ]
+    if frame is not None and frame.window.ttfat_s is not None:
+        # A reasoning model: the time to the first answer token, beside the first token's.
+        rows.insert(1, ("TTFAT", lambda v: v.frame.window.ttfat_s if v.frame else None, None))
     for name, get, bound in rows:
         summary = get(view)
         line: Line = [(name.ljust(6), "label")]
@@ -80,6 +83,12 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
             [
                 (f"{fmt.rate(window.requests_per_s)} req/s", ""),
                 (f" · {window.n_requests} requests in {window.span_s:.0f} s", "dim"),
+                (
+                    f" · reasoning {fmt.percent(window.reasoning_share)}"
+                    if window.reasoning_share is not None
+                    else "",
+                    "dim",
+                ),
                 (f" · {by_reason}" if by_reason else "", "crit"),
             ]
         )
