@@ -228,6 +228,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PRICE",
         help="hourly price of this node, saved in the snapshot for `gputui compare`",
     )
+    output.add_argument(
+        "--precision",
+        default=None,
+        metavar="DTYPE",
+        help="the served weights' precision (e.g. bf16, fp8), saved for `gputui compare`",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -32,9 +32,8 @@ from gputui.errors import UsageError
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session
-from gputui.snapshot.assemble import RunInfo, build_snapshot
+from gputui.snapshot.assemble import RunInfo, save_session
 from gputui.snapshot.models import Snapshot
-from gputui.snapshot.store import save_snapshot
 from gputui.sweep import (
     BurstFirer,
     InFlightTrace,
@@ -44,7 +43,6 @@ from gputui.sweep import (
 )
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
-from gputui.telemetry.snapshot_sections import sections_from_sampler
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
@@ -166,7 +164,6 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             printer.note("last step done, waiting for requests in flight")
         session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
         sampler.stop()
-    hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
     server_sample = sampler.latest().server
     burst_results = (
         burst_recoveries(
@@ -202,18 +199,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         auto_reason=auto_reason,
         validation=validation,
         bursts=burst_results,
-        hardware=hardware,
-        telemetry=telemetry,
         client_extra={"workers": args.workers, "ray": args.ray, **trace.saturation()},
         backend=_backend_name(checked.backend, server_sample),
         backend_evidence=checked.backend.evidence,
         workload_details=prepared.details,
+        price_per_hour=args.price_per_hour,
+        precision=args.precision,
     )
-    snapshot = build_snapshot(session, info)
-    if args.price_per_hour is not None:
-        # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
-        snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
-    save_snapshot(snapshot, out)
+    snapshot = save_session(session, info, sampler, out)
     printer.table(session.finished_steps())
     saturation = trace.saturation()
     if saturation["saturated_share"] > 0.05:

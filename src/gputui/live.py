@@ -16,15 +16,14 @@ so a journal left behind means a session died unsaved.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
@@ -34,10 +33,10 @@ from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
-from gputui.snapshot.assemble import RunInfo, build_snapshot
+from gputui.snapshot.assemble import RunInfo, save_session, session_file
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.snapshot.models import SlaBounds, Target, Workload
-from gputui.snapshot.store import save_snapshot
+from gputui.sweep import InFlightTrace
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
 
 EventKind = Literal["info", "error", "throttle", "preemption", "sla"]
@@ -71,6 +70,9 @@ class LiveSettings:
     workers: int = 1
     """Engine processes sharing the load (engine.pool)."""
     ray_address: str | None = None
+    price_per_hour: float | None = None
+    precision: str | None = None
+    """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +133,16 @@ class LiveController:
     def __init__(self, settings: LiveSettings, telemetry: TelemetrySampler | None = None) -> None:
         self.settings = settings
         self._telemetry = telemetry
+        self._trace = InFlightTrace()
+        self._server_header = ""
+        self._backend_evidence: str | None = None
         self._session = Session(
             settings.engine,
             settings.sla,
             warmup_s=settings.warmup_s,
             window_s=settings.window_s,
             on_step_finished=self._step_finished,
+            on_frame=self._trace.on_frame,
             workers=settings.workers,
             ray_address=settings.ray_address,
         )
@@ -203,7 +209,14 @@ class LiveController:
                 self._target_state = state
                 self._stopping.wait(_RETRY_S)
                 continue
-            self._backend = _backend_from_server(checked.server_header)
+            detected = checked.backend
+            self._backend = (
+                detected.name
+                if detected.name != OPENAI_COMPATIBLE
+                else _backend_from_server(checked.server_header)
+            )
+            self._backend_evidence = detected.evidence
+            self._server_header = checked.server_header
             break
         if self._stopping.is_set():
             return
@@ -518,14 +531,18 @@ class LiveController:
             interrupted_by=interrupted_by,
             extra_body=client.extra_body,
             backend=self._backend,
+            server_header=self._server_header,
+            backend_evidence=self._backend_evidence,
+            client_extra={
+                "workers": self.settings.workers,
+                "ray": self.settings.ray_address,
+                **self._trace.saturation(),
+            },
+            price_per_hour=self.settings.price_per_hour,
+            precision=self.settings.precision,
         )
-        snapshot = build_snapshot(self._session, info)
-        folder = self.settings.snapshot_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
-        path = folder / f"{stamp}-{slug}.json"
-        save_snapshot(snapshot, path)
+        path = session_file(self.settings.snapshot_dir, label)
+        save_session(self._session, info, self._telemetry, path)
         self._last_saved = path
         self._event("info", f"saved {path.name}")
         return path

@@ -1,4 +1,8 @@
-"""Turn a finished Session into a Snapshot (the file a run leaves behind).
+"""Turn a Session into a Snapshot (the file a run leaves behind): `save_session` is the one path.
+
+The TUI's `s`, its quit and `gputui run` all save through `save_session`, so a snapshot has the
+same sections whichever front end wrote it (hardware and telemetry from the sampler, price and
+precision from the settings).
 
 Besides the steps, the snapshot keeps `totals` over every request the run received (warm-up and
 failed ones included, cancelled ones not): the tokens gputui counted, to set beside the server's
@@ -9,9 +13,12 @@ for, and which `model` names the server answered with.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from gputui.engine.load import LoadMode
@@ -33,6 +40,9 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.snapshot.store import save_snapshot
+from gputui.telemetry.sampler import TelemetrySampler
+from gputui.telemetry.snapshot_sections import sections_from_sampler
 from gputui.workloads.lengths import length_report
 
 
@@ -70,6 +80,10 @@ class RunInfo:
     bursts: list[dict[str, Any]] = field(default_factory=list)
     workload_details: dict[str, Any] = field(default_factory=dict)
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
+    price_per_hour: float | None = None
+    """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
+    precision: str | None = None
+    """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
 
 
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
@@ -138,7 +152,40 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )
-    return snapshot.model_copy(update={"totals": request_totals(session.all_records())})
+    # Extra v1 keys (the models allow unknown keys); `gputui compare` reads them.
+    extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
+    if info.price_per_hour is not None:
+        extra["price_per_hour"] = info.price_per_hour
+    if info.precision is not None:
+        extra["precision"] = info.precision
+    return snapshot.model_copy(update=extra)
+
+
+def session_snapshot(
+    session: Session, info: RunInfo, sampler: TelemetrySampler | None = None
+) -> Snapshot:
+    """The snapshot with every section: `hardware` and `telemetry` come from the sampler."""
+    if sampler is not None and info.hardware is None:
+        hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
+        info = replace(info, hardware=hardware, telemetry=telemetry)
+    return build_snapshot(session, info)
+
+
+def save_session(
+    session: Session, info: RunInfo, sampler: TelemetrySampler | None, path: Path
+) -> Snapshot:
+    """The one way a session becomes a file: the TUI's save and quit and `gputui run` use it."""
+    snapshot = session_snapshot(session, info, sampler)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_snapshot(snapshot, path)
+    return snapshot
+
+
+def session_file(folder: Path, label: str | None) -> Path:
+    """A new snapshot's path in the sessions folder: `<UTC stamp>-<label>.json`."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
+    return folder / f"{stamp}-{slug}.json"
 
 
 def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, Any]:

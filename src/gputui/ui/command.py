@@ -12,10 +12,13 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gputui.argtypes import positive_float, positive_int
+from gputui.argtypes import non_negative_float, positive_float, positive_int
 from gputui.errors import GputuiError
+
+if TYPE_CHECKING:
+    from gputui.live import LiveController
 
 DEFAULTS: dict[str, Any] = {
     "endpoint": "completions",
@@ -124,6 +127,20 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
         help="where snapshots and the journal go (default: user data dir)",
     )
     out.add_argument("--label", default=None, help="default snapshot label")
+    out.add_argument(
+        "--price-per-hour",
+        type=non_negative_float,
+        default=None,
+        metavar="PRICE",
+        help="hourly price of this node, saved in the snapshot for `gputui compare`",
+    )
+    if not demo:  # the demo's --precision picks the simulated weights, and is recorded
+        out.add_argument(
+            "--precision",
+            default=None,
+            metavar="DTYPE",
+            help="the served weights' precision (e.g. bf16, fp8), saved for `gputui compare`",
+        )
     out.add_argument("--no-color", action="store_true", help="monochrome")
     out.add_argument("--ascii", action="store_true", help="ASCII charts and borders")
 
@@ -206,21 +223,20 @@ def _prepared_workload(
     return prepared.spec
 
 
-def run_tui(
+def live_controller(
     args: argparse.Namespace,
     *,
     url: str | None = None,
     model: str | None = None,
     simulated: str | None = None,
-) -> int:
-    """Run the live TUI until q or a signal; print where the snapshot went."""
+) -> tuple[LiveController, dict[str, Any]]:
+    """The live controller (with its telemetry sampler) that parsed flags ask for, unstarted."""
     from gputui.engine.client import ClientConfig, Timeouts
     from gputui.engine.load import RequestShape
     from gputui.engine.process import EngineConfig
     from gputui.engine.target import parse_target
     from gputui.live import LiveController, LiveSettings
     from gputui.metrics.sla import Sla
-    from gputui.snapshot.journal import find_leftovers
     from gputui.telemetry.setup import TelemetryConfig, build_sampler, default_metrics_url
 
     values = resolve(args)
@@ -256,6 +272,8 @@ def run_tui(
         gpu_description=simulated,
         workers=args.workers,
         ray_address=args.ray,
+        price_per_hour=args.price_per_hour,
+        precision=args.precision,
     )
     root = target.base_url + target.root_prefix
     sampler = build_sampler(
@@ -265,12 +283,26 @@ def run_tui(
             metrics_url=values["metrics_url"] or default_metrics_url(root),
         )
     )
+    return LiveController(settings, sampler), values
+
+
+def run_tui(
+    args: argparse.Namespace,
+    *,
+    url: str | None = None,
+    model: str | None = None,
+    simulated: str | None = None,
+) -> int:
+    """Run the live TUI until q or a signal; print where the snapshot went."""
+    from gputui.snapshot.journal import find_leftovers
+
+    controller, values = live_controller(args, url=url, model=model, simulated=simulated)
+    settings = controller.settings
     if args.no_color:
         os.environ["NO_COLOR"] = "1"
     leftovers = tuple(find_leftovers(settings.snapshot_dir))
     from gputui.ui.app import AppOptions, make_app
 
-    controller = LiveController(settings, sampler)
     app = make_app(
         controller,
         AppOptions(
