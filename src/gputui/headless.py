@@ -14,6 +14,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -31,9 +32,12 @@ from gputui.engine.target import parse_target
 from gputui.errors import UsageError
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_quality import step_warnings
 from gputui.session import Session
-from gputui.snapshot.assemble import RunInfo, save_session
+from gputui.snapshot.assemble import RunInfo, journal_header, save_session
+from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.models import Snapshot
+from gputui.snapshot.recovery import recover_leftovers
 from gputui.sweep import (
     BurstFirer,
     InFlightTrace,
@@ -137,9 +141,37 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
     auto_reason: str | None = None
     validation: dict[str, Any] | None = None
+    info = RunInfo(
+        label=args.label,
+        target=target,
+        model=args.model,
+        endpoint=args.endpoint,
+        mode=mode,
+        levels=levels,
+        arrival=arrival if mode == "rate" else None,
+        burstiness=args.burstiness,
+        input_tokens=prepared.nominal_input,
+        output_tokens=prepared.nominal_output,
+        extra_body=extra_body,
+        step_seconds=args.step_seconds,
+        warmup_seconds=warmup_s,
+        seed=args.seed,
+        probe_path=checked.probe_path,
+        server_header=checked.server_header,
+        complete=False,
+        backend=checked.backend.name,
+        backend_evidence=checked.backend.evidence,
+        workload_details=prepared.details,
+        price_per_hour=args.price_per_hour,
+        precision=args.precision,
+    )
+    journal_dir = out.parent if str(out.parent) else Path()
+    for line in recover_leftovers(journal_dir):
+        printer.note(line)
     with stopper:
         sampler.start()
         session.start()
+        _open_journal(session, journal_dir, journal_header(info, sla), printer)
         if bursts is not None:
             bursts.start()
         if args.auto:
@@ -177,23 +209,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if bursts is not None
         else []
     )
-    info = RunInfo(
-        label=args.label,
-        target=target,
-        model=args.model,
-        endpoint=args.endpoint,
-        mode=mode,
-        levels=levels,
-        arrival=arrival if mode == "rate" else None,
-        burstiness=args.burstiness,
-        input_tokens=prepared.nominal_input,
-        output_tokens=prepared.nominal_output,
-        extra_body=extra_body,
-        step_seconds=args.step_seconds,
-        warmup_seconds=warmup_s,
-        seed=args.seed,
-        probe_path=checked.probe_path,
-        server_header=checked.server_header,
+    info = replace(
+        info,
         complete=not interrupted,
         interrupted_by=stopper.signal_name,
         auto_reason=auto_reason,
@@ -201,12 +218,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         bursts=burst_results,
         client_extra={"workers": args.workers, "ray": args.ray, **trace.saturation()},
         backend=_backend_name(checked.backend, server_sample),
-        backend_evidence=checked.backend.evidence,
-        workload_details=prepared.details,
-        price_per_hour=args.price_per_hour,
-        precision=args.precision,
     )
     snapshot = save_session(session, info, sampler, out)
+    session.close_journal(saved=True)
     printer.table(session.finished_steps())
     saturation = trace.saturation()
     if saturation["saturated_share"] > 0.05:
@@ -223,6 +237,19 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {out}{note}\n")
     return 128 + stopper.signal_number if interrupted else 0
+
+
+def _open_journal(
+    session: Session, folder: Path, header: JournalHeader, printer: StepPrinter
+) -> Path | None:
+    """The run's crash journal beside its snapshot (a run without one still runs)."""
+    try:
+        path = session.open_journal(folder, header, on_error=printer.note)
+    except OSError as exc:
+        printer.note(f"no journal (crash recovery off): {exc}")
+        return None
+    printer.note(f"journal {path} (a crash is recovered by gputui sessions --recover)")
+    return path
 
 
 def _backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
@@ -289,32 +316,6 @@ class _SignalStopper:
                 f"\ngputui run: {self.signal_name}: stopping, saving what was measured\n"
             )
         self.fired.set()
-
-
-MIN_LIFETIMES_PER_STEP = 3
-"""Fewer request lifetimes than this in a step's window and closed-loop waves show in its rates."""
-
-
-def step_warnings(result: StepResult) -> list[str]:
-    """What makes a step's throughput mean less than it seems, one line each."""
-    lines = []
-    if result.short_outputs:
-        share = result.short_outputs / result.requests_ok if result.requests_ok else 0.0
-        lines.append(
-            f"{result.short_outputs} of {result.requests_ok} ok requests ({share:.0%}) stopped "
-            "before the output tokens asked for: out tok/s counts the shorter outputs "
-            "(--ignore-eos asks the server to run to the limit)"
-        )
-    if result.requests_ok and not result.output_tokens_from_usage:
-        lines.append("the server sent no usage report: output tokens are counted as content chunks")
-    e2e_s = result.e2e_s.p50
-    if e2e_s and result.duration_s < MIN_LIFETIMES_PER_STEP * e2e_s:
-        lines.append(
-            f"the step ({result.duration_s:.0f} s) is under {MIN_LIFETIMES_PER_STEP} request "
-            f"lifetimes (E2E p50 {e2e_s:.1f} s): requests finish in waves, so its tok/s is "
-            "noisy; use longer --step-seconds"
-        )
-    return lines
 
 
 def _ms(value: float | None) -> str:

@@ -32,19 +32,17 @@ from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_quality import step_warnings
 from gputui.session import Session, StatsFrame
-from gputui.snapshot.assemble import RunInfo, save_session, session_file
-from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.snapshot.models import SlaBounds, Target, Workload
+from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
 from gputui.sweep import InFlightTrace
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
 
-EventKind = Literal["info", "error", "throttle", "preemption", "sla"]
+EventKind = Literal["info", "error", "throttle", "preemption", "sla", "warning"]
 _RETRY_S = 2.0
 _MAX_EVENTS = 200
 _HISTORY = 240
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
-_JOURNAL_INTERVAL_S = 1.0
 _DOWN = "unreachable: requests cannot connect"
 """The target state while a server that answered stops accepting connections."""
 
@@ -142,7 +140,7 @@ class LiveController:
             warmup_s=settings.warmup_s,
             window_s=settings.window_s,
             on_step_finished=self._step_finished,
-            on_frame=self._trace.on_frame,
+            on_frame=self._on_frame,
             workers=settings.workers,
             ray_address=settings.ray_address,
         )
@@ -173,12 +171,10 @@ class LiveController:
         self._stop_lock = threading.Lock()
         self._stopped = False
         self._final_path: Path | None = None
-        self._history_seq = -1
         self._throughput: deque[float] = deque(maxlen=_HISTORY)
         self._error_rate: deque[float] = deque(maxlen=_HISTORY)
         self._cpu_mark = (time.process_time(), time.perf_counter())
         self._ui_cpu: float | None = None
-        self._journal: JournalWriter | None = None
 
     # lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -253,7 +249,9 @@ class LiveController:
                         complete=reason is None,
                         interrupted_by=reason,
                     )
-            self._close_journal(saved=path is not None or not self._session.finished_steps())
+            self._session.close_journal(
+                saved=path is not None or not self._session.finished_steps()
+            )
             if self._telemetry is not None:
                 self._telemetry.stop()
             self._final_path = path
@@ -328,8 +326,7 @@ class LiveController:
         frame = self._session.latest if self._session.started_ns else None
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
         steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
-        self._watch(frame, telemetry)
-        self._track(frame)
+        self._track_cpu()
         key = (
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
@@ -379,7 +376,7 @@ class LiveController:
             ui_cpu_percent=self._ui_cpu,
             best_step_index=best,
             label=self.settings.label,
-            journal_path=self._journal.path if self._journal is not None else None,
+            journal_path=self._session.journal_path,
             stopped=self._stopped,
         )
         self._view_key = key
@@ -409,12 +406,18 @@ class LiveController:
     def _event(self, kind: EventKind, text: str) -> None:
         self._events.append(LiveEvent(round(self._elapsed_s(), 1), kind, text))
 
-    def _track(self, frame: StatsFrame | None) -> None:
-        """Keep the sparkline history (one point per new frame) and the UI process's CPU."""
-        if frame is not None and frame.seq != self._history_seq:
-            self._history_seq = frame.seq
-            self._throughput.append(frame.window.output_tokens_per_s)
-            self._error_rate.append(frame.window.error_rate or 0.0)
+    def _on_frame(self, frame: StatsFrame) -> None:
+        """Each new frame, on the Session's frame thread: history, events, the in-flight trace.
+
+        Events are detected here, at the frame rate, never as a side effect of the UI's polls.
+        """
+        self._trace.on_frame(frame)
+        self._throughput.append(frame.window.output_tokens_per_s)
+        self._error_rate.append(frame.window.error_rate or 0.0)
+        self._watch(frame, self._telemetry.latest() if self._telemetry is not None else None)
+
+    def _track_cpu(self) -> None:
+        """The UI process's CPU over the last second."""
         cpu_s, wall_s = time.process_time(), time.perf_counter()
         if wall_s - self._cpu_mark[1] >= 1.0:
             self._ui_cpu = 100.0 * (cpu_s - self._cpu_mark[0]) / (wall_s - self._cpu_mark[1])
@@ -424,46 +427,19 @@ class LiveController:
     def _open_journal(self) -> None:
         if not self.settings.journal:
             return
-        client = self.settings.engine.client
-        shape = self.settings.engine.shape
-        header = JournalHeader(
-            label=self.settings.label,
-            target=Target(
-                url=client.target.api_url,
-                model=client.model,
-                endpoint=client.endpoint,
-                backend=self._backend,
-            ),
-            workload=Workload(
-                input_tokens=shape.input_tokens,
-                output_tokens=shape.output_tokens,
-                endpoint=client.endpoint,
-                ignore_eos=bool(client.extra_body.get("ignore_eos", False)),
-            ),
-            sla=SlaBounds.from_sla(self.settings.sla),
-            plan={"mode": self._mode, "warmup_seconds": self.settings.warmup_s, "live": True},
-        )
+        info = self._run_info(self.settings.label, complete=False)
         try:
-            journal = Journal.create(self.settings.snapshot_dir, header)
+            self._session.open_journal(
+                self.settings.snapshot_dir,
+                journal_header(info, self.settings.sla),
+                on_error=lambda message: self._event("error", message),
+            )
         except OSError as exc:
             self._event("error", f"no journal (crash recovery off): {exc}")
-            return
-        self._journal = JournalWriter(
-            journal,
-            self._session.all_records,
-            self._session.started_ns,
-            interval_s=_JOURNAL_INTERVAL_S,
-            on_error=lambda message: self._event("error", message),
-        )
-        self._journal.start()
-
-    def _close_journal(self, *, saved: bool) -> None:
-        if self._journal is not None:
-            self._journal.stop(delete=saved)
 
     def _step_finished(self, step: StepResult) -> None:
-        if self._journal is not None:
-            self._journal.add_step(step)
+        for line in step_warnings(step):
+            self._event("warning", f"step {step.index + 1}: {line}")
         if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
             self._event("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA")
 
@@ -511,18 +487,17 @@ class LiveController:
             self._target_state = "ok"
             self._event("info", "target answers again")
 
-    def _save(
+    def _run_info(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
-    ) -> Path:
+    ) -> RunInfo:
         client = self.settings.engine.client
-        steps = self._session.finished_steps()
-        info = RunInfo(
+        return RunInfo(
             label=label,
             target=client.target,
             model=client.model,
             endpoint=client.endpoint,
             mode=self._mode,
-            levels=[s.level for s in steps],
+            levels=[s.level for s in self._session.finished_steps()],
             input_tokens=self.settings.engine.shape.input_tokens,
             output_tokens=self.settings.engine.shape.output_tokens,
             step_seconds=0.0,
@@ -541,7 +516,12 @@ class LiveController:
             price_per_hour=self.settings.price_per_hour,
             precision=self.settings.precision,
         )
+
+    def _save(
+        self, label: str | None, *, complete: bool, interrupted_by: str | None = None
+    ) -> Path:
         path = session_file(self.settings.snapshot_dir, label)
+        info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
         save_session(self._session, info, self._telemetry, path)
         self._last_saved = path
         self._event("info", f"saved {path.name}")

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -29,8 +30,11 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow, WindowStats
+from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 
 _ENGINE_START_TIMEOUT_S = 60.0
+JOURNAL_INTERVAL_S = 1.0
+"""How often the journal is written and fsync'd: a `kill -9` loses at most this much."""
 SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
@@ -113,6 +117,7 @@ class Session:
         self._interrupted_step: int | None = None
         self._hidden: set[int] = set()
         self.started_ns = 0
+        self._journal: JournalWriter | None = None
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -153,6 +158,9 @@ class Session:
                 end_ns=-1,
             )
             self._steps.append(step)
+            writer, hidden = self._journal, step.index in self._hidden
+        if writer is not None:
+            writer.journal.add_load(step, self.started_ns, hidden=hidden)
         self._engine.send("load", mode, level, step.index)
         return step
 
@@ -165,10 +173,9 @@ class Session:
         current = self.current_step
         if current is None:
             return None
-        step = self.set_load(current.mode, current.level)
         with self._lock:
-            self._hidden.add(step.index)
-        return step
+            self._hidden.add(len(self._steps))  # before set_load journals it
+        return self.set_load(current.mode, current.level)
 
     def pause(self) -> None:
         """Stop sending; the current step ends here and a new one starts on resume."""
@@ -203,8 +210,52 @@ class Session:
                 self.status = final
             self._engine_stopped = True
             finished = self._finish_ready_steps(force=True)
-        if self._on_step_finished is not None:
-            for result in finished:
+        self._deliver(finished)
+
+    # the journal -------------------------------------------------------------------------------
+    def open_journal(
+        self, folder: Path, header: JournalHeader, on_error: Callable[[str], None] | None = None
+    ) -> Path:
+        """Journal every finished request and step from now on (both front ends; OSError if not).
+
+        Steps already started are journalled at once, so a crash loses at most the last second.
+        """
+        journal = Journal.create(folder, header)
+        writer = JournalWriter(
+            journal,
+            self.all_records,
+            self.started_ns,
+            interval_s=JOURNAL_INTERVAL_S,
+            on_error=on_error,
+        )
+        with self._lock:
+            for spec in self._steps:
+                journal.add_load(spec, self.started_ns, hidden=spec.index in self._hidden)
+            for index in sorted(self._finished):
+                if index not in self._hidden:
+                    writer.add_step(self._finished[index])
+            self._journal = writer
+        writer.start()
+        return journal.path
+
+    def close_journal(self, *, saved: bool) -> None:
+        """Journal what is left and close; `saved` deletes it (a snapshot now holds it all)."""
+        writer, self._journal = self._journal, None
+        if writer is not None:
+            writer.stop(delete=saved)
+
+    @property
+    def journal_path(self) -> Path | None:
+        """The open journal's file, if any."""
+        writer = self._journal
+        return writer.path if writer is not None else None
+
+    def _deliver(self, finished: list[StepResult]) -> None:
+        writer = self._journal
+        for result in finished:
+            if writer is not None:
+                writer.add_step(result)
+            if self._on_step_finished is not None:
                 self._on_step_finished(result)
 
     # views ---------------------------------------------------------------------------------------
@@ -303,9 +354,7 @@ class Session:
                 else:
                     self._rtt_ns.append(sample)
             finished = self._finish_ready_steps(force=False)
-        if self._on_step_finished is not None:
-            for result in finished:
-                self._on_step_finished(result)
+        self._deliver(finished)
 
     def _update_cpu(self, status: EngineStatus) -> None:
         if self._status_prev is not None:

@@ -27,7 +27,9 @@ from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.sla import Sla
 from gputui.session import Session
+from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.models import (
     CapacityModel,
     Client,
@@ -92,16 +94,8 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     results = session.finished_steps()
     knee = knee_from_steps(results, mode=info.mode) if results else None
     capacity = qualified_capacity(results, session.sla) if results else None
-    extra_body = {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
-    target = Target(
-        url=info.target.api_url,
-        model=info.model,
-        endpoint=info.endpoint,
-        backend=info.backend,
-        server_header=info.server_header or None,
-    )
-    if info.backend_evidence:
-        target = target.model_copy(update={"backend_evidence": info.backend_evidence})
+    extra_body = _extra_body(info)
+    target = _target(info)
     snapshot = Snapshot(
         label=info.label,
         complete=info.complete,
@@ -137,14 +131,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             connections_opened=status.connections_opened if status else 0,
             **info.client_extra,
         ),
-        plan={
-            "mode": info.mode,
-            "levels": info.levels,
-            "step_seconds": info.step_seconds,
-            "warmup_seconds": info.warmup_seconds,
-            "seed": info.seed,
-            "auto_reason": info.auto_reason,
-        },
+        plan=_plan(info),
         validation=info.validation,
         hardware=info.hardware,
         telemetry=info.telemetry,
@@ -186,6 +173,57 @@ def session_file(folder: Path, label: str | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
     return folder / f"{stamp}-{slug}.json"
+
+
+def _extra_body(info: RunInfo) -> dict[str, Any]:
+    return {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
+
+
+def _target(info: RunInfo) -> Target:
+    target = Target(
+        url=info.target.api_url,
+        model=info.model,
+        endpoint=info.endpoint,
+        backend=info.backend,
+        server_header=info.server_header or None,
+    )
+    if info.backend_evidence:
+        target = target.model_copy(update={"backend_evidence": info.backend_evidence})
+    return target
+
+
+def _plan(info: RunInfo) -> dict[str, Any]:
+    return {
+        "mode": info.mode,
+        "levels": info.levels,
+        "step_seconds": info.step_seconds,
+        "warmup_seconds": info.warmup_seconds,
+        "seed": info.seed,
+        "auto_reason": info.auto_reason,
+    }
+
+
+def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
+    """The journal's header: the snapshot sections known before the first request."""
+    extra_body = _extra_body(info)
+    return JournalHeader(
+        label=info.label,
+        target=_target(info),
+        workload=Workload(
+            input_tokens=info.input_tokens,
+            output_tokens=info.output_tokens,
+            endpoint=info.endpoint,
+            arrival=info.arrival,
+            burstiness=info.burstiness,
+            extra_body=extra_body,
+            ignore_eos=bool(extra_body.get("ignore_eos", False)),
+            **info.workload_details,
+        ),
+        sla=SlaBounds.from_sla(sla),
+        plan=_plan(info),
+        price_per_hour=info.price_per_hour,
+        precision=info.precision,
+    )
 
 
 def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, Any]:

@@ -294,7 +294,7 @@ def run_tui(
     simulated: str | None = None,
 ) -> int:
     """Run the live TUI until q or a signal; print where the snapshot went."""
-    from gputui.snapshot.journal import find_leftovers
+    from gputui.snapshot.recovery import find_leftovers
 
     controller, values = live_controller(args, url=url, model=model, simulated=simulated)
     settings = controller.settings
