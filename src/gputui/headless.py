@@ -30,11 +30,11 @@ from gputui.engine.process import EngineConfig
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
-from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_quality import step_warnings
 from gputui.session import Session
-from gputui.snapshot.assemble import RunInfo, journal_header, save_session
+from gputui.settings import SessionSettings, session_settings
+from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.models import Snapshot
 from gputui.snapshot.recovery import recover_leftovers
@@ -57,16 +57,22 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     try:
         target = parse_target(args.url)
         scenario = apply_scenario(args)
+        settings = session_settings(args, scenario)
+        if scenario is None and args.dataset is None:  # the TUI's default lengths
+            if args.input_dist is None:
+                args.input_tokens = settings.input_tokens
+            if args.output_dist is None:
+                args.output_tokens = settings.output_tokens
         workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
-        out = _output_path(args.out)
+        out = _output_path(args.out, settings)
     except UsageError as exc:
         parser.error(str(exc))
     if not (args.concurrency or args.rate or args.auto or args.validate_rate):
         parser.error("one of --concurrency, --rate, --auto or --validate-rate is required")
     if args.step_seconds is None:
         parser.error("--step-seconds is required (or a --scenario that sets load.step_seconds)")
-    if args.ignore_eos:
+    if settings.ignore_eos:
         extra_body.setdefault("ignore_eos", True)
     mode: LoadMode = "rate" if args.rate or args.validate_rate else "concurrency"
     levels: list[float] = [float(x) for x in (args.concurrency or args.rate or [])]
@@ -76,13 +82,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if args.warmup_seconds is not None
         else min(10.0, 0.2 * args.step_seconds)
     )
-    api_key = os.environ.get(args.api_key_env) or None
-    checked = preflight(target, args.model, api_key=api_key, timeout_s=args.connect_timeout)
+    api_key = os.environ.get(settings.api_key_env) or None
+    checked = preflight(target, args.model, api_key=api_key, timeout_s=settings.connect_timeout)
+    model = checked.model
     prepared = prepare_workload(
         workload,
         target=target,
-        model=args.model,
-        endpoint=args.endpoint,
+        model=model,
+        endpoint=settings.endpoint,
         api_key=api_key,
         token_counter=args.token_counter,
         tokenizer=args.tokenizer,
@@ -94,14 +101,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     config = EngineConfig(
         client=ClientConfig(
             target=target,
-            model=args.model,
-            endpoint=args.endpoint,
+            model=model,
+            endpoint=settings.endpoint,
             api_key=api_key,
             extra_body=extra_body,
             timeouts=Timeouts(
-                connect_s=args.connect_timeout,
-                request_s=args.request_timeout,
-                stall_s=args.stall_timeout,
+                connect_s=settings.connect_timeout,
+                request_s=settings.request_timeout,
+                stall_s=settings.stall_timeout,
             ),
         ),
         shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
@@ -113,7 +120,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         probe_path=checked.probe_path,
         use_uvloop=not args.no_uvloop,
     )
-    sla = Sla(args.sla_ttft_p95, args.sla_tpot_p95, args.max_error_rate)
+    sla = settings.sla
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
     session = Session(
@@ -122,14 +129,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         warmup_s=warmup_s,
         on_step_finished=printer.step,
         on_frame=trace.on_frame,
-        workers=args.workers,
-        ray_address=args.ray,
+        workers=settings.workers,
+        ray_address=settings.ray,
     )
     stopper = _SignalStopper()
     sampler = build_sampler(telemetry_config_from_args(args, target.base_url + target.root_prefix))
     plan = _describe_plan(args, mode, levels)
     sys.stdout.write(
-        f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {plan}, "
+        f"gputui run: {target.base_url} model {model} ({settings.endpoint}), {plan}, "
         f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
@@ -142,10 +149,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     auto_reason: str | None = None
     validation: dict[str, Any] | None = None
     info = RunInfo(
-        label=args.label,
+        label=settings.label,
         target=target,
-        model=args.model,
-        endpoint=args.endpoint,
+        model=model,
+        endpoint=settings.endpoint,
         mode=mode,
         levels=levels,
         arrival=arrival if mode == "rate" else None,
@@ -162,8 +169,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         backend=checked.backend.name,
         backend_evidence=checked.backend.evidence,
         workload_details=prepared.details,
-        price_per_hour=args.price_per_hour,
-        precision=args.precision,
+        price_per_hour=settings.price_per_hour,
+        precision=settings.precision,
     )
     journal_dir = out.parent if str(out.parent) else Path()
     for line in recover_leftovers(journal_dir):
@@ -194,7 +201,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         interrupted = stopper.fired.is_set()
         if not interrupted:
             printer.note("last step done, waiting for requests in flight")
-        session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
+        session.stop(cancel=interrupted, drain_timeout_s=settings.request_timeout)
         sampler.stop()
     server_sample = sampler.latest().server
     burst_results = (
@@ -216,7 +223,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         auto_reason=auto_reason,
         validation=validation,
         bursts=burst_results,
-        client_extra={"workers": args.workers, "ray": args.ray, **trace.saturation()},
+        client_extra={"workers": settings.workers, "ray": settings.ray, **trace.saturation()},
         backend=_backend_name(checked.backend, server_sample),
     )
     snapshot = save_session(session, info, sampler, out)
@@ -231,7 +238,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         )
     printer.summary(snapshot)
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
-    printer.response_models(args.model, session.all_records())
+    printer.response_models(model, session.all_records())
     if session.cancelled:
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
@@ -279,7 +286,14 @@ def _extra_body(text: str | None) -> dict[str, Any]:
     return value
 
 
-def _output_path(text: str) -> Path:
+def _output_path(text: str | None, settings: SessionSettings) -> Path:
+    """--out, else a new file in the sessions folder (so `gputui sessions` lists it)."""
+    if text is None:
+        try:
+            settings.snapshot_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--snapshot-dir {settings.snapshot_dir}: {exc}") from None
+        return session_file(settings.snapshot_dir, settings.label)
     path = Path(text)
     folder = path.parent if str(path.parent) else Path()
     if not folder.is_dir():

@@ -70,3 +70,26 @@ def test_kill_9_mid_sweep_recovers_every_journalled_request(
     # every journalled request of the cut step is in it (warm-up 0: all are measured)
     assert second.requests_ok + second.requests_failed == by_step[1]
     assert second.ttft_s.p50 is not None and 0.015 < second.ttft_s.p50 < 0.2
+
+
+def test_run_defaults_out_model_and_lengths_to_the_tuis(
+    fixed_sim: SimProcess, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [*GPUTUI, "run", "--url", fixed_sim.url, "--concurrency", "2", "--step-seconds", "1",
+         "--output-tokens", "8", "--snapshot-dir", str(tmp_path), "--label", "no out"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (saved,) = tmp_path.glob("*-no-out.json")  # named like the TUI's files
+    snap = load_snapshot(saved)
+    assert snap.target.model == "sim"  # the only model the simulator serves
+    assert snap.workload.input_tokens == 512  # the TUI's default
+    assert (snap.sla.ttft_p95_s, snap.sla.tpot_p95_s) == (1.0, 0.035)
+    assert not list(tmp_path.glob("*.journal"))  # deleted after the clean save
+    listed = subprocess.run(
+        [*GPUTUI, "sessions", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert "no out" in listed.stdout
