@@ -18,33 +18,30 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, deque
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
 from gputui.errors import GputuiError
-from gputui.metrics.capacity import Capacity, qualified_capacity
-from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
-from gputui.metrics.step_quality import step_warnings
 from gputui.session import Session, StatsFrame
 from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
 from gputui.sweep import InFlightTrace
-from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
+from gputui.telemetry.sampler import TelemetrySampler
+from gputui.view import EventKind as EventKind
+from gputui.view import EventWatcher, ViewInputs, build_view, load_event, step_events
+from gputui.view import LiveEvent as LiveEvent
+from gputui.view import LiveView as LiveView
 
-EventKind = Literal["info", "error", "throttle", "preemption", "sla", "warning"]
 _RETRY_S = 2.0
 _MAX_EVENTS = 200
 _HISTORY = 240
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
-_DOWN = "unreachable: requests cannot connect"
-"""The target state while a server that answered stops accepting connections."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,58 +70,6 @@ class LiveSettings:
     """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LiveEvent:
-    """One line of the event log."""
-
-    t_s: float
-    """Seconds since the session started."""
-    kind: EventKind
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class LiveView:
-    """Everything the live screen shows, at one instant (never mutated)."""
-
-    seq: int
-    target_url: str
-    model: str
-    target_state: str
-    """"connecting", "ok", or "unreachable: <reason>"."""
-    backend: str | None
-    mode: LoadMode
-    level: float
-    factor: float
-    paused: bool
-    session_s: float
-    frame: StatsFrame | None
-    steps: tuple[StepResult, ...]
-    knee: Knee | None
-    knee_reason: str
-    capacity: Capacity | None
-    capacity_reason: str
-    telemetry: TelemetryFrame | None
-    traces: Traces | None
-    """Recent telemetry history for the GPU traces."""
-    events: tuple[LiveEvent, ...]
-    sla: Sla
-    gpu_description: str | None
-    last_saved: Path | None = None
-    notices: tuple[str, ...] = field(default_factory=tuple)
-    throughput_history: tuple[float, ...] = ()
-    """Rolling output tok/s, one value per frame, oldest first."""
-    error_rate_history: tuple[float, ...] = ()
-    """Rolling error rate (0..1), one value per frame, oldest first."""
-    ui_cpu_percent: float | None = None
-    """CPU of this (the UI) process over the last second, 100 = one core."""
-    best_step_index: int | None = None
-    """Index in `steps` of the SLA-qualified step (the capacity), if any."""
-    label: str | None = None
-    journal_path: Path | None = None
-    stopped: bool = False
-
-
 class LiveController:
     """Drives one live session (see the module docstring)."""
 
@@ -145,7 +90,6 @@ class LiveController:
             ray_address=settings.ray_address,
         )
         self._lock = threading.Lock()
-        self._saturated = False
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level
         self._factor = settings.factor
@@ -153,12 +97,8 @@ class LiveController:
         self._target_state = "connecting"
         self._backend: str | None = None
         self._events: deque[LiveEvent] = deque(maxlen=_MAX_EVENTS)
-        self._errors_seen: Counter[str] = Counter()
-        self._watched_seq = -1
-        self._connect_seen = 0
-        self._ok_seen = 0
-        self._throttled: dict[int, tuple[str, ...]] = {}
-        self._preemptions: int | None = None
+        self._events_added = 0
+        self._watcher = EventWatcher()
         self._stopping = threading.Event()
         self._started_ns = time.perf_counter_ns()
         self._view: LiveView | None = None
@@ -331,7 +271,7 @@ class LiveController:
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
             len(steps),
-            len(self._events),
+            self._events_added,
             self._target_state,
             self._mode,
             self._level,
@@ -343,41 +283,35 @@ class LiveController:
         )
         if self._view is not None and key == self._view_key:
             return self._view
-        knee = knee_from_steps(steps, mode=self._mode) if steps else None
-        capacity = qualified_capacity(steps, self.settings.sla) if steps else None
-        best = _step_index_of(steps, capacity.capacity) if capacity else None
         client = self.settings.engine.client
         self._seq += 1
-        self._view = LiveView(
-            seq=self._seq,
-            target_url=client.target.base_url,
-            model=client.model,
-            target_state=self._target_state,
-            backend=self._backend,
-            mode=self._mode,
-            level=self._level,
-            factor=self._factor,
-            paused=self._paused,
-            session_s=self._elapsed_s(),
-            frame=frame,
-            steps=steps,
-            knee=knee.knee if knee else None,
-            knee_reason=knee.reason if knee else "no finished step yet",
-            capacity=capacity.capacity if capacity else None,
-            capacity_reason=capacity.reason if capacity else "no finished step yet",
-            telemetry=telemetry,
-            traces=self._telemetry.recent() if self._telemetry is not None else None,
-            events=tuple(self._events),
-            sla=self.settings.sla,
-            gpu_description=self.settings.gpu_description,
-            last_saved=self._last_saved,
-            throughput_history=tuple(self._throughput),
-            error_rate_history=tuple(self._error_rate),
-            ui_cpu_percent=self._ui_cpu,
-            best_step_index=best,
-            label=self.settings.label,
-            journal_path=self._session.journal_path,
-            stopped=self._stopped,
+        self._view = build_view(
+            ViewInputs(
+                seq=self._seq,
+                target_url=client.target.base_url,
+                model=client.model,
+                target_state=self._target_state,
+                backend=self._backend,
+                mode=self._mode,
+                level=self._level,
+                factor=self._factor,
+                paused=self._paused,
+                session_s=self._elapsed_s(),
+                sla=self.settings.sla,
+                frame=frame,
+                steps=steps,
+                events=tuple(self._events),
+                telemetry=telemetry,
+                traces=self._telemetry.recent() if self._telemetry is not None else None,
+                gpu_description=self.settings.gpu_description,
+                throughput_history=tuple(self._throughput),
+                error_rate_history=tuple(self._error_rate),
+                ui_cpu_percent=self._ui_cpu,
+                label=self.settings.label,
+                last_saved=self._last_saved,
+                journal_path=self._session.journal_path,
+                stopped=self._stopped,
+            )
         )
         self._view_key = key
         return self._view
@@ -400,11 +334,11 @@ class LiveController:
         with self._lock:
             mode, level = self._mode, self._level
         self._session.set_load(mode, level)
-        unit = "concurrent" if mode == "concurrency" else "req/s"
-        self._event("info", f"load {level:g} {unit}")
+        self._event(*load_event(mode, level))
 
     def _event(self, kind: EventKind, text: str) -> None:
         self._events.append(LiveEvent(round(self._elapsed_s(), 1), kind, text))
+        self._events_added += 1
 
     def _on_frame(self, frame: StatsFrame) -> None:
         """Each new frame, on the Session's frame thread: history, events, the in-flight trace.
@@ -414,7 +348,10 @@ class LiveController:
         self._trace.on_frame(frame)
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
-        self._watch(frame, self._telemetry.latest() if self._telemetry is not None else None)
+        telemetry = self._telemetry.latest() if self._telemetry is not None else None
+        events, self._target_state = self._watcher.observe(frame, telemetry, self._target_state)
+        for kind, text in events:
+            self._event(kind, text)
 
     def _track_cpu(self) -> None:
         """The UI process's CPU over the last second."""
@@ -438,54 +375,8 @@ class LiveController:
             self._event("error", f"no journal (crash recovery off): {exc}")
 
     def _step_finished(self, step: StepResult) -> None:
-        for line in step_warnings(step):
-            self._event("warning", f"step {step.index + 1}: {line}")
-        if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
-            self._event("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA")
-
-    def _watch(self, frame: StatsFrame | None, telemetry: TelemetryFrame | None) -> None:
-        """Turn changes in the frames into events (errors, throttling, preemptions)."""
-        if frame is not None and frame.seq != self._watched_seq:
-            self._watched_seq = frame.seq
-            window = frame.window
-            for reason in sorted(set(window.errors) | set(self._errors_seen)):
-                count, seen = window.errors.get(reason, 0), self._errors_seen[reason]
-                if count > seen:  # the window slides: compare with the last frame, not the max
-                    self._event("error", f"{count - seen} x {reason}")
-                self._errors_seen[reason] = count
-            self._track_target(window.errors.get("connect", 0), window.requests_ok)
-            if frame.client_saturated and not self._saturated:
-                self._event(
-                    "error",
-                    f"the client is saturated ({frame.busiest_worker_cpu_percent:.0f} % CPU, "
-                    f"{frame.workers} worker(s)): its timings include its own queueing; "
-                    "restart with more --workers",
-                )
-            self._saturated = frame.client_saturated
-        if telemetry is None:
-            return
-        for gpu in telemetry.gpus:
-            reasons = tuple(r for r in (gpu.throttle_reasons or ()) if r != "gpu_idle")
-            if reasons and reasons != self._throttled.get(gpu.index):
-                self._event("throttle", f"GPU {gpu.index} throttling: {', '.join(reasons)}")
-            self._throttled[gpu.index] = reasons
-        server = telemetry.server
-        if server is not None and server.preemptions_total is not None:
-            if self._preemptions is not None and server.preemptions_total > self._preemptions:
-                delta = server.preemptions_total - self._preemptions
-                self._event("preemption", f"{delta} preemptions (KV cache full)")
-            self._preemptions = server.preemptions_total
-
-    def _track_target(self, connect_failures: int, ok: int) -> None:
-        """A server that dies mid-run: unreachable once requests stop connecting, ok once back."""
-        connect_rose, ok_rose = connect_failures > self._connect_seen, ok > self._ok_seen
-        self._connect_seen, self._ok_seen = connect_failures, ok
-        if self._target_state == "ok" and connect_rose and not ok_rose:
-            self._target_state = _DOWN
-            self._event("error", "target unreachable: connections refused; the load retries")
-        elif self._target_state == _DOWN and ok_rose:
-            self._target_state = "ok"
-            self._event("info", "target answers again")
+        for kind, text in step_events(step):
+            self._event(kind, text)
 
     def _run_info(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
@@ -526,17 +417,6 @@ class LiveController:
         self._last_saved = path
         self._event("info", f"saved {path.name}")
         return path
-
-
-def _step_index_of(steps: tuple[StepResult, ...], capacity: Capacity | None) -> int | None:
-    """The last complete step at the capacity's level and mode (the one its numbers come from)."""
-    if capacity is None:
-        return None
-    for i in range(len(steps) - 1, -1, -1):
-        step = steps[i]
-        if step.level == capacity.level and step.mode == capacity.mode and not step.incomplete:
-            return i
-    return None
 
 
 def _backend_from_server(server_header: str) -> str | None:
