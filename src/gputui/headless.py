@@ -401,16 +401,15 @@ class StepPrinter:
             lines.append(f"capacity: none ({snapshot.capacity_reason})")
         if snapshot.validation is not None:
             v = snapshot.validation
-            verdict = "holds" if v.get("holds") else "does NOT hold"
-            sla_text = "ok" if v["sla_ok"] else "missed"
+            verdict = "holds" if v.holds else "does NOT hold"
+            sla_text = "ok" if v.sla_ok else "missed"
             lines.append(
-                f"validation at {v['rate']:g} req/s: {verdict} "
-                f"(SLA {sla_text}, {v['queue_reason']})"
+                f"validation at {v.rate or 0:g} req/s: {verdict} (SLA {sla_text}, {v.queue_reason})"
             )
         for burst in snapshot.bursts:
-            rec = burst["recovery_s"]
+            rec = burst.recovery_s
             lines.append(
-                f"burst of {burst['count']} at {burst['at_s']:.1f} s: "
+                f"burst of {burst.count} at {burst.at_s or 0:.1f} s: "
                 + (f"recovered in {rec:.2f} s" if rec is not None else "did not recover")
             )
         with self._lock:

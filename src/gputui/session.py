@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gputui.engine.commands import Burst, Load, Pause, Resume
 from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
 from gputui.engine.pool import WorkerPool
@@ -161,7 +162,7 @@ class Session:
             writer, hidden = self._journal, step.index in self._hidden
         if writer is not None:
             writer.journal.add_load(step, self.started_ns, hidden=hidden)
-        self._engine.send("load", mode, level, step.index)
+        self._engine.send(Load(mode, float(level), step.index))
         return step
 
     def hold(self) -> StepSpec | None:
@@ -180,16 +181,16 @@ class Session:
     def pause(self) -> None:
         """Stop sending; the current step ends here and a new one starts on resume."""
         self._paused = True
-        self._engine.send("pause")
+        self._engine.send(Pause())
 
     def resume(self) -> None:
         """Send again."""
         self._paused = False
-        self._engine.send("resume")
+        self._engine.send(Resume())
 
     def burst(self, count: int) -> None:
         """Fire `count` requests at once on top of the current load."""
-        self._engine.send("burst", count)
+        self._engine.send(Burst(count))
 
     def stop(self, *, cancel: bool, drain_timeout_s: float = 600.0) -> None:
         """End the run: close the last step, wait for (or abort) in-flight requests, finish steps.

@@ -136,7 +136,7 @@ def test_tui_and_run_save_the_same_sections(a100_sim: SimProcess, tmp_path: Path
     assert _sections(tui) == _sections(run) == set(SECTIONS)
     tui_snap, run_snap = load_snapshot(tui), load_snapshot(run)
     assert [s.level for s in tui_snap.steps] == [s.level for s in run_snap.steps] == [2, 4, 8]
-    assert (tui_snap.model_extra or {})["precision"] == "bf16"  # the simulator's own
+    assert tui_snap.precision == "bf16"  # the simulator's own
 
     compared = subprocess.run(
         [*GPUTUI, "compare", "--format", "json", str(tui), str(run)],

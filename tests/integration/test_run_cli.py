@@ -298,7 +298,7 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
     assert snap.capacity.level == max(passing)
     assert min(f for f in failing if f > snap.capacity.level) - snap.capacity.level <= 1  # bisected
     assert snap.validation is not None
-    assert snap.validation["rate"] == pytest.approx(0.9 * snap.capacity.requests_per_s, rel=0.01)
-    assert "queue_bounded" in snap.validation
+    assert snap.validation.rate == pytest.approx(0.9 * snap.capacity.requests_per_s, rel=0.01)
+    assert snap.validation.queue_bounded is not None
     assert snap.steps[-1].mode == "rate"
     assert "capacity: concurrency" in result.stdout

@@ -63,7 +63,7 @@ def test_kill_9_mid_sweep_recovers_every_journalled_request(
     snap = load_snapshot(recovered)
     extra = snap.model_extra or {}
     assert extra["totals"]["requests"] == len(journal.requests)
-    assert extra["price_per_hour"] == 5
+    assert snap.price_per_hour == 5
     first, second = snap.steps
     assert not first.incomplete and second.incomplete
     assert (second.index, second.level) == (1, 4)

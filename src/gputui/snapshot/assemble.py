@@ -42,6 +42,13 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.snapshot.sections import (
+    BurstSection,
+    HardwareSection,
+    PlanSection,
+    TelemetrySection,
+    ValidationSection,
+)
 from gputui.snapshot.store import save_snapshot
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.telemetry.snapshot_sections import sections_from_sampler
@@ -131,21 +138,20 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             connections_opened=status.connections_opened if status else 0,
             **info.client_extra,
         ),
-        plan=_plan(info),
-        validation=info.validation,
+        plan=PlanSection.model_validate(_plan(info)),
+        validation=ValidationSection.model_validate(info.validation)
+        if info.validation is not None
+        else None,
         hardware=info.hardware,
         telemetry=info.telemetry,
-        bursts=tuple(info.bursts),
+        bursts=tuple(BurstSection.model_validate(b) for b in info.bursts),
+        price_per_hour=info.price_per_hour,
+        precision=info.precision,
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )
-    # Extra v1 keys (the models allow unknown keys); `gputui compare` reads them.
-    extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
-    if info.price_per_hour is not None:
-        extra["price_per_hour"] = info.price_per_hour
-    if info.precision is not None:
-        extra["precision"] = info.precision
-    return snapshot.model_copy(update=extra)
+    # An extra v1 key (the models allow unknown keys).
+    return snapshot.model_copy(update={"totals": request_totals(session.all_records())})
 
 
 def session_snapshot(
@@ -154,7 +160,11 @@ def session_snapshot(
     """The snapshot with every section: `hardware` and `telemetry` come from the sampler."""
     if sampler is not None and info.hardware is None:
         hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
-        info = replace(info, hardware=hardware, telemetry=telemetry)
+        info = replace(
+            info,  # checked against their types, stored as the JSON they are
+            hardware=HardwareSection.model_validate(hardware).model_dump(mode="json"),
+            telemetry=TelemetrySection.model_validate(telemetry).model_dump(mode="json"),
+        )
     return build_snapshot(session, info)
 
 

@@ -33,6 +33,7 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.snapshot.sections import PlanSection
 from gputui.snapshot.store import save_snapshot
 
 
@@ -219,7 +220,11 @@ def recover(path: Path, folder: Path) -> Path | None:
         workload=Workload.model_validate(header["workload"]),
         sla=sla,
         steps=tuple(steps),
-        plan=header.get("plan"),
+        plan=PlanSection.model_validate(header["plan"])
+        if isinstance(header.get("plan"), dict)
+        else None,
+        price_per_hour=header.get("price_per_hour"),
+        precision=header.get("precision"),
         interrupted_by="lost (recovered from the journal)",
         knee=KneeModel.from_knee(knee.knee) if knee.knee else None,
         knee_reason=knee.reason,
@@ -238,7 +243,6 @@ def recover(path: Path, folder: Path) -> Path | None:
             **snapshot.model_dump(mode="json"),
             "recovered_from": recovered,
             "totals": _totals(contents.requests),
-            **{k: header[k] for k in ("price_per_hour", "precision") if header.get(k) is not None},
         }
     )
     folder.mkdir(parents=True, exist_ok=True)
