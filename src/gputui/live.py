@@ -8,9 +8,11 @@ can be driven and tested headless. An unreachable target is a state (`target_sta
 every 2 s, not an error; so is a server that stops accepting connections mid-run (new connect
 failures and no new successes in the rolling window), until requests succeed again.
 
-The session journal is kept by a `snapshot.journal.JournalWriter` (its own thread, about once a
-second: the requests and steps finished since). It is deleted once `stop()` has saved the snapshot,
-so a journal left behind means a session died unsaved.
+The Session keeps the journal (`Session.open_journal`, as for `gputui run`), takes the event
+rules' input on its own frame thread (`_on_frame`: never as a side effect of a UI poll), and the
+view comes out of the one pure builder (`gputui.view.build_view`) that the replay uses too. A
+snapshot is written by `snapshot.assemble.save_session`, the function `gputui run` uses. The
+journal is deleted once `stop()` has saved the snapshot, so one left behind means a crash.
 `stop()` is idempotent: the UI's quit, a signal handler and the CLI's clean-up may all call it.
 """
 
@@ -19,15 +21,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
-from gputui.engine.process import EngineConfig
 from gputui.errors import GputuiError
-from gputui.metrics.sla import Sla
+from gputui.live_settings import LiveSettings as LiveSettings
+from gputui.live_settings import backend_from_server
 from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
 from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
@@ -42,32 +43,6 @@ _RETRY_S = 2.0
 _MAX_EVENTS = 200
 _HISTORY = 240
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LiveSettings:
-    """What a live session needs (built by the CLI from flags or a scenario)."""
-
-    engine: EngineConfig
-    sla: Sla
-    warmup_s: float = 5.0
-    window_s: float = 30.0
-    start_mode: LoadMode = "concurrency"
-    start_level: float = 1.0
-    factor: float = 2.0
-    burst_size: int = 16
-    snapshot_dir: Path = Path()
-    label: str | None = None
-    gpu_description: str | None = None
-    """For a simulated target, the card and model it simulates."""
-    journal: bool = True
-    """Keep an append-only journal in `snapshot_dir` while the session runs (crash recovery)."""
-    workers: int = 1
-    """Engine processes sharing the load (engine.pool)."""
-    ray_address: str | None = None
-    price_per_hour: float | None = None
-    precision: str | None = None
-    """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
 
 
 class LiveController:
@@ -149,7 +124,7 @@ class LiveController:
             self._backend = (
                 detected.name
                 if detected.name != OPENAI_COMPATIBLE
-                else _backend_from_server(checked.server_header)
+                else backend_from_server(checked.server_header)
             )
             self._backend_evidence = detected.evidence
             self._server_header = checked.server_header
@@ -417,12 +392,3 @@ class LiveController:
         self._last_saved = path
         self._event("info", f"saved {path.name}")
         return path
-
-
-def _backend_from_server(server_header: str) -> str | None:
-    header = server_header.lower()
-    if "llama.cpp" in header:
-        return "llamacpp"
-    if "gputui-sim" in header:
-        return "gputui-sim"
-    return None
