@@ -91,6 +91,11 @@ class LiveController:
         self._cpu_mark = (time.process_time(), time.perf_counter())
         self._ui_cpu: float | None = None
 
+    @property
+    def session(self) -> Session:
+        """The Session this controller drives (for measurements, e.g. benchmarks/fidelity.py)."""
+        return self._session
+
     # lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the engine process now, then connect in the background and apply the load.
