@@ -93,3 +93,24 @@ def test_run_defaults_out_model_and_lengths_to_the_tuis(
         [*GPUTUI, "sessions", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
     assert "no out" in listed.stdout
+
+
+def test_the_next_run_recovers_what_a_killed_session_left(
+    fixed_sim: SimProcess, tmp_path: Path
+) -> None:
+    from tests.ui.test_journal import _killed_journal
+
+    journal = _killed_journal(tmp_path)  # a TUI or run session killed after one flush
+    result = subprocess.run(
+        run_args(fixed_sim.url, tmp_path / "next.json", "--concurrency", "1",
+                 "--step-seconds", "0.5", "--warmup-seconds", "0"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (recovered,) = tmp_path.glob("*-recovered.json")
+    assert f"recovered snapshot written to {recovered}" in result.stdout
+    assert not journal.exists()
+    assert [s.level for s in load_snapshot(recovered).steps] == [1, 2, 4]
+    assert load_snapshot(tmp_path / "next.json").complete
