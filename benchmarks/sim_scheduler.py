@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from gputui.sim.catalog import get_gpu, get_model
+from gputui.catalog.specs import get_gpu, get_model
 from gputui.sim.device import make_device
 from gputui.sim.virtual import run_closed_loop
 

@@ -1,8 +1,14 @@
-"""Shared fixtures: a fixed-profile simulator on an ephemeral loopback port."""
+"""Shared fixtures (a fixed-profile simulator on an ephemeral loopback port) and the CI switch.
+
+`GPUTUI_REQUIRE=e2e,browser,realserver` names test groups (markers) that must run: a skip of any
+test in a required group becomes a failure that says why it skipped. `.ci/run` sets it after
+installing tmux and Chromium, so a missing tool fails CI instead of quietly skipping its tests.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -15,3 +21,38 @@ def fixed_sim() -> Iterator[SimProcess]:
     """`gputui sim --profile fixed --ttft-ms 20 --itl-ms 5`, serving model `sim`."""
     with start_background(FixedProfileSpec(ttft_ms=20, itl_ms=5, served_model_name="sim")) as sim:
         yield sim
+
+
+REQUIRED_GROUPS = ("e2e", "browser", "realserver")
+"""Markers that `GPUTUI_REQUIRE` may name."""
+
+
+def _required() -> set[str]:
+    names = {n.strip() for n in os.environ.get("GPUTUI_REQUIRE", "").split(",") if n.strip()}
+    if os.environ.get("GPUTUI_REQUIRE_REALSERVER") == "1":
+        names.add("realserver")
+    unknown = names - set(REQUIRED_GROUPS)
+    if unknown:
+        raise pytest.UsageError(f"GPUTUI_REQUIRE names unknown groups: {sorted(unknown)}")
+    return names
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, None]:
+    """Turn the skip of a test in a required group into a failure (see the module docstring)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    groups = {m.name for m in item.iter_markers()} & _required()
+    if groups:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"required group {sorted(groups)} skipped: {reason}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Reject a misspelt `GPUTUI_REQUIRE` before any test runs."""
+    _required()

@@ -28,6 +28,7 @@ class StepPrinter:
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
         sla = "SLA ok" if result.sla_ok else "SLA fail"
+        sla += f" ({result.sla_verdict}, n={result.ttft_s.n})" if result.sla_verdict else ""
         flag = " INCOMPLETE" if result.incomplete else ""
         errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
         body = (

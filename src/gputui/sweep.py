@@ -128,6 +128,7 @@ class SweepRunner:
             "seconds": seconds,
             "step_index": step.index,
             "sla_ok": result.sla_ok,
+            "sla_verdict": result.sla_verdict,
             "requests_per_s": result.requests_per_s,
             "output_tokens_per_s": result.output_tokens_per_s,
             "ttft_p95_s": result.ttft_s.p95,

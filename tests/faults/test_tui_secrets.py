@@ -29,6 +29,7 @@ def _secret() -> tuple[str, bytes]:
     return secret, secret.removeprefix("sk-test-SECRET-")[:12].encode()
 
 
+@pytest.mark.e2e
 @needs_tmux
 def test_the_key_is_in_no_file_and_not_on_screen(tmp_path: Path) -> None:
     secret, fragment = _secret()

@@ -31,7 +31,7 @@ from tests.e2e.tmux import (
 )
 from tests.faults.harness import sim_stats, tally
 
-pytestmark = [pytest.mark.timeout(60), needs_tmux]
+pytestmark = [pytest.mark.timeout(60), pytest.mark.e2e, needs_tmux]
 
 FAULTS = FaultSpec(
     {"reset": 0.05, "http503": 0.05, "error_event": 0.05, "garbage": 0.05, "slow_start": 0.05},

@@ -53,6 +53,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     binary = browser()
     page = tmp_path / "report.html"

@@ -1,9 +1,10 @@
 """Every streaming dialect a server speaks, one named test each, through the real client.
 
-Real bytes come from ../shared/fixtures/real-servers/ (llama-server, llama-cpp-python,
-`transformers serve`); vLLM, SGLang, TGI and TensorRT-LLM shapes are written by hand from
-reference.md §5 and the servers' protocol definitions, and say so. Each test checks the verdict a
-user sees: ok or failed with one reason, and the token counts and where they came from.
+Real bytes come from tests/fixtures/real-servers/, copies of ../shared/fixtures/real-servers/
+(llama-server, llama-cpp-python, `transformers serve`); vLLM, SGLang, TGI and TensorRT-LLM shapes
+are written by hand from reference.md §5 and the servers' protocol definitions, and say so. Each
+test checks the verdict a user sees: ok or failed with one reason, and the token counts and where
+they came from.
 """
 
 from __future__ import annotations

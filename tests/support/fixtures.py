@@ -1,19 +1,20 @@
-"""Read the real servers' captured responses in ../shared/fixtures/real-servers/."""
+"""Read the real servers' captured responses, kept byte for byte in tests/fixtures/real-servers/.
+
+They are copies of ../shared/fixtures/real-servers/, held inside the repository so that no test
+skips on a clone without the shared folder.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-REAL_SERVERS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real-servers"
+REAL_SERVERS = Path(__file__).resolve().parents[1] / "fixtures" / "real-servers"
 
 
 def fixture_path(name: str) -> Path:
-    """Path of a captured response; skips the test when the shared folder is absent."""
+    """Path of a captured response (a missing one is a broken checkout: fail, do not skip)."""
     path = REAL_SERVERS / name
-    if not path.exists():
-        pytest.skip(f"shared fixture {name} not found at {REAL_SERVERS}")
+    assert path.is_file(), f"real-server fixture {name} missing from {REAL_SERVERS}"
     return path
 
 

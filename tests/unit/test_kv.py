@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.sim.catalog import GPUS, MODELS
-from gputui.telemetry import kv
-from gputui.telemetry.kv import (
+from gputui.catalog import memory as kv
+from gputui.catalog.memory import (
     BLOCK_SIZE_TOKENS,
     INT4_BYTES_PER_PARAM,
     activation_reserve_bytes,
@@ -19,6 +18,7 @@ from gputui.telemetry.kv import (
     plan_kv,
     weight_bytes,
 )
+from gputui.catalog.specs import GPUS, MODELS
 
 LLAMA8 = MODELS["llama-3.1-8b"]
 GIB = 1 << 30
@@ -101,4 +101,4 @@ def test_calculator_imports_no_simulator_code() -> None:
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    assert {m for m in imported if m.startswith("gputui")} <= {"gputui.sim.catalog"}
+    assert {m for m in imported if m.startswith("gputui")} <= {"gputui.catalog.specs"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gputui.metrics.capacity import (
@@ -10,6 +12,7 @@ from gputui.metrics.capacity import (
     qualified_capacity,
     sla_violations,
 )
+from gputui.metrics.confidence import wilson_ci
 from gputui.metrics.sla import Sla, step_meets_sla
 from gputui.metrics.step import StepResult
 from gputui.snapshot.models import step_from_result
@@ -38,6 +41,11 @@ def test_highest_passing_level_with_its_numbers() -> None:
         ttft_p95_s=0.9,
         tpot_p95_s=0.02,
         error_rate=0.0,
+        error_rate_ci=wilson_ci(0, 100),
+        below_level=8.0,
+        below_verdict="pass",
+        above_level=32.0,
+        above_verdict="fail",
     )
     assert result.reason == (
         "concurrency 16 is the highest level that met every SLA bound;"
@@ -156,6 +164,66 @@ def test_error_rate_is_carried_and_bounded() -> None:
     assert result.capacity.level == 1
     assert result.capacity.error_rate == pytest.approx(0.01)
     assert "(concurrency 2: error rate 3.0 % > 1.0 %)" in result.reason
+
+
+def measured(step: StepResult, spread: float = 0.05) -> StepResult:
+    """The step with +-spread intervals on its P95s, as `aggregate_step` would give it."""
+
+    def ci(value: float | None) -> tuple[float, float] | None:
+        return None if value is None else (value * (1 - spread), value * (1 + spread))
+
+    return replace(
+        step,
+        ttft_s=replace(step.ttft_s, p95_ci=ci(step.ttft_s.p95)),
+        tpot_s=replace(step.tpot_s, p95_ci=ci(step.tpot_s.p95)),
+    )
+
+
+def test_an_error_rate_on_the_bound_is_inconclusive_not_a_pass() -> None:
+    # 1 failure in 100 meets "<= 1 %" as a point estimate, but its Wilson interval reaches 5.4 %;
+    # 1 in 1,000 is 0.02-0.56 %, within it.
+    steps = [
+        measured(make_step(1, requests_ok=999, requests_failed=1, output_tokens_per_s=100.0)),
+        measured(make_step(2, requests_ok=99, requests_failed=1, output_tokens_per_s=200.0)),
+    ]
+    assert steps[1].error_rate == pytest.approx(0.01)
+    result = qualified_capacity(steps, SLA)
+    assert result.capacity is not None
+    assert result.capacity.level == 1
+    assert result.capacity.error_rate_ci == pytest.approx((0.000177, 0.005642), abs=1e-6)
+    assert (result.capacity.above_level, result.capacity.above_verdict) == (2.0, "inconclusive")
+    assert (
+        "the next level was inconclusive (concurrency 2 inconclusive: error rate 95 % CI"
+        " 0.2-5.4 % straddles 1 % (1/100))" in result.reason
+    )
+
+
+def test_a_straddling_p95_is_not_capacity() -> None:
+    # P95 TTFT 0.97 s +- 5 % straddles the 1 s bound at 16: capacity stays at 8, bracketed by 16.
+    steps = [measured(s) for s in sweep([0.3, 0.4, 0.6, 0.97, 1.4], (2, 4, 8, 16, 32))]
+    result = qualified_capacity(steps, Sla(ttft_p95_s=1.0))
+    assert result.capacity is not None
+    assert result.capacity.level == 8
+    assert result.capacity.ttft_p95_ci == pytest.approx((0.57, 0.63))
+    assert (result.capacity.below_level, result.capacity.below_verdict) == (4.0, "pass")
+    assert (result.capacity.above_level, result.capacity.above_verdict) == (16.0, "inconclusive")
+    assert "the next level was inconclusive (concurrency 16 inconclusive: P95 TTFT 95 % CI" in (
+        result.reason
+    )
+
+
+def test_a_handful_of_samples_never_qualifies() -> None:
+    # Latencies far under the bounds, but P95 over 20 requests has an open upper end.
+    steps = [
+        replace(s, ttft_s=replace(s.ttft_s, n=20, p95_ci=(0.28, None)))
+        for s in map(measured, sweep([0.3, 0.3], (1, 2)))
+    ]
+    result = qualified_capacity(steps, Sla(ttft_p95_s=1.0))
+    assert result.capacity is None
+    assert result.reason == (
+        "no step met the SLA (lowest level concurrency 1 inconclusive: P95 TTFT has no upper"
+        " bound on 20 samples (needs 59); 95 % CI >= 280.0 ms (open above))"
+    )
 
 
 def test_snapshot_steps_can_be_rejudged() -> None:

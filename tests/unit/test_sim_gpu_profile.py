@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gputui.sim.catalog import CatalogError
+from gputui.catalog.specs import CatalogError
 from gputui.sim.device import ModelDoesNotFit
 from gputui.sim.gpu_profile import GpuProfile, GpuProfileSpec
 from gputui.sim.profile import Profile, SimRequest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.sim.catalog import GPUS, MODELS
+from gputui.catalog.specs import GPUS, MODELS
 from gputui.sim.roofline import ITERATION_OVERHEAD_S, Roofline
 
 LLAMA8 = MODELS["llama-3.1-8b"]

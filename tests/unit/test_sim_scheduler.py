@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from gputui.sim.catalog import GPUS, MODELS
+from gputui.catalog.specs import GPUS, MODELS
 from gputui.sim.device import SimDevice, make_device
 from gputui.sim.profile import SimRequest
 from gputui.sim.roofline import Roofline

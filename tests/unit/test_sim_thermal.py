@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.sim.catalog import GPUS
+from gputui.catalog.specs import GPUS
 from gputui.sim.thermal import (
     GPU_IDLE,
     HW_THERMAL_SLOWDOWN,

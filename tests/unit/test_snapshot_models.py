@@ -24,6 +24,7 @@ from gputui.snapshot.models import (
 from tests.support.records import ns, rec
 
 STATS_KEYS = {"mean", "p50", "p90", "p95", "p99", "n"}
+STATS_KEYS |= {"p50_ci", "p95_ci", "p99_ci"}  # added in v1 (optional): issue 16
 STEP_KEYS = {
     "index",
     "mode",
@@ -47,6 +48,15 @@ STEP_KEYS = {
     "incomplete",
     "output_tokens_from_usage",
     "short_outputs",
+}
+STEP_KEYS |= {  # added in v1 (optional): intervals and the three-way verdict, issue 16
+    "output_tokens_per_s_ci",
+    "requests_per_s_ci",
+    "rate_ci_batches",
+    "error_rate_ci",
+    "goodput_share",
+    "goodput_share_ci",
+    "sla_verdict",
 }
 
 
@@ -232,6 +242,16 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "ttft_p95_s": 0.4,
         "tpot_p95_s": 0.02,
         "error_rate": 0.0,
+        # added in v1 (optional): intervals and bracketing levels, issue 16
+        "output_tokens_per_s_ci": None,
+        "requests_per_s_ci": None,
+        "ttft_p95_ci": None,
+        "tpot_p95_ci": None,
+        "error_rate_ci": None,
+        "below_level": None,
+        "below_verdict": None,
+        "above_level": None,
+        "above_verdict": None,
     }
     assert data["bursts"] == [{"peak_rate_per_s": 10.0, "recovered_s": 12.5}]
     assert Snapshot.model_validate(data) == snap

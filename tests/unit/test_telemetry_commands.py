@@ -12,7 +12,8 @@ from typing import ClassVar
 
 import pytest
 
-from gputui.sim.catalog import GPUS, MODELS
+from gputui.catalog.memory import plan_kv
+from gputui.catalog.specs import GPUS, MODELS
 from gputui.telemetry import smi
 from gputui.telemetry.commands import (
     add_gpu_arguments,
@@ -22,7 +23,6 @@ from gputui.telemetry.commands import (
     run_kv,
     run_metrics,
 )
-from gputui.telemetry.kv import plan_kv
 from tests.fakes.fake_nvml import A100_80GB_PCIE, RTX_4090, FakeNvml
 from tests.support.fixtures import split_response
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gputui.catalog.specs import GPUS
 from gputui.errors import MetricsUnavailable
-from gputui.sim.catalog import GPUS
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.telemetry import dcgm
 from gputui.telemetry.dcgm import DcgmSource, gpu_samples, has_dcgm, identities

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.sim.catalog import GPUS, MODELS
+from gputui.catalog.memory import plan_kv
+from gputui.catalog.specs import GPUS, MODELS
 from gputui.sim.device import default_limits
 from gputui.telemetry.headroom import live_headroom
-from gputui.telemetry.kv import plan_kv
 from gputui.telemetry.kvplan import vllm_default_limits
 from gputui.telemetry.samples import GpuSample, ServerSample
 

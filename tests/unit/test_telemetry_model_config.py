@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from gputui.catalog.memory import kv_bytes_per_token
+from gputui.catalog.specs import MODELS, ModelSpec
 from gputui.errors import UsageError
-from gputui.sim.catalog import MODELS, ModelSpec
-from gputui.telemetry.kv import kv_bytes_per_token
 from gputui.telemetry.model_config import estimate_params, load_model_config
 
 

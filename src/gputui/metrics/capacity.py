@@ -7,11 +7,14 @@ Contract of `qualified_capacity(steps, sla, mode=None)`:
   capacity. `mode=None` picks the mode most complete steps have; on a tie it picks "rate",
   because an open-loop rate is what real traffic does (a closed loop slows down with the server
   and hides queueing, §3).
-- A step passes when `step_meets_sla` says so. A level passes when every complete step at that
-  level passed (a repeat that failed means the level is not *sustained*); the capacity's numbers
+- A step passes when its three-way verdict (`metrics.verdict.judge_step`: the 95 % intervals lie
+  within every bound) is "pass"; a step on too few samples is "inconclusive" and cannot qualify.
+  A level's verdict combines its complete steps (fail beats inconclusive beats pass: a repeat
+  that failed means the level is not *sustained*); the capacity's numbers, and its intervals,
   are those of the last step at that level.
 - The capacity is the highest passing level, even if a lower level failed: the reason then names
-  the lower failure, because such a result is noise or instability and worth a re-run.
+  the lower failure, because such a result is noise or instability and worth a re-run. It is
+  reported with the tested levels that bracket it (`below_*`, `above_*`) and their verdicts.
 - The result always carries a sentence: why this level (and which level failed above it), or why
   there is none, e.g. "no step met the SLA (lowest level concurrency 1: P95 TTFT 1.40 s > 1.00 s)".
 """
@@ -22,11 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gputui.metrics.sla import Sla, StepLike, error_rate, step_meets_sla
+from gputui.metrics.confidence import Interval, wilson_ci
+from gputui.metrics.sla import Sla, StepLike, error_rate
 from gputui.metrics.step import StepMode
+from gputui.metrics.verdict import Judgement, Verdict, VerdictStep, combine, judge_step
 
 
-class CapacityStep(StepLike, Protocol):
+class CapacityStep(VerdictStep, Protocol):
     """What capacity reads from a step (a `StepResult` or a snapshot's `Step`)."""
 
     @property
@@ -44,6 +49,15 @@ class CapacityStep(StepLike, Protocol):
     @property
     def requests_per_s(self) -> float: ...
 
+    @property
+    def output_tokens_per_s_ci(self) -> Interval | None: ...
+
+    @property
+    def requests_per_s_ci(self) -> Interval | None: ...
+
+    @property
+    def error_rate_ci(self) -> Interval | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
@@ -56,6 +70,18 @@ class Capacity:
     ttft_p95_s: float | None
     tpot_p95_s: float | None
     error_rate: float | None
+    output_tokens_per_s_ci: Interval | None = None
+    """95 % interval of the qualified throughput (None: saved before intervals existed)."""
+    requests_per_s_ci: Interval | None = None
+    ttft_p95_ci: Interval | None = None
+    tpot_p95_ci: Interval | None = None
+    error_rate_ci: Interval | None = None
+    below_level: float | None = None
+    """The next lower tested level and its verdict (None: the capacity is the lowest level)."""
+    below_verdict: Verdict | None = None
+    above_level: float | None = None
+    """The next higher tested level and its verdict (None: nothing higher was tested)."""
+    above_verdict: Verdict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +140,11 @@ def majority_mode(steps: Sequence[CapacityStep]) -> StepMode | None:
     return "rate" if 2 * rate >= len(complete) else "concurrency"
 
 
-def _capacity(step: CapacityStep) -> Capacity:
+def _capacity(
+    step: CapacityStep,
+    below: tuple[float, Verdict] | None,
+    above: tuple[float, Verdict] | None,
+) -> Capacity:
     return Capacity(
         level=step.level,
         mode=step.mode,
@@ -123,11 +153,29 @@ def _capacity(step: CapacityStep) -> Capacity:
         ttft_p95_s=step.ttft_s.p95,
         tpot_p95_s=step.tpot_s.p95,
         error_rate=error_rate(step.requests_ok, step.requests_failed),
+        output_tokens_per_s_ci=step.output_tokens_per_s_ci,
+        requests_per_s_ci=step.requests_per_s_ci,
+        ttft_p95_ci=step.ttft_s.p95_ci,
+        tpot_p95_ci=step.tpot_s.p95_ci,
+        error_rate_ci=step.error_rate_ci
+        or wilson_ci(step.requests_failed, step.requests_ok + step.requests_failed),
+        below_level=None if below is None else below[0],
+        below_verdict=None if below is None else below[1],
+        above_level=None if above is None else above[0],
+        above_verdict=None if above is None else above[1],
     )
 
 
 def _failure(mode: StepMode, level: float, failed: CapacityStep, sla: Sla) -> str:
     return f"{level_text(mode, level)}: {', '.join(sla_violations(failed, sla))}"
+
+
+def _why(mode: StepMode, level: float, bad: tuple[CapacityStep, Judgement], sla: Sla) -> str:
+    """Why a level did not pass: its broken bounds, or which intervals straddle them."""
+    step, judged = bad
+    if judged.verdict == "fail":
+        return _failure(mode, level, step, sla)
+    return f"{level_text(mode, level)} inconclusive: {', '.join(judged.reasons)}"
 
 
 def qualified_capacity(
@@ -142,32 +190,38 @@ def qualified_capacity(
         return CapacityResult(None, f"no complete {chosen} step to judge")
 
     last: dict[float, CapacityStep] = {}
-    first_failed: dict[float, CapacityStep] = {}
+    verdicts: dict[float, Verdict] = {}
+    first_bad: dict[float, tuple[CapacityStep, Judgement]] = {}
     for step in mine:
         last[step.level] = step
-        if not step_meets_sla(step, sla):
-            first_failed.setdefault(step.level, step)
+        judged = judge_step(step, sla)
+        verdicts[step.level] = combine([verdicts.get(step.level, "pass"), judged.verdict])
+        held = first_bad.get(step.level)
+        if judged.verdict != "pass" and (held is None or held[1].verdict != "fail"):
+            first_bad[step.level] = (step, judged)  # a failure explains a level best
     levels = sorted(last)
-    passing = [x for x in levels if x not in first_failed]
+    passing = [x for x in levels if verdicts[x] == "pass"]
     if not passing:
         lowest = levels[0]
-        why = _failure(chosen, lowest, first_failed[lowest], sla)
+        why = _why(chosen, lowest, first_bad[lowest], sla)
         return CapacityResult(None, f"no step met the SLA (lowest level {why})")
 
     best = passing[-1]
     parts = [f"{level_text(chosen, best)} is the highest level that met every SLA bound"]
     higher = [x for x in levels if x > best]
+    lower = [x for x in levels if x < best]
     if higher:
         above = higher[0]
-        parts.append(f"the next level failed ({_failure(chosen, above, first_failed[above], sla)})")
+        word = "failed" if verdicts[above] == "fail" else "was inconclusive"
+        parts.append(f"the next level {word} ({_why(chosen, above, first_bad[above], sla)})")
     else:
         parts.append("no higher level was tested, so the capacity may be higher")
-    lower_failures = [x for x in levels if x < best and x in first_failed]
+    lower_failures = [x for x in lower if verdicts[x] == "fail"]
     if lower_failures:
         x = lower_failures[0]
-        lower = _failure(chosen, x, first_failed[x], sla)
+        failed = _failure(chosen, x, first_bad[x][0], sla)
         parts.append(
-            f"note: a lower level failed although {best:g} passed ({lower}); the results are"
+            f"note: a lower level failed although {best:g} passed ({failed}); the results are"
             " noisy or the server is unstable, re-run to confirm"
         )
     if sla == Sla():
@@ -176,4 +230,6 @@ def qualified_capacity(
     if others:
         other = "rate" if chosen == "concurrency" else "concurrency"
         parts.append(f"{others} {other} step(s) are judged separately")
-    return CapacityResult(_capacity(last[best]), "; ".join(parts))
+    below = (lower[-1], verdicts[lower[-1]]) if lower else None
+    above_pair = (higher[0], verdicts[higher[0]]) if higher else None
+    return CapacityResult(_capacity(last[best], below, above_pair), "; ".join(parts))

@@ -116,3 +116,19 @@ def interpolate_at_throughput(
             return AtThroughput(target, x0 + t * (x1 - x0), value)
     x_last, y_last, v_last = points[-1]
     return AtThroughput(target, x_last, v_last) if y_last == target else None
+
+
+def cost_per_million_output_tokens_ci(
+    price_per_hour: float, output_tokens_per_s_ci: tuple[float | None, float | None] | None
+) -> tuple[float | None, float | None] | None:
+    """The cost range that the throughput's 95 % interval implies (cost falls as tok/s rises).
+
+    [cost at the interval's high end, cost at its low end]; the upper end is open (None) when
+    the throughput's lower end is 0 or unknown. None without an interval.
+    """
+    if output_tokens_per_s_ci is None:
+        return None
+    lo, hi = output_tokens_per_s_ci
+    cheapest = cost_per_million_output_tokens(price_per_hour, hi) if hi and hi > 0 else None
+    dearest = cost_per_million_output_tokens(price_per_hour, lo) if lo and lo > 0 else None
+    return cheapest, dearest

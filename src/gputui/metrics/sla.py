@@ -11,7 +11,8 @@ Contract (docs/domain.md §2, §4):
   bound.
 
 `step_meets_sla` takes anything shaped like a step (a `StepResult` or a snapshot's `Step`), so a
-saved run can be re-judged against another SLA.
+saved run can be re-judged against another SLA. It judges point estimates (a step's `sla_ok`);
+the three-way verdict from confidence intervals, which capacity uses, is `metrics.verdict`.
 """
 
 from __future__ import annotations

@@ -26,6 +26,11 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
 - `output_tokens_from_usage` is False when any ok record of the step counted chunks instead of
   reading a usage report; `short_outputs` counts measured ok requests that produced fewer tokens
   than asked.
+- Uncertainty (issue 16): the TTFT, TPOT, ITL and E2E summaries carry 95 % intervals of P50, P95
+  and P99 (`Summary.p50_ci` ...); `output_tokens_per_s_ci`, `requests_per_s_ci` (batch means),
+  `error_rate_ci`, `goodput_share` and `goodput_share_ci` (Wilson) are those of
+  `metrics.step_intervals`. `sla_verdict` is `metrics.verdict.step_verdict`: "pass", "fail" or
+  "inconclusive"; `sla_ok` stays the point-estimate judgement for older readers.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from typing import Literal
 import numpy as np
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.confidence import Bounds
 from gputui.metrics.request_metrics import (
     metrics_from_columns,
     record_columns,
@@ -46,7 +52,9 @@ from gputui.metrics.request_metrics import (
     ttft_aligned_s,
 )
 from gputui.metrics.sla import Sla, error_rate, meets_sla, step_meets_sla
+from gputui.metrics.step_intervals import rate_and_share_intervals
 from gputui.metrics.summary import Summary, summarize
+from gputui.metrics.verdict import Verdict, step_verdict
 
 StepMode = Literal["concurrency", "rate"]
 
@@ -96,6 +104,15 @@ class StepResult:
     incomplete: bool
     output_tokens_from_usage: bool
     short_outputs: int
+    output_tokens_per_s_ci: Bounds | None = None
+    requests_per_s_ci: Bounds | None = None
+    rate_ci_batches: int | None = None
+    """Time slices behind the two rate intervals."""
+    error_rate_ci: Bounds | None = None
+    goodput_share: float | None = None
+    """Good requests / measured requests."""
+    goodput_share_ci: Bounds | None = None
+    sla_verdict: Verdict | None = None
 
     @property
     def error_rate(self) -> float | None:
@@ -154,10 +171,10 @@ def aggregate_step(
         requests_per_s=int(ended_in_w.sum()) * per_s,
         input_tokens_per_s=int(cols.input_tokens[first_in_w].sum()) * per_s,
         output_tokens_per_s=output_tokens * per_s,
-        ttft_s=summarize(samples.ttft_s),
-        tpot_s=summarize(samples.tpot_s),
-        itl_s=summarize(samples.itl_s),
-        e2e_s=summarize(samples.e2e_s),
+        ttft_s=summarize(samples.ttft_s, ci=True),
+        tpot_s=summarize(samples.tpot_s, ci=True),
+        itl_s=summarize(samples.itl_s, ci=True),
+        e2e_s=summarize(samples.e2e_s, ci=True),
         connect_s=summarize(samples.connect_s),
         goodput_requests_per_s=int(good.sum()) * per_s,
         goodput_output_tokens_per_s=int(cols.output_tokens[good].sum()) * per_s,
@@ -166,5 +183,25 @@ def aggregate_step(
         output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
         short_outputs=int(short.sum()),
     )
-    # The verdict reads the finished summaries, so it is filled in last.
-    return replace(result, sla_ok=step_meets_sla(result, sla))
+    ci = rate_and_share_intervals(
+        cols,
+        lo_ns=lo_ns,
+        hi_ns=hi_ns,
+        measured_ok=measured_ok,
+        measured_failed=measured_failed,
+        good=good,
+        lifetime_s=result.e2e_s.p50,
+    )
+    result = replace(
+        result,
+        output_tokens_per_s_ci=ci.output_tokens_per_s_ci,
+        requests_per_s_ci=ci.requests_per_s_ci,
+        rate_ci_batches=ci.batches,
+        error_rate_ci=ci.error_rate_ci,
+        goodput_share=ci.goodput_share,
+        goodput_share_ci=ci.goodput_share_ci,
+    )
+    # The verdicts read the finished summaries, so they are filled in last.
+    return replace(
+        result, sla_ok=step_meets_sla(result, sla), sla_verdict=step_verdict(result, sla)
+    )

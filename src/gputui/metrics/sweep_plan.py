@@ -13,7 +13,10 @@ The plan:
    error-rate bound, or no successful request). The ramp also stops, without a bad level, when
    output tok/s grows less than `stall_gain` per doubling of load (the knee's measure) for
    `stall_steps` consecutive steps: the server is saturated and more load only adds queueing. It
-   stops at `max_level` too.
+   stops at `max_level` too. The planner judges on point estimates; wherever the three-way verdict
+   (`metrics.verdict`) is decisive it agrees with them, and an "inconclusive" step is placed by
+   its point estimate, so `last_good` may be inconclusive while `metrics.capacity` (which needs
+   a "pass") reports a lower level.
 2. *Bisect* between the last good and the first bad ramp level: midpoints (integers for
    concurrency) until hi - lo <= `bisect_min_gap` for concurrency (default 1: neighbouring
    integers) or hi / lo < 1 + `bisect_min_gap` for rates (default 0.1: within 10 %).

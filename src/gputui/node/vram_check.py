@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputui.catalog.specs import GPUS, GpuSpec
 from gputui.node.backends import (
     GIB,
     DeviceBackend,
@@ -38,7 +39,6 @@ from gputui.node.patterns import (
     copy_bandwidth_gbps,
     verify_region,
 )
-from gputui.sim.catalog import GPUS, GpuSpec
 
 EXPECT_TOLERANCE = 0.95
 """A card "has" N GB when it reports at least 95 % of N x 10^9 bytes (product names round)."""

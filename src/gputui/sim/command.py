@@ -112,7 +112,7 @@ def run_sim_command(args: argparse.Namespace) -> int:
     from gputui.sim.runner import serve
 
     if args.list:
-        from gputui.sim.catalog import list_catalogs
+        from gputui.catalog.listing import list_catalogs
 
         sys.stdout.write(list_catalogs() + "\n")
         return 0

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from gputui.sim.catalog import GpuSpec, KvDtype, ModelSpec, Precision
+from gputui.catalog.memory import KvPlan, plan_kv
+from gputui.catalog.specs import GpuSpec, KvDtype, ModelSpec, Precision
 from gputui.sim.roofline import Roofline
 from gputui.sim.scheduler import Iteration, Scheduler, StepResult
 from gputui.sim.thermal import ThermalModel
-from gputui.telemetry.kv import KvPlan, plan_kv
 
 _GIB: Final = 1 << 30
 LARGE_GPU_BYTES: Final = 70 * _GIB

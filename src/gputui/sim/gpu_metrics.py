@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid as uuid_lib
 from typing import Final
 
+from gputui.catalog.memory import BLOCK_SIZE_TOKENS
 from gputui.sim.device import SimDevice
-from gputui.telemetry.kv import BLOCK_SIZE_TOKENS
 
 _MIB: Final = 1 << 20
 _UUID_NAMESPACE: Final = uuid_lib.UUID("8a6f3c55-9a2e-4c1b-9a57-1f0b1e2c3d4e")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
-from gputui.sim.catalog import check_precision, get_gpu, get_model
+from gputui.catalog.specs import check_precision, get_gpu, get_model
 from gputui.sim.deadlines import DeadlineScheduler
 from gputui.sim.device import SimDevice, make_device
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from gputui.sim.catalog import GpuSpec, KvDtype, ModelSpec, Precision
-from gputui.telemetry.kv import kv_bytes_per_token, weight_bytes
+from gputui.catalog.memory import kv_bytes_per_token, weight_bytes
+from gputui.catalog.specs import GpuSpec, KvDtype, ModelSpec, Precision
 
 MEMORY_EFFICIENCY: Final = 0.82
 """Fraction of datasheet DRAM bandwidth a decode step achieves. Memory-bound GEMV kernels in vLLM

@@ -27,9 +27,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
+from gputui.catalog.memory import BLOCK_SIZE_TOKENS
 from gputui.sim.profile import SimRequest
 from gputui.sim.roofline import Roofline
-from gputui.telemetry.kv import BLOCK_SIZE_TOKENS
 
 EOS_MEAN_TOKENS: Final = 512
 """Mean natural answer length when a request allows early EOS (`ignore_eos` false). The stop point

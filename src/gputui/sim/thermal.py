@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from gputui.sim.catalog import GpuSpec
+from gputui.catalog.specs import GpuSpec
 
 GPU_IDLE: Final = 0x001
 SW_POWER_CAP: Final = 0x004

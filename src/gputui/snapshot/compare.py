@@ -9,6 +9,8 @@ figures use `metrics.cost`, never a formula of their own. Sections added by newe
 (`hardware`, `telemetry`, `price_per_hour`) are read defensively: absent or malformed means
 "unknown"/None, never an error. `sweep_curve` is the one reading of a run's sweep that the
 tables, the HTML charts and the TUI's overlay share. Pure functions: no I/O beyond `load_named`.
+Uncertainty (issue 16): rows carry the intervals at the qualified level, the cost range and the
+significance of differences from the first row (`snapshot.compare_uncertainty`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from typing import Literal
 
 from gputui.errors import UsageError
 from gputui.metrics.capacity import level_text, majority_mode
+from gputui.metrics.confidence import Interval
 from gputui.metrics.cost import (
     cost_per_million_output_tokens,
+    cost_per_million_output_tokens_ci,
     demand_output_tokens_per_s,
     interpolate_at_throughput,
     servers_needed,
@@ -35,6 +39,7 @@ from gputui.snapshot.comparable import (
     sla_text,
     workload_name,
 )
+from gputui.snapshot.compare_uncertainty import capacity_intervals, with_significance
 from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
 from gputui.snapshot.models import KneeModel, SlaBounds, Snapshot, Step
 from gputui.snapshot.store import load_snapshot
@@ -263,6 +268,19 @@ class CompareRow:
     servers_needed: int | None
     total_price_per_hour: float | None
     at: AtThroughputRow | None
+    qualified_output_tokens_per_s_ci: Interval | None = None
+    """95 % intervals at the qualified level (None: not recorded in the snapshot)."""
+    ttft_p95_ci: Interval | None = None
+    tpot_p95_ci: Interval | None = None
+    cost_per_million_output_tokens_ci: Interval | None = None
+    """The cost range the throughput interval implies (upper end None: unbounded)."""
+    above_level: float | None = None
+    """The next tested level above the capacity, and its verdict."""
+    above_verdict: str | None = None
+    output_tokens_per_s_vs_first_significant: bool | None = None
+    """Qualified tok/s differs from the first row's beyond the uncertainty (None: cannot tell)."""
+    ttft_p95_vs_first_significant: bool | None = None
+    tpot_p95_vs_first_significant: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +337,7 @@ def _row(
         else None
     )
     step = _capacity_step(snap)
+    tok_ci, ttft_ci, tpot_ci = capacity_intervals(snap, step)
     curve = sweep_curve(snap)
     rate = cap.error_rate if cap is not None else None
     if rate is None and step is not None:
@@ -355,6 +374,14 @@ def _row(
         servers_needed=servers,
         total_price_per_hour=servers * price if servers is not None and price is not None else None,
         at=at_throughput(curve, at) if at is not None else None,
+        qualified_output_tokens_per_s_ci=tok_ci,
+        ttft_p95_ci=ttft_ci,
+        tpot_p95_ci=tpot_ci,
+        cost_per_million_output_tokens_ci=(
+            cost_per_million_output_tokens_ci(price, tok_ci) if price is not None else None
+        ),
+        above_level=cap.above_level if cap is not None else None,
+        above_verdict=cap.above_verdict if cap is not None else None,
     )
 
 
@@ -380,6 +407,7 @@ def build_comparison(
             row,
             _ratio(row.qualified_output_tokens_per_s, first.qualified_output_tokens_per_s),
             _ratio(row.cost_per_million_output_tokens, first.cost_per_million_output_tokens),
+            first,
         )
         for row in rows
     ]
@@ -393,5 +421,8 @@ def build_comparison(
     )
 
 
-def _with_ratios(row: CompareRow, tok_s: float | None, cost: float | None) -> CompareRow:
-    return replace(row, output_tokens_per_s_vs_first=tok_s, cost_vs_first=cost)
+def _with_ratios(
+    row: CompareRow, tok_s: float | None, cost: float | None, first: CompareRow
+) -> CompareRow:
+    row = replace(row, output_tokens_per_s_vs_first=tok_s, cost_vs_first=cost)
+    return row if row.label == first.label else with_significance(row, first)

@@ -3,17 +3,20 @@
 Contract: units in the headers or the cells, latencies in ms below 1 s, "n/a" for what is
 unknown, ratios against the first snapshot as "1.85x". The terminal table and the HTML split the
 one row per snapshot into five narrow blocks (identity, method, capacity, GPU, cost) that fit 120
-columns; Markdown has every column in one `wide_table`. Warnings are left to the caller (the CLI
+columns, plus a sixth (uncertainty: 95 % intervals, and whether each difference from the first
+snapshot is "significant" or "not significant") when any snapshot recorded intervals;
+Markdown has every column in one `wide_table`. Warnings are left to the caller (the CLI
 prints them to stderr). `render` dispatches every format, the machine ones and HTML included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from gputui.metrics.capacity import level_text
+from gputui.metrics.confidence import Interval
 from gputui.snapshot.compare import AtThroughputRow, CompareRow, Comparison, sla_text
 from gputui.snapshot.hardware import GpuSummary
 
@@ -235,7 +238,64 @@ def blocks(cmp: Comparison) -> list[Block]:
             servers = "n/a" if r.servers_needed is None else str(r.servers_needed)
             cells += [servers, money(r.total_price_per_hour)]
         cost_rows.append(cells)
-    return [identity, method, capacity, gpu, Block("Cost", cost_headers, cost_rows)]
+    parts = [identity, method, capacity, gpu, Block("Cost", cost_headers, cost_rows)]
+    extra = uncertainty_block(cmp)
+    return parts if extra is None else [*parts, extra]
+
+
+def interval_text(interval: Interval | None, cell: Callable[[float | None], str]) -> str:
+    """A 95 % interval as "lo-hi" ("lo-open" for an open upper end), or "n/a"."""
+    if interval is None:
+        return "n/a"
+    lo, hi = interval
+    return f"{cell(lo) if lo is not None else 'open'}-{cell(hi) if hi is not None else 'open'}"
+
+
+def duration_interval(interval: Interval | None) -> str:
+    """A latency interval in one unit where it can be: "475.0-525.0 ms", "1.02-1.31 s"."""
+    if interval is None:
+        return "n/a"
+    lo, hi = interval
+    if lo is not None and hi is not None and hi < 1:
+        return f"{lo * 1e3:.1f}-{hi * 1e3:.1f} ms"
+    if lo is not None and hi is not None and lo >= 1:
+        return f"{lo:.2f}-{hi:.2f} s"
+    return interval_text(interval, duration)
+
+
+def significance_text(value: bool | None, first: bool) -> str:
+    """How a difference from the first snapshot compares with the uncertainty."""
+    if first:
+        return "reference"
+    return "n/a" if value is None else "significant" if value else "not significant"
+
+
+def uncertainty_block(cmp: Comparison) -> Block | None:
+    """Intervals at the qualified level, and the significance of differences from the first.
+
+    None when no snapshot recorded intervals (files saved before issue 16).
+    """
+    rows = cmp.rows
+    if all(r.qualified_output_tokens_per_s_ci is None and r.ttft_p95_ci is None for r in rows):
+        return None
+    headers = ["snapshot", "out tok/s CI", "P95 TTFT CI", "P95 TPOT CI"]
+    headers += [_price_header(cmp, "cost/M CI"), "tok/s vs first", "TTFT vs first"]
+    headers.append("TPOT vs first")
+    body = [
+        [
+            r.label,
+            interval_text(r.qualified_output_tokens_per_s_ci, lambda v: _num(v, ".1f")),
+            duration_interval(r.ttft_p95_ci),
+            duration_interval(r.tpot_p95_ci),
+            interval_text(r.cost_per_million_output_tokens_ci, money),
+            significance_text(r.output_tokens_per_s_vs_first_significant, i == 0),
+            significance_text(r.ttft_p95_vs_first_significant, i == 0),
+            significance_text(r.tpot_p95_vs_first_significant, i == 0),
+        ]
+        for i, r in enumerate(rows)
+    ]
+    title = "Uncertainty: 95 % intervals at the qualified level, differences against the first"
+    return Block(title, headers, body)
 
 
 def at_block(cmp: Comparison) -> Block | None:

@@ -4,7 +4,8 @@ Contract: `row_record` is the one mapping of a row to snake_case keys with raw n
 (seconds, bytes, tok/s) and None for unknown; CSV writes those keys as its header (numbers to 6
 significant digits, empty cells for None, lists joined by ";"), JSON writes them as `rows`, with
 each row's `capacity_reason`, the options (`currency`, `demand`, `at_output_tokens_per_s`) and the
-comparability `warnings`. Keys are an interface: add, never rename.
+comparability `warnings`. Keys are an interface: add, never rename. Intervals are [lo, hi] lists
+(CSV: "lo;hi", an empty side for an open end).
 """
 
 from __future__ import annotations
@@ -58,6 +59,16 @@ def row_record(row: CompareRow, cmp: Comparison) -> dict[str, Any]:
         "total_price_per_hour": row.total_price_per_hour,
         "output_tokens_per_s_vs_first": row.output_tokens_per_s_vs_first,
         "cost_vs_first": row.cost_vs_first,
+        # Uncertainty (issue 16): [lo, hi] lists, null for unknown or an open end.
+        "qualified_output_tokens_per_s_ci": _pair(row.qualified_output_tokens_per_s_ci),
+        "ttft_p95_ci": _pair(row.ttft_p95_ci),
+        "tpot_p95_ci": _pair(row.tpot_p95_ci),
+        "cost_per_million_output_tokens_ci": _pair(row.cost_per_million_output_tokens_ci),
+        "qualified_above_level": row.above_level,
+        "qualified_above_verdict": row.above_verdict,
+        "output_tokens_per_s_vs_first_significant": row.output_tokens_per_s_vs_first_significant,
+        "ttft_p95_vs_first_significant": row.ttft_p95_vs_first_significant,
+        "tpot_p95_vs_first_significant": row.tpot_p95_vs_first_significant,
     }
     at = row.at
     if at is not None:
@@ -72,6 +83,10 @@ def row_record(row: CompareRow, cmp: Comparison) -> dict[str, Any]:
     return record
 
 
+def _pair(interval: tuple[float | None, float | None] | None) -> list[float | None] | None:
+    return None if interval is None else [interval[0], interval[1]]
+
+
 def _csv_value(value: Any) -> str:
     if value is None:
         return ""
@@ -80,7 +95,7 @@ def _csv_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list):
-        return ";".join(str(v) for v in value)
+        return ";".join(_csv_value(v) for v in value)
     return str(value)
 
 

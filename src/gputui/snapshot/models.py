@@ -32,6 +32,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
+CiInterval = tuple[float | None, float | None]
+"""A 95 % confidence interval as JSON [lo, hi]; null marks an open end (see metrics.confidence)."""
+
+
 class Stats(_Model):
     """Mean and percentiles (seconds) of one metric, with the sample count behind them."""
 
@@ -41,6 +45,10 @@ class Stats(_Model):
     p95: float | None = None
     p99: float | None = None
     n: NonNegativeInt = 0
+    p50_ci: CiInterval | None = None
+    """95 % interval [lo, hi] of P50 (None for an open end); absent in files before issue 16."""
+    p95_ci: CiInterval | None = None
+    p99_ci: CiInterval | None = None
 
     @classmethod
     def from_summary(cls, summary: Summary) -> Stats:
@@ -52,12 +60,23 @@ class Stats(_Model):
             p95=summary.p95,
             p99=summary.p99,
             n=summary.n,
+            p50_ci=summary.p50_ci,
+            p95_ci=summary.p95_ci,
+            p99_ci=summary.p99_ci,
         )
 
     def to_summary(self) -> Summary:
         """Metrics form, e.g. to re-judge a saved step against another SLA."""
         return Summary(
-            mean=self.mean, p50=self.p50, p90=self.p90, p95=self.p95, p99=self.p99, n=self.n
+            mean=self.mean,
+            p50=self.p50,
+            p90=self.p90,
+            p95=self.p95,
+            p99=self.p99,
+            n=self.n,
+            p50_ci=self.p50_ci,
+            p95_ci=self.p95_ci,
+            p99_ci=self.p99_ci,
         )
 
 
@@ -189,6 +208,16 @@ class Step(_Model):
     incomplete: bool = False
     output_tokens_from_usage: bool
     short_outputs: NonNegativeInt = 0
+    output_tokens_per_s_ci: CiInterval | None = None
+    """95 % batch-means interval of `output_tokens_per_s` (issue 16; absent in older files)."""
+    requests_per_s_ci: CiInterval | None = None
+    rate_ci_batches: NonNegativeInt | None = None
+    error_rate_ci: CiInterval | None = None
+    """95 % Wilson interval of failed / (ok + failed)."""
+    goodput_share: float | None = None
+    goodput_share_ci: CiInterval | None = None
+    sla_verdict: str | None = None
+    """"pass", "fail" or "inconclusive" (`metrics.verdict`); a plain str so newer values load."""
 
 
 class Network(_Model):
@@ -235,6 +264,17 @@ class CapacityModel(_Model):
     ttft_p95_s: float | None = None
     tpot_p95_s: float | None = None
     error_rate: float | None = None
+    output_tokens_per_s_ci: CiInterval | None = None
+    """95 % interval of the qualified throughput (issue 16; absent in older files)."""
+    requests_per_s_ci: CiInterval | None = None
+    ttft_p95_ci: CiInterval | None = None
+    tpot_p95_ci: CiInterval | None = None
+    error_rate_ci: CiInterval | None = None
+    below_level: float | None = None
+    """The next lower tested level and its SLA verdict; the capacity lies in [level, above)."""
+    below_verdict: str | None = None
+    above_level: float | None = None
+    above_verdict: str | None = None
 
     @classmethod
     def from_capacity(cls, capacity: Capacity) -> CapacityModel:
@@ -247,6 +287,15 @@ class CapacityModel(_Model):
             ttft_p95_s=capacity.ttft_p95_s,
             tpot_p95_s=capacity.tpot_p95_s,
             error_rate=capacity.error_rate,
+            output_tokens_per_s_ci=capacity.output_tokens_per_s_ci,
+            requests_per_s_ci=capacity.requests_per_s_ci,
+            ttft_p95_ci=capacity.ttft_p95_ci,
+            tpot_p95_ci=capacity.tpot_p95_ci,
+            error_rate_ci=capacity.error_rate_ci,
+            below_level=capacity.below_level,
+            below_verdict=capacity.below_verdict,
+            above_level=capacity.above_level,
+            above_verdict=capacity.above_verdict,
         )
 
 
@@ -350,4 +399,11 @@ def step_from_result(result: StepResult) -> Step:
         incomplete=result.incomplete,
         output_tokens_from_usage=result.output_tokens_from_usage,
         short_outputs=result.short_outputs,
+        output_tokens_per_s_ci=result.output_tokens_per_s_ci,
+        requests_per_s_ci=result.requests_per_s_ci,
+        rate_ci_batches=result.rate_ci_batches,
+        error_rate_ci=result.error_rate_ci,
+        goodput_share=result.goodput_share,
+        goodput_share_ci=result.goodput_share_ci,
+        sla_verdict=result.sla_verdict,
     )

@@ -42,7 +42,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser, *, required: bool) -> 
 
 
 def _model(args: argparse.Namespace) -> Any:
-    from gputui.sim.catalog import CatalogError, get_model
+    from gputui.catalog.specs import CatalogError, get_model
     from gputui.telemetry.model_config import load_model_config
 
     if args.model_config is not None:
@@ -60,7 +60,7 @@ def _model(args: argparse.Namespace) -> Any:
 
 def add_kv_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare `gputui kv`'s flags."""
-    from gputui.sim.catalog import KV_DTYPES, PRECISIONS
+    from gputui.catalog.specs import KV_DTYPES, PRECISIONS
 
     _add_model_arguments(parser, required=True)
     parser.add_argument(
@@ -93,7 +93,7 @@ def add_kv_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_kv(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
     """Print the KV/VRAM plan of a model on one GPU or a table over several."""
-    from gputui.sim.catalog import GPUS
+    from gputui.catalog.specs import GPUS
     from gputui.telemetry.kvplan import KvRow, format_row, format_table, kv_row
 
     try:
@@ -129,7 +129,7 @@ def run_kv(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
 
 def _kv_devices(gpu: str, nvml_module: Any) -> list[tuple[str, str, int, str]]:
     """(label, reported name, memory bytes, memory source) of each device to plan for."""
-    from gputui.sim.catalog import GPUS, CatalogError, get_gpu
+    from gputui.catalog.specs import GPUS, CatalogError, get_gpu
 
     if gpu == "all":
         return [(g.name, g.nvml_name, g.memory_bytes, "catalog") for g in GPUS.values()]

@@ -2,7 +2,7 @@
 
 Contract: `live_headroom(server, gpus, ...)` prefers what the server reports (its KV usage fraction
 and, where given, its KV capacity in tokens); when the server reports no KV usage (TGI, current
-llama.cpp) it falls back to the calculator (`telemetry.kv.plan_kv` on the memory NVML reports for
+llama.cpp) it falls back to the calculator (`catalog.memory.plan_kv` on the memory NVML reports for
 the first GPU) and estimates the tokens in use as running requests x context length, an upper
 bound. `Headroom.method` says which ("server", "server+calculator", "calculator" or "unavailable")
 and `detail` says it in words, so the UI can label the gauge honestly. VRAM used/total is summed
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gputui.sim.catalog import KvDtype, ModelSpec, Precision
-from gputui.telemetry.kv import plan_kv
+from gputui.catalog.memory import plan_kv
+from gputui.catalog.specs import KvDtype, ModelSpec, Precision
 from gputui.telemetry.kvplan import vllm_default_limits
 from gputui.telemetry.samples import GpuSample, ServerSample
 

@@ -1,8 +1,8 @@
 """The rows `gputui kv` prints: one KV/VRAM plan per GPU, with vLLM's serving defaults.
 
-Contract: `kv_row(...)` sizes one model on one device's memory with `telemetry.kv.plan_kv` (the same
-function the simulator sizes its pool with) and returns a flat, JSON-ready `KvRow` with units in
-every name. The batch limits default to what vLLM V1 would pick on that device
+Contract: `kv_row(...)` sizes one model on one device's memory with `catalog.memory.plan_kv` (the
+same function the simulator sizes its pool with) and returns a flat, JSON-ready `KvRow` with units
+in every name. The batch limits default to what vLLM V1 would pick on that device
 (`vllm_default_limits`), which is the rule of `gputui.sim.device.default_limits` restated for a
 device known only by its reported memory and name (a local GPU); a test keeps the two equal over
 the catalog.
@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gputui.sim.catalog import KvDtype, ModelSpec, Precision
-from gputui.telemetry.kv import BLOCK_SIZE_TOKENS, plan_kv
+from gputui.catalog.memory import BLOCK_SIZE_TOKENS, plan_kv
+from gputui.catalog.specs import KvDtype, ModelSpec, Precision
 
 _LARGE_GPU_BYTES: Final = 70 << 30
 

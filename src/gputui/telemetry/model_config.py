@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gputui.catalog.specs import ModelSpec
 from gputui.errors import UsageError
-from gputui.sim.catalog import ModelSpec
 
 
 def _get_int(cfg: dict[str, Any], key: str, default: int | None = None) -> int:

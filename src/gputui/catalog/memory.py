@@ -3,7 +3,7 @@
 Contract: pure integer arithmetic on a model's shape and a device's memory (domain.md §5,
 reference.md §7). The simulator sizes its block pool with `plan_kv`, and `gputui kv` prints the same
 plan for a real device (pass the memory NVML reports), so a simulated knee and a planning answer
-can never disagree. No simulator imports beyond the catalog's dataclasses.
+can never disagree. It imports nothing but the catalog's datasheets.
 
 How vLLM (V1) sizes the pool, reference §7.3, modelled here:
     requested = ceil(total_memory x gpu_memory_utilization)
@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from gputui.sim.catalog import KvDtype, ModelSpec, Precision
+from gputui.catalog.specs import KvDtype, ModelSpec, Precision
 
 BLOCK_SIZE_TOKENS: Final = 16
 """vLLM's default KV block size on CUDA."""

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.sim.catalog import (
+from gputui.catalog.listing import list_catalogs
+from gputui.catalog.memory import kv_bytes_per_token
+from gputui.catalog.specs import (
     GPUS,
     MODELS,
     CatalogError,
     check_precision,
     get_gpu,
     get_model,
-    list_catalogs,
 )
-from gputui.telemetry.kv import kv_bytes_per_token
 
 REQUIRED_GPUS = (
     "rtx4090-24gb",

@@ -1,9 +1,10 @@
-"""Catalogs of simulated GPUs and models: the one place their figures live, each with its source.
+"""GPU and model datasheets: the one place their figures live, each with its source.
 
 Contract: `GPUS` and `MODELS` map a CLI name to a frozen spec; `get_gpu` / `get_model` raise
-`CatalogError` (a `KeyError`) that lists the valid names. Everything downstream (the KV calculator,
-the roofline, the thermal model) reads its hardware and model figures from here and nowhere else,
-so a corrected datasheet figure changes one line.
+`CatalogError` (a `KeyError`) that lists the valid names. Everything downstream (the KV
+calculator, the simulator's roofline and thermal model, telemetry's headroom, the node checks)
+reads its hardware and model figures from here and nowhere else, so a corrected datasheet figure
+changes one line.
 
 Figures whose source is `reference.md` are quoted from ../shared/docs/reference.md §6 (GPUs) and
 §7.2 (model shapes, from the HF `config.json` files). Memory sizes are what `nvidia-smi` reports
@@ -400,34 +401,3 @@ def check_precision(precision: str, kv_dtype: str) -> tuple[Precision, KvDtype]:
         if kv == kv_dtype:
             return value, kv
     raise CatalogError(f"unknown KV dtype {kv_dtype!r}; choose one of: {', '.join(KV_DTYPES)}")
-
-
-def list_catalogs() -> str:
-    """Both catalogs as a plain-text table, for `gputui sim --list`."""
-    lines = [
-        "GPUs (memory as nvidia-smi reports it; GB = 10^9 bytes)",
-        f"{'name':<16}{'memory GB':>10}{'BW GB/s':>9}{'BF16 TF':>9}{'FP8 TF':>8}{'TDP W':>7}"
-        f"{'throttle C':>11}  reported name",
-    ]
-    for g in GPUS.values():
-        fp8 = f"{g.fp8_tflops:.0f}" if g.fp8_tflops is not None else "-"
-        lines.append(
-            f"{g.name:<16}{g.memory_bytes / _GB:>10.1f}{g.mem_bandwidth_bytes_per_s / 1e9:>9.0f}"
-            f"{g.bf16_tflops:>9.1f}{fp8:>8}{g.tdp_w:>7.0f}{g.sw_thermal_limit_c:>11.0f}  "
-            f"{g.nvml_name}"
-        )
-    lines += [
-        "",
-        "Models (KV per token at BF16 = 2 x layers x KV heads x head dim x 2 bytes)",
-        f"{'name':<15}{'params B':>9}{'layers':>7}{'hidden':>7}{'heads':>6}{'kv':>4}{'hdim':>5}"
-        f"{'vocab':>8}{'KV KiB/tok':>11}  hf id",
-    ]
-    for m in MODELS.values():
-        kv_kib = 2 * m.num_layers * m.num_kv_heads * m.head_dim * 2 / 1024
-        lines.append(
-            f"{m.name:<15}{m.params / 1e9:>9.2f}{m.num_layers:>7}{m.hidden_size:>7}"
-            f"{m.num_attention_heads:>6}{m.num_kv_heads:>4}{m.head_dim:>5}{m.vocab_size:>8}"
-            f"{kv_kib:>11.0f}  {m.hf_id}"
-        )
-    lines += ["", f"precisions: {', '.join(PRECISIONS)}; KV dtypes: {', '.join(KV_DTYPES)}"]
-    return "\n".join(lines)
