@@ -8,11 +8,12 @@ can be driven and tested headless. An unreachable target is a state (`target_sta
 every 2 s, not an error; so is a server that stops accepting connections mid-run (new connect
 failures and no new successes in the rolling window), until requests succeed again.
 
-The Session keeps the journal (`Session.open_journal`, as for `gputui run`), takes the event
-rules' input on its own frame thread (`_on_frame`: never as a side effect of a UI poll), and the
-view comes out of the one pure builder (`gputui.view.build_view`) that the replay uses too. A
-snapshot is written by `snapshot.assemble.save_session`, the function `gputui run` uses. The
-journal is deleted once `stop()` has saved the snapshot, so one left behind means a crash.
+The Session keeps the journal (`Session.open_journal`, as for `gputui run`) and the event log
+(`Session.events`, detected on its own frame thread, never as a side effect of a UI poll); this
+controller adds its own events (connecting, pauses, saves) to that log. The view comes out of
+the one pure builder (`gputui.view.build_view`) that the replay uses too. A snapshot is written by
+`snapshot.assemble.save_session`, the function `gputui run` uses. The journal is deleted once
+`stop()` has saved the snapshot, so one left behind means a crash.
 `stop()` is idempotent: the UI's quit, a signal handler and the CLI's clean-up may all call it.
 """
 
@@ -29,18 +30,16 @@ from gputui.engine.preflight import preflight
 from gputui.errors import GputuiError
 from gputui.live_settings import LiveSettings as LiveSettings
 from gputui.live_settings import backend_from_server
-from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
 from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
 from gputui.sweep import InFlightTrace
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.view import EventKind as EventKind
-from gputui.view import EventWatcher, ViewInputs, build_view, load_event, step_events
 from gputui.view import LiveEvent as LiveEvent
 from gputui.view import LiveView as LiveView
+from gputui.view import ViewInputs, build_view
 
 _RETRY_S = 2.0
-_MAX_EVENTS = 200
 _HISTORY = 240
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
 
@@ -59,8 +58,8 @@ class LiveController:
             settings.sla,
             warmup_s=settings.warmup_s,
             window_s=settings.window_s,
-            on_step_finished=self._step_finished,
             on_frame=self._on_frame,
+            telemetry=telemetry.latest if telemetry is not None else None,
             workers=settings.workers,
             ray_address=settings.ray_address,
         )
@@ -71,9 +70,6 @@ class LiveController:
         self._paused = False
         self._target_state = "connecting"
         self._backend: str | None = None
-        self._events: deque[LiveEvent] = deque(maxlen=_MAX_EVENTS)
-        self._events_added = 0
-        self._watcher = EventWatcher()
         self._stopping = threading.Event()
         self._started_ns = time.perf_counter_ns()
         self._view: LiveView | None = None
@@ -251,8 +247,8 @@ class LiveController:
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
             len(steps),
-            self._events_added,
-            self._target_state,
+            self._session.events.count,
+            self._shown_target_state(),
             self._mode,
             self._level,
             self._factor,
@@ -270,7 +266,7 @@ class LiveController:
                 seq=self._seq,
                 target_url=client.target.base_url,
                 model=client.model,
-                target_state=self._target_state,
+                target_state=self._shown_target_state(),
                 backend=self._backend,
                 mode=self._mode,
                 level=self._level,
@@ -280,7 +276,7 @@ class LiveController:
                 sla=self.settings.sla,
                 frame=frame,
                 steps=steps,
-                events=tuple(self._events),
+                events=self._session.events.items(),
                 telemetry=telemetry,
                 traces=self._telemetry.recent() if self._telemetry is not None else None,
                 gpu_description=self.settings.gpu_description,
@@ -314,24 +310,15 @@ class LiveController:
         with self._lock:
             mode, level = self._mode, self._level
         self._session.set_load(mode, level)
-        self._event(*load_event(mode, level))
 
     def _event(self, kind: EventKind, text: str) -> None:
-        self._events.append(LiveEvent(round(self._elapsed_s(), 1), kind, text))
-        self._events_added += 1
+        self._session.events.add(kind, text)
 
     def _on_frame(self, frame: StatsFrame) -> None:
-        """Each new frame, on the Session's frame thread: history, events, the in-flight trace.
-
-        Events are detected here, at the frame rate, never as a side effect of the UI's polls.
-        """
+        """Each new frame, on the Session's frame thread (after its events): history, trace."""
         self._trace.on_frame(frame)
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
-        telemetry = self._telemetry.latest() if self._telemetry is not None else None
-        events, self._target_state = self._watcher.observe(frame, telemetry, self._target_state)
-        for kind, text in events:
-            self._event(kind, text)
 
     def _track_cpu(self) -> None:
         """The UI process's CPU over the last second."""
@@ -354,9 +341,9 @@ class LiveController:
         except OSError as exc:
             self._event("error", f"no journal (crash recovery off): {exc}")
 
-    def _step_finished(self, step: StepResult) -> None:
-        for kind, text in step_events(step):
-            self._event(kind, text)
+    def _shown_target_state(self) -> str:
+        """Connecting or unreachable (the preflight's), else what the Session's frames say."""
+        return self._session.target_state if self._target_state == "ok" else self._target_state
 
     def _run_info(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None

@@ -5,7 +5,9 @@ statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`, `st
 of level opens a new step whose first `warmup_s` are excluded from its statistics. A step is
 finished once it is closed *and* every request sent during it has come back, so its figures never
 silently lose the slow requests. Live figures are published as an immutable `StatsFrame` swapped
-into `latest`; readers never see a half-built frame and never lock.
+into `latest`; readers never see a half-built frame and never lock. The Session also keeps what
+both front ends share: the event log (`events`, detected on the frame thread), the crash journal
+(`open_journal`) and the steps a snapshot is assembled from (`snapshot.assemble.save_session`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
+from gputui.events import EventLog, EventWatcher, load_event, step_events
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow, WindowStats
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
+from gputui.telemetry.sampler import TelemetryFrame
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
@@ -80,6 +84,7 @@ class Session:
         on_frame: Callable[[StatsFrame], None] | None = None,
         workers: int = 1,
         ray_address: str | None = None,
+        telemetry: Callable[[], TelemetryFrame | None] | None = None,
     ) -> None:
         self.config = config
         self.sla = sla
@@ -119,6 +124,12 @@ class Session:
         self._hidden: set[int] = set()
         self.started_ns = 0
         self._journal: JournalWriter | None = None
+        self._telemetry = telemetry
+        self.events = EventLog(time.perf_counter_ns())
+        """What happened, by the rules of `gputui.events` (both front ends read it)."""
+        self.target_state = "ok"
+        """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
+        self._watcher = EventWatcher()
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -142,8 +153,18 @@ class Session:
     def _publish_forever(self, interval_s: float) -> None:
         while not self._closing.wait(interval_s):
             frame = self.publish_frame()
-            if frame is not None and self._on_frame is not None:
+            if frame is None:
+                continue
+            self.observe(frame)
+            if self._on_frame is not None:
                 self._on_frame(frame)
+
+    def observe(self, frame: StatsFrame) -> None:
+        """Turn what changed since the last frame into events (on the frame thread)."""
+        telemetry = self._telemetry() if self._telemetry is not None else None
+        seen, self.target_state = self._watcher.observe(frame, telemetry, self.target_state)
+        for kind, text in seen:
+            self.events.add(kind, text)
 
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
         """Close the current step and start a new one at this load."""
@@ -162,6 +183,8 @@ class Session:
             writer, hidden = self._journal, step.index in self._hidden
         if writer is not None:
             writer.journal.add_load(step, self.started_ns, hidden=hidden)
+        if not hidden:
+            self.events.add(*load_event(mode, float(level)))
         self._engine.send(Load(mode, float(level), step.index))
         return step
 
@@ -254,6 +277,8 @@ class Session:
     def _deliver(self, finished: list[StepResult]) -> None:
         writer = self._journal
         for result in finished:
+            for kind, text in step_events(result):
+                self.events.add(kind, text)
             if writer is not None:
                 writer.add_step(result)
             if self._on_step_finished is not None:

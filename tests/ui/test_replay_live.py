@@ -2,38 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from gputui.engine.client import ClientConfig
-from gputui.engine.load import LoadMode, RequestShape
+from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.live import LiveController, LiveSettings, LiveView
-from gputui.metrics.step import StepResult
-from gputui.session import StatsFrame
 from gputui.snapshot.store import load_snapshot
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
 from gputui.ui.replay import replay_frame, replay_telemetry, step_result, views_from_snapshot
 from tests.ui.conftest import FIXTURE
 
 
-@dataclass
-class _FedSession:
-    """Stands in for the engine: the frames and finished steps the replay has."""
+class _NoEngine:
+    """Stands in for the engine process: the replay's records are already aggregated."""
 
-    latest: StatsFrame | None = None
-    steps: list[StepResult] = field(default_factory=list)
-    started_ns: int = 1
-    journal_path: Path | None = None
-
-    def finished_steps(self) -> list[StepResult]:
-        return list(self.steps)
-
-    def set_load(self, mode: LoadMode, level: float) -> None:
+    def send(self, command: object) -> None:
         pass
 
 
@@ -81,8 +70,9 @@ def test_replay_and_live_controller_give_the_same_view(tmp_path: Path) -> None:
     )
     telemetry = _FedTelemetry()
     controller = LiveController(settings, cast(TelemetrySampler, telemetry))
-    session = _FedSession()
-    controller._session = cast(Any, session)  # the live code path, fed the replay's figures
+    session = controller.session  # the live Session: its event rules, steps and frames
+    session._engine = cast(Any, _NoEngine())
+    session.started_ns = 1
     controller._running = controller._connected = True
     controller._target_state = "ok"
     top = max(s.level for s in steps)
@@ -91,14 +81,14 @@ def test_replay_and_live_controller_give_the_same_view(tmp_path: Path) -> None:
     assert len(plan) == len(replayed)
     for seq, ((k, live), expected) in enumerate(zip(plan, replayed, strict=True), start=1):
         live = live or next(s for s in steps if s.level == knee_step)
-        if k > 0:
-            session.steps.append(steps[k - 1])
-            controller._step_finished(steps[k - 1])
+        if k > 0:  # the step before finished: the Session's own bookkeeping and events
+            session._finished[k - 1] = steps[k - 1]
+            session._deliver([steps[k - 1]])
         controller._mode, controller._level = live.mode, live.level
         controller._apply()
         telemetry.frame, telemetry.traces = replay_telemetry(live, top, seq)
         session.latest = replay_frame(seq, k, live)
-        controller._on_frame(session.latest)
+        session.observe(session.latest)  # what the frame thread does with each frame
         assert _shown(controller.view()) == _shown(expected), f"view {seq}"
     assert replayed[-1].best_step_index is not None
     assert any(e.kind == "throttle" for e in replayed[-1].events)
