@@ -13,6 +13,7 @@ to one core and the client to the other, as on a 2-core node.
 `--event-counting` turns on per-event token counting in gputui's client (engine.event_tokens):
 `continuous_usage` asks for a running usage on every event (the server then sends bigger events),
 `tokenizer` counts event texts with the server's /tokenize when the usage total disagrees.
+    python benchmarks/fidelity.py --tui-live [--tui-levels 64,256]   # the live TUI vs headless
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class Result:
     tokens: int
     cpu_s: float
     failures: int
+    ttft_p50_ms: float = 0.0
+    server_ttft_p50_ms: float = 0.0
 
 
 def counting_fields(counting: str) -> dict[str, Any]:
@@ -164,7 +167,93 @@ def run_gputui(
         tokens=sum(r.output_tokens for r in ok),
         cpu_s=status.cpu_s - before.cpu_s,
         failures=len(records) - len(ok),
+        ttft_p50_ms=float(np.percentile(ttft, 50)),
+        server_ttft_p50_ms=truth["ttft_ms"]["p50"],
     )
+
+
+def run_tui_live(url: str, concurrency: int, seconds: float, output_tokens: int) -> Result:
+    """The real TUI (the app, its controller, telemetry and journal) driven headless at 160x48.
+
+    The controller is built from `gputui tui` flags exactly as the CLI builds it; the app renders
+    at its own rate (4 Hz) the whole time the load runs, so any cost of the live screen in the
+    UI process shows up against the server's record as it would for an operator.
+    """
+    import tempfile
+
+    from gputui.cli import build_parser
+    from gputui.ui.app import AppOptions, make_app
+    from gputui.ui.command import live_controller
+
+    httpx.post(url + "/sim/reset", timeout=10)
+    with tempfile.TemporaryDirectory() as folder:
+        args = build_parser().parse_args(
+            ["tui", "--url", url, "--model", "sim", "--start-level", str(concurrency),
+             "--warmup-seconds", "0", "--input-tokens", "64", "--output-tokens",
+             str(output_tokens), "--snapshot-dir", folder, "--gpu-telemetry", "none"]
+        )  # fmt: skip
+        controller, _ = live_controller(args)
+        app = make_app(controller, AppOptions(snapshot_dir=Path(folder)))
+        controller.start()
+        session = controller.session
+
+        async def drive() -> float:
+            async with app.run_test(size=(160, 48)) as pilot:
+                while session.latest is None or session.latest.in_flight < concurrency:
+                    await pilot.pause(0.05)
+                cpu0 = time.process_time()
+                await pilot.pause(seconds)
+                return time.process_time() - cpu0
+
+        ui_cpu_s = asyncio.run(drive())
+        controller.stop(save=False)
+    records = session.all_records()
+    ok = [r for r in records if r.ok]
+    ttft = np.array([(r.first_token_ns - r.sent_ns) / 1e6 for r in ok if r.first_token_ns])
+    gaps = np.concatenate([np.diff(r.token_ns) for r in ok]) / 1e6 if ok else np.zeros(0)
+    truth = server_stats(url)
+    status = session.status
+    assert status is not None
+    return Result(
+        ttft_mean_ms=float(ttft.mean()),
+        ttft_p99_ms=float(np.percentile(ttft, 99)),
+        itl_mean_ms=float(gaps.mean()),
+        server_ttft_mean_ms=truth["ttft_ms"]["mean"],
+        server_ttft_p99_ms=truth["ttft_ms"]["p99"],
+        server_itl_mean_ms=truth["itl_ms"]["mean"],
+        cpu_percent=100 * ui_cpu_s / seconds,
+        tokens=sum(r.output_tokens for r in ok),
+        cpu_s=ui_cpu_s,
+        failures=len(records) - len(ok),
+        ttft_p50_ms=float(np.percentile(ttft, 50)),
+        server_ttft_p50_ms=truth["ttft_ms"]["p50"],
+    )
+
+
+def tui_live(levels: list[int], seconds: float, repeats: int, output_tokens: int) -> None:
+    """TTFT p50/p99 excess over the server's record: headless Session vs the live TUI."""
+    print(f"\nTUI live vs headless: TTFT excess over the server's record, median of {repeats}")
+    header = (
+        f"{'mode':<9} {'conc':>5} {'TTFT p50':>8} {'server':>7} {'excess':>7} "
+        f"{'TTFT p99':>8} {'server':>7} {'excess':>7} {'fail':>5} {'UI CPU':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    with sim_server(50, 10) as url:
+        for level in levels:
+            for mode in ("headless", "tui-live"):
+                runner = run_gputui if mode == "headless" else run_tui_live
+                r = median_result(
+                    [runner(url, level, seconds, output_tokens) for _ in range(repeats)]
+                )
+                ui = f"{r.cpu_percent:>6.1f}%" if mode == "tui-live" else f"{'-':>7}"
+                print(
+                    f"{mode:<9} {level:>5} {r.ttft_p50_ms:>8.2f} {r.server_ttft_p50_ms:>7.2f} "
+                    f"{r.ttft_p50_ms - r.server_ttft_p50_ms:>+7.2f} {r.ttft_p99_ms:>8.2f} "
+                    f"{r.server_ttft_p99_ms:>7.2f} {r.ttft_p99_ms - r.server_ttft_p99_ms:>+7.2f} "
+                    f"{r.failures:>5.0f} {ui}",
+                    flush=True,
+                )
 
 
 # --- the obvious client, for comparison: httpx, line by line, JSON per event -------------------
@@ -267,10 +356,24 @@ def main() -> None:
         help="per-event token counting in gputui's client",
     )
     parser.add_argument("--capacity-only", action="store_true", help="skip the fidelity rows")
+    parser.add_argument(
+        "--tui-live",
+        action="store_true",
+        help="only the TUI-live vs headless TTFT table (at --tui-levels)",
+    )
+    parser.add_argument("--tui-levels", default="64,256")
     args = parser.parse_args()
     with contextlib.suppress(OSError):
         os.sched_setaffinity(0, {CLIENT_CPU})
     levels = [int(x) for x in args.levels.split(",")]
+    if args.tui_live:
+        tui_live(
+            [int(x) for x in args.tui_levels.split(",")],
+            args.seconds,
+            args.repeats,
+            args.output_tokens,
+        )
+        return
     clients = ["gputui"] + ([] if args.no_httpx else ["httpx"])
     if args.capacity_only:
         levels = []

@@ -14,7 +14,6 @@ from typing import NoReturn
 
 from gputui import __version__
 from gputui.argtypes import (
-    fraction,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -42,21 +41,15 @@ def _empty(text: str) -> NoReturn:
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_argument_group("target")
-    target.add_argument("--url", required=True, help="server base URL, with or without /v1")
-    target.add_argument("--model", required=True, help="model name to request")
-    target.add_argument(
-        "--endpoint",
-        choices=("completions", "chat"),
-        default=None,
-        help="request kind (default: the scenario's, else completions)",
+    from gputui.settings import (
+        add_client_arguments,
+        add_record_arguments,
+        add_sla_arguments,
+        add_target_arguments,
+        add_workload_arguments,
     )
-    target.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="VAR",
-        help="environment variable holding the API key (never logged or saved)",
-    )
+
+    add_target_arguments(parser)
     load = parser.add_argument_group("load")
     levels = load.add_mutually_exclusive_group()
     levels.add_argument("--concurrency", type=_int_list, help="closed-loop levels, e.g. 1,2,4,8")
@@ -107,16 +100,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument(
         "--seed", type=int, default=None, help="same seed, same requests (default: scenario's, 0)"
     )
+    add_workload_arguments(parser)
     work = parser.add_argument_group("workload")
-    work.add_argument(
-        "--scenario",
-        default=None,
-        metavar="FILE|NAME",
-        help="a scenario TOML (or NAME for scenarios/NAME.toml): workload, SLA, endpoint and "
-        "load plan; flags given here win over it (list them with `gputui scenarios`)",
-    )
-    work.add_argument("--input-tokens", type=positive_int, default=None)
-    work.add_argument("--output-tokens", type=positive_int, default=None)
     work.add_argument(
         "--input-dist",
         default=None,
@@ -160,12 +145,6 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="a local tokenizer.json (needs: pip install 'gputui[tokenizers]')",
     )
     work.add_argument(
-        "--ignore-eos",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="ask the server to ignore EOS so outputs have the requested length (default on)",
-    )
-    work.add_argument(
         "--min-tokens",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -174,61 +153,22 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     work.add_argument(
         "--extra-body", default=None, metavar="JSON", help="fields to add to requests"
     )
-    sla = parser.add_argument_group("SLA")
-    sla.add_argument("--sla-ttft-p95", type=positive_float, default=None, metavar="SECONDS")
-    sla.add_argument("--sla-tpot-p95", type=positive_float, default=None, metavar="SECONDS")
-    sla.add_argument("--max-error-rate", type=fraction, default=None, metavar="F")
+    add_sla_arguments(parser)
+    add_client_arguments(parser)
     client = parser.add_argument_group("client")
-    client.add_argument(
-        "--request-timeout",
-        type=positive_float,
-        default=600.0,
-        metavar="S",
-        help="give up on a request after S seconds in all (failure: timeout); the only bound "
-        "before its first byte, so a long queue is measured, not cut short (default 600)",
-    )
-    client.add_argument(
-        "--connect-timeout",
-        type=positive_float,
-        default=10.0,
-        metavar="S",
-        help="give up opening a connection after S seconds (failure: connect; default 10)",
-    )
-    client.add_argument(
-        "--stall-timeout",
-        type=positive_float,
-        default=60.0,
-        metavar="S",
-        help="give up on a response silent for S seconds once its body has started "
-        "(failure: stall; default 60)",
-    )
     client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
-    client.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        help="engine processes sharing the load (one core each) when one client core saturates",
-    )
-    client.add_argument(
-        "--ray",
-        default=None,
-        metavar="ADDRESS",
-        help="place the --workers on this Ray cluster (pip install 'gputui[distributed]')",
-    )
     from gputui.telemetry.setup import add_telemetry_arguments
     from gputui.workloads.sources import add_workload_source_arguments
 
     add_workload_source_arguments(parser)
     add_telemetry_arguments(parser)
+    add_record_arguments(parser)
     output = parser.add_argument_group("output")
-    output.add_argument("--label", default=None)
-    output.add_argument("--out", required=True, metavar="FILE.json")
     output.add_argument(
-        "--price-per-hour",
-        type=non_negative_float,
+        "--out",
         default=None,
-        metavar="PRICE",
-        help="hourly price of this node, saved in the snapshot for `gputui compare`",
+        metavar="FILE.json",
+        help="the snapshot (default: a new file in --snapshot-dir, named like the TUI's)",
     )
     output.add_argument(
         "--vram-check",

@@ -73,6 +73,9 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 f"demo {args.gpu} {args.model}",
                 "--out",
                 args.out,
+                "--precision",
+                args.precision,
+                *(["--price-per-hour", str(args.price_per_hour)] if args.price_per_hour else []),
             ]
         )
         return run_command(run_args, parser)

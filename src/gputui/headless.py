@@ -12,11 +12,10 @@ import os
 import signal
 import sys
 import threading
-from collections import Counter
-from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any
 
 import orjson
 
@@ -28,17 +27,15 @@ from gputui.engine.event_tokens import stream_counting
 from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
-from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
-from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
-from gputui.metrics.streams_text import stream_text
+from gputui.run_printer import StepPrinter as StepPrinter
 from gputui.session import Session
-from gputui.snapshot.assemble import RunInfo, build_snapshot
-from gputui.snapshot.models import Snapshot
-from gputui.snapshot.store import save_snapshot
+from gputui.settings import SessionSettings, session_settings
+from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
+from gputui.snapshot.journal import JournalHeader
+from gputui.snapshot.recovery import recover_leftovers
 from gputui.sweep import (
     BurstFirer,
     InFlightTrace,
@@ -48,7 +45,6 @@ from gputui.sweep import (
 )
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
-from gputui.telemetry.snapshot_sections import sections_from_sampler
 from gputui.telemetry.spec_decode import spec_decode_line
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
@@ -62,9 +58,15 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         target = parse_target(args.url)
         source = plan_workload_source(args)
         scenario = apply_scenario(args)
+        settings = session_settings(args, scenario)
+        if scenario is None and args.dataset is None:  # the TUI's default lengths
+            if args.input_dist is None:
+                args.input_tokens = settings.input_tokens
+            if args.output_dist is None:
+                args.output_tokens = settings.output_tokens
         workload = workload_config(args, scenario)
         extra_body = _extra_body(args.extra_body)
-        out = _output_path(args.out)
+        out = _output_path(args.out, settings)
         vram_bandwidth = bandwidth_from_vram_check(getattr(args, "vram_check", None))
     except UsageError as exc:
         parser.error(str(exc))
@@ -72,7 +74,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         parser.error("one of --concurrency, --rate, --auto or --validate-rate is required")
     if args.step_seconds is None:
         parser.error("--step-seconds is required (or a --scenario that sets load.step_seconds)")
-    if args.ignore_eos:
+    if settings.ignore_eos:
         extra_body.setdefault("ignore_eos", True)
     mode: LoadMode = "rate" if args.rate or args.validate_rate else "concurrency"
     levels: list[float] = [float(x) for x in (args.concurrency or args.rate or [])]
@@ -82,13 +84,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if args.warmup_seconds is not None
         else min(10.0, 0.2 * args.step_seconds)
     )
-    api_key = os.environ.get(args.api_key_env) or None
-    checked = preflight(target, args.model, api_key=api_key, timeout_s=args.connect_timeout)
+    api_key = os.environ.get(settings.api_key_env) or None
+    checked = preflight(target, args.model, api_key=api_key, timeout_s=settings.connect_timeout)
+    model = checked.model
     prepared = prepare_workload(
         workload,
         target=target,
-        model=args.model,
-        endpoint=args.endpoint,
+        model=model,
+        endpoint=settings.endpoint,
         api_key=api_key,
         token_counter=args.token_counter,
         tokenizer=args.tokenizer,
@@ -100,14 +103,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     config = EngineConfig(
         client=ClientConfig(
             target=target,
-            model=args.model,
-            endpoint=args.endpoint,
+            model=model,
+            endpoint=settings.endpoint,
             api_key=api_key,
             extra_body=extra_body,
             timeouts=Timeouts(
-                connect_s=args.connect_timeout,
-                request_s=args.request_timeout,
-                stall_s=args.stall_timeout,
+                connect_s=settings.connect_timeout,
+                request_s=settings.request_timeout,
+                stall_s=settings.stall_timeout,
             ),
             **stream_counting(checked.backend.name, args.tokenizer and str(args.tokenizer)),
         ),
@@ -120,10 +123,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         probe_path=checked.probe_path,
         use_uvloop=not args.no_uvloop,
     )
-    sla = Sla(args.sla_ttft_p95, args.sla_tpot_p95, args.max_error_rate)
+    sla = settings.sla
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
-    diagnoser = StepDiagnoser(model=args.model, measured_bandwidth_gbps=vram_bandwidth)
+    diagnoser = StepDiagnoser(model=model, measured_bandwidth_gbps=vram_bandwidth)
     printer.explain = diagnoser.line
     session = Session(
         config,
@@ -131,15 +134,15 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         warmup_s=warmup_s,
         on_step_finished=printer.step,
         on_frame=diagnoser.also(trace.on_frame),
-        workers=args.workers,
-        ray_address=args.ray,
+        workers=settings.workers,
+        ray_address=settings.ray,
     )
     stopper = _SignalStopper()
     telemetry_config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(telemetry_config)
     plan = _describe_plan(args, mode, levels)
     sys.stdout.write(
-        f"gputui run: {target.base_url} model {args.model} ({args.endpoint}), {plan}, "
+        f"gputui run: {target.base_url} model {model} ({settings.endpoint}), {plan}, "
         f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
@@ -152,10 +155,38 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
     auto_reason: str | None = None
     validation: dict[str, Any] | None = None
+    info = RunInfo(
+        label=settings.label,
+        target=target,
+        model=model,
+        endpoint=settings.endpoint,
+        mode=mode,
+        levels=levels,
+        arrival=arrival if mode == "rate" else None,
+        burstiness=args.burstiness,
+        input_tokens=prepared.nominal_input,
+        output_tokens=prepared.nominal_output,
+        extra_body=extra_body,
+        step_seconds=args.step_seconds,
+        warmup_seconds=warmup_s,
+        seed=args.seed,
+        probe_path=checked.probe_path,
+        server_header=checked.server_header,
+        complete=False,
+        backend=checked.backend.name,
+        backend_evidence=checked.backend.evidence,
+        workload_details=prepared.details,
+        price_per_hour=settings.price_per_hour,
+        precision=settings.precision,
+    )
+    journal_dir = out.parent if str(out.parent) else Path()
+    for line in recover_leftovers(journal_dir):
+        printer.note(line)
     with stopper:
         sampler.start()
         session.start()
         diagnoser.start(session, sampler, telemetry_config.metrics_url)
+        _open_journal(session, journal_dir, journal_header(info, sla), printer)
         if bursts is not None:
             bursts.start()
         if args.auto:
@@ -178,10 +209,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         interrupted = stopper.fired.is_set()
         if not interrupted:
             printer.note("last step done, waiting for requests in flight")
-        session.stop(cancel=interrupted, drain_timeout_s=args.request_timeout)
+        session.stop(cancel=interrupted, drain_timeout_s=settings.request_timeout)
         diagnoser.stop()
         sampler.stop()
-    hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
     server_sample = sampler.latest().server
     burst_results = (
         burst_recoveries(
@@ -195,40 +225,24 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if bursts is not None
         else []
     )
-    info = RunInfo(
-        label=args.label,
-        target=target,
-        model=args.model,
-        endpoint=args.endpoint,
-        mode=mode,
-        levels=levels,
-        arrival=arrival if mode == "rate" else None,
-        burstiness=args.burstiness,
-        input_tokens=prepared.nominal_input,
-        output_tokens=prepared.nominal_output,
-        extra_body=extra_body,
-        step_seconds=args.step_seconds,
-        warmup_seconds=warmup_s,
-        seed=args.seed,
-        probe_path=checked.probe_path,
-        server_header=checked.server_header,
+    info = replace(
+        info,
         complete=not interrupted,
         interrupted_by=stopper.signal_name,
         auto_reason=auto_reason,
         validation=validation,
         bursts=burst_results,
-        hardware=hardware,
-        telemetry=telemetry,
-        client_extra={"workers": args.workers, "ray": args.ray, **trace.saturation()},
+        client_extra={"workers": settings.workers, "ray": settings.ray, **trace.saturation()},
         backend=_backend_name(checked.backend, server_sample),
-        backend_evidence=checked.backend.evidence,
-        workload_details=prepared.details,
     )
-    snapshot = diagnoser.attach(source.finish(build_snapshot(session, info), session.all_records()))
-    if args.price_per_hour is not None:
-        # An extra v1 key (the models allow unknown keys); `gputui compare` reads it.
-        snapshot = snapshot.model_copy(update={"price_per_hour": args.price_per_hour})
-    save_snapshot(snapshot, out)
+    snapshot = save_session(
+        session,
+        info,
+        sampler,
+        out,
+        finish=lambda s: diagnoser.attach(source.finish(s, session.all_records())),
+    )
+    session.close_journal(saved=True)
     printer.table(session.finished_steps())
     saturation = trace.saturation()
     if saturation["saturated_share"] > 0.05:
@@ -242,12 +256,25 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     sys.stdout.write(f"{spec_line}\n" if spec_line else "")
     sys.stdout.write("".join(f"{line}\n" for line in source.lines(snapshot)))
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))
-    printer.response_models(args.model, session.all_records())
+    printer.response_models(model, session.all_records())
     if session.cancelled:
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {out}{note}\n")
     return 128 + stopper.signal_number if interrupted else 0
+
+
+def _open_journal(
+    session: Session, folder: Path, header: JournalHeader, printer: StepPrinter
+) -> Path | None:
+    """The run's crash journal beside its snapshot (a run without one still runs)."""
+    try:
+        path = session.open_journal(folder, header, on_error=printer.note)
+    except OSError as exc:
+        printer.note(f"no journal (crash recovery off): {exc}")
+        return None
+    printer.note(f"journal {path} (a crash is recovered by gputui sessions --recover)")
+    return path
 
 
 def _backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
@@ -277,7 +304,14 @@ def _extra_body(text: str | None) -> dict[str, Any]:
     return value
 
 
-def _output_path(text: str) -> Path:
+def _output_path(text: str | None, settings: SessionSettings) -> Path:
+    """--out, else a new file in the sessions folder (so `gputui sessions` lists it)."""
+    if text is None:
+        try:
+            settings.snapshot_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--snapshot-dir {settings.snapshot_dir}: {exc}") from None
+        return session_file(settings.snapshot_dir, settings.label)
     path = Path(text)
     folder = path.parent if str(path.parent) else Path()
     if not folder.is_dir():
@@ -314,153 +348,3 @@ class _SignalStopper:
                 f"\ngputui run: {self.signal_name}: stopping, saving what was measured\n"
             )
         self.fired.set()
-
-
-MIN_LIFETIMES_PER_STEP = 3
-"""Fewer request lifetimes than this in a step's window and closed-loop waves show in its rates."""
-
-
-def step_warnings(result: StepResult) -> list[str]:
-    """What makes a step's throughput mean less than it seems, one line each."""
-    lines = []
-    if result.short_outputs:
-        share = result.short_outputs / result.requests_ok if result.requests_ok else 0.0
-        lines.append(
-            f"{result.short_outputs} of {result.requests_ok} ok requests ({share:.0%}) stopped "
-            "before the output tokens asked for: out tok/s counts the shorter outputs "
-            "(--ignore-eos asks the server to run to the limit)"
-        )
-    if result.requests_ok and not result.output_tokens_from_usage:
-        lines.append("the server sent no usage report: output tokens are counted as content chunks")
-    e2e_s = result.e2e_s.p50
-    if e2e_s and result.duration_s < MIN_LIFETIMES_PER_STEP * e2e_s:
-        lines.append(
-            f"the step ({result.duration_s:.0f} s) is under {MIN_LIFETIMES_PER_STEP} request "
-            f"lifetimes (E2E p50 {e2e_s:.1f} s): requests finish in waves, so its tok/s is "
-            "noisy; use longer --step-seconds"
-        )
-    return lines
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value * 1e3:.1f}"
-
-
-class StepPrinter:
-    """Writes one line per finished step and a final table."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-        self._printed = 0
-        self.explain: Callable[[StepResult], str] | None = None
-        """The step's verdict line (diagnosis), printed under its numbers."""
-
-    def step(self, result: StepResult) -> None:
-        """One line for a finished step (called from the engine's reader thread)."""
-        sla = "SLA ok" if result.sla_ok else "SLA fail"
-        sla += f" ({result.sla_verdict}, n={result.ttft_s.n})" if result.sla_verdict else ""
-        flag = " INCOMPLETE" if result.incomplete else ""
-        errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
-        body = (
-            f"{result.mode} {result.level:g}: "
-            f"ok {result.requests_ok} failed {result.requests_failed}"
-            f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
-            f"{result.output_tokens_per_s:.1f} out tok/s, "
-            f"TTFT p50/p95 {_ms(result.ttft_s.p50)}/{_ms(result.ttft_s.p95)} ms, "
-            f"{stream_text(result)}"
-            f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
-            f"{sla}{flag}\n"
-        )
-        verdict = self.explain(result) if self.explain is not None else None
-        with self._lock:
-            self._printed += 1
-            self._stream.write(f"step {self._printed} {body}")
-            if verdict:
-                self._stream.write(f"  {verdict}\n")
-            self._stream.write("".join(f"  warning: {line}\n" for line in step_warnings(result)))
-            self._stream.flush()
-
-    def response_models(self, asked: str, records: Sequence[RequestRecord]) -> None:
-        """A note when the server answered with another `model` name than the one asked for."""
-        names = Counter(r.response_model for r in records if r.response_model is not None)
-        for name, count in names.most_common():
-            if name != asked:
-                self.note(
-                    f"the server answered with model {name!r} (asked for {asked!r}) "
-                    f"in {count} of {len(records)} requests"
-                )
-
-    def note(self, text: str) -> None:
-        """A line of progress."""
-        with self._lock:
-            self._stream.write(f"gputui run: {text}\n")
-            self._stream.flush()
-
-    def summary(self, snapshot: Snapshot) -> None:
-        """Knee, capacity, validation and bursts, one line each."""
-        lines = []
-        if snapshot.knee is not None:
-            lines.append(
-                f"knee: {snapshot.knee.mode} {snapshot.knee.level:g} ({snapshot.knee.reason})"
-            )
-            if snapshot.knee.explanation:
-                lines.append(f"  {snapshot.knee.explanation}")
-        else:
-            lines.append(f"knee: none ({snapshot.knee_reason})")
-        capacity = snapshot.capacity
-        if capacity is not None:
-            lines.append(
-                f"capacity: {capacity.mode} {capacity.level:g}: "
-                f"{capacity.output_tokens_per_s:.1f} out tok/s, "
-                f"{capacity.requests_per_s:.2f} req/s, "
-                f"P95 TTFT {_ms(capacity.ttft_p95_s)} ms, P95 TPOT {_ms(capacity.tpot_p95_s)} ms"
-                + (
-                    " (measured while throttled)"
-                    if getattr(capacity, "measured_while_throttled", False)
-                    else ""
-                )
-            )
-        else:
-            lines.append(f"capacity: none ({snapshot.capacity_reason})")
-        if snapshot.validation is not None:
-            v = snapshot.validation
-            verdict = "holds" if v.get("holds") else "does NOT hold"
-            sla_text = "ok" if v["sla_ok"] else "missed"
-            lines.append(
-                f"validation at {v['rate']:g} req/s: {verdict} "
-                f"(SLA {sla_text}, {v['queue_reason']})"
-            )
-        for burst in snapshot.bursts:
-            rec = burst["recovery_s"]
-            lines.append(
-                f"burst of {burst['count']} at {burst['at_s']:.1f} s: "
-                + (f"recovered in {rec:.2f} s" if rec is not None else "did not recover")
-            )
-        with self._lock:
-            self._stream.write("\n".join(lines) + "\n")
-            self._stream.flush()
-
-    def table(self, results: list[StepResult]) -> None:
-        """The final table, one row per step."""
-        header = (
-            f"{'step':>4} {'mode':<11} {'level':>6} {'ok':>6} {'fail':>5} {'req/s':>7} "
-            f"{'out tok/s':>9} {'TTFT p50':>8} {'TTFT p95':>8} {'TPOT p95':>8} "
-            f"{'ITL p95':>8} {'E2E p95':>8} {'goodput':>8} {'SLA':>4}"
-        )
-        rows = [header, "-" * len(header)]
-        rows.extend(
-            (
-                f"{number:>4} {r.mode:<11} {r.level:>6g} {r.requests_ok:>6} "
-                f"{r.requests_failed:>5} {r.requests_per_s:>7.2f} {r.output_tokens_per_s:>9.1f} "
-                f"{_ms(r.ttft_s.p50):>8} {_ms(r.ttft_s.p95):>8} {_ms(r.tpot_s.p95):>8} "
-                f"{_ms(r.itl_s.p95):>8} {_ms(r.e2e_s.p95):>8} "
-                f"{r.goodput_requests_per_s:>8.2f} {'ok' if r.sla_ok else 'FAIL':>4}"
-                + (" incomplete" if r.incomplete else "")
-            )
-            for number, r in enumerate(results, start=1)
-        )
-        rows.append("latencies in ms; goodput in req/s meeting the SLA")
-        with self._lock:
-            self._stream.write("\n".join(rows) + "\n")
-            self._stream.flush()

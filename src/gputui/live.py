@@ -8,121 +8,40 @@ can be driven and tested headless. An unreachable target is a state (`target_sta
 every 2 s, not an error; so is a server that stops accepting connections mid-run (new connect
 failures and no new successes in the rolling window), until requests succeed again.
 
-The session journal is kept by a `snapshot.journal.JournalWriter` (its own thread, about once a
-second: the requests and steps finished since). It is deleted once `stop()` has saved the snapshot,
-so a journal left behind means a session died unsaved.
+The Session keeps the journal (`Session.open_journal`, as for `gputui run`) and the event log
+(`Session.events`, detected on its own frame thread, never as a side effect of a UI poll); this
+controller adds its own events (connecting, pauses, saves) to that log. The view comes out of
+the one pure builder (`gputui.view.build_view`) that the replay uses too. A snapshot is written by
+`snapshot.assemble.save_session`, the function `gputui run` uses. The journal is deleted once
+`stop()` has saved the snapshot, so one left behind means a crash.
 `stop()` is idempotent: the UI's quit, a signal handler and the CLI's clean-up may all call it.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-from collections import Counter, deque
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections import deque
 from pathlib import Path
-from typing import Literal
 
+from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
-from gputui.engine.process import EngineConfig
 from gputui.errors import GputuiError
-from gputui.metrics.capacity import Capacity, qualified_capacity
-from gputui.metrics.knee import Knee, knee_from_steps
-from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
+from gputui.live_settings import LiveSettings as LiveSettings
+from gputui.live_settings import backend_from_server
 from gputui.session import Session, StatsFrame
-from gputui.snapshot.assemble import RunInfo, build_snapshot
-from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.snapshot.models import SlaBounds, Target, Workload
-from gputui.snapshot.store import save_snapshot
-from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
+from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
+from gputui.sweep import InFlightTrace
+from gputui.telemetry.sampler import TelemetrySampler
+from gputui.view import EventKind as EventKind
+from gputui.view import LiveEvent as LiveEvent
+from gputui.view import LiveView as LiveView
+from gputui.view import ViewInputs, build_view
 
-EventKind = Literal["info", "error", "throttle", "preemption", "sla"]
 _RETRY_S = 2.0
-_MAX_EVENTS = 200
 _HISTORY = 240
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
-_JOURNAL_INTERVAL_S = 1.0
-_DOWN = "unreachable: requests cannot connect"
-"""The target state while a server that answered stops accepting connections."""
-
-
-@dataclass(frozen=True, slots=True)
-class LiveSettings:
-    """What a live session needs (built by the CLI from flags or a scenario)."""
-
-    engine: EngineConfig
-    sla: Sla
-    warmup_s: float = 5.0
-    window_s: float = 30.0
-    start_mode: LoadMode = "concurrency"
-    start_level: float = 1.0
-    factor: float = 2.0
-    burst_size: int = 16
-    snapshot_dir: Path = Path()
-    label: str | None = None
-    gpu_description: str | None = None
-    """For a simulated target, the card and model it simulates."""
-    journal: bool = True
-    """Keep an append-only journal in `snapshot_dir` while the session runs (crash recovery)."""
-    workers: int = 1
-    """Engine processes sharing the load (engine.pool)."""
-    ray_address: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LiveEvent:
-    """One line of the event log."""
-
-    t_s: float
-    """Seconds since the session started."""
-    kind: EventKind
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class LiveView:
-    """Everything the live screen shows, at one instant (never mutated)."""
-
-    seq: int
-    target_url: str
-    model: str
-    target_state: str
-    """"connecting", "ok", or "unreachable: <reason>"."""
-    backend: str | None
-    mode: LoadMode
-    level: float
-    factor: float
-    paused: bool
-    session_s: float
-    frame: StatsFrame | None
-    steps: tuple[StepResult, ...]
-    knee: Knee | None
-    knee_reason: str
-    capacity: Capacity | None
-    capacity_reason: str
-    telemetry: TelemetryFrame | None
-    traces: Traces | None
-    """Recent telemetry history for the GPU traces."""
-    events: tuple[LiveEvent, ...]
-    sla: Sla
-    gpu_description: str | None
-    last_saved: Path | None = None
-    notices: tuple[str, ...] = field(default_factory=tuple)
-    throughput_history: tuple[float, ...] = ()
-    """Rolling output tok/s, one value per frame, oldest first."""
-    error_rate_history: tuple[float, ...] = ()
-    """Rolling error rate (0..1), one value per frame, oldest first."""
-    ui_cpu_percent: float | None = None
-    """CPU of this (the UI) process over the last second, 100 = one core."""
-    best_step_index: int | None = None
-    """Index in `steps` of the SLA-qualified step (the capacity), if any."""
-    label: str | None = None
-    journal_path: Path | None = None
-    stopped: bool = False
 
 
 class LiveController:
@@ -131,30 +50,26 @@ class LiveController:
     def __init__(self, settings: LiveSettings, telemetry: TelemetrySampler | None = None) -> None:
         self.settings = settings
         self._telemetry = telemetry
+        self._trace = InFlightTrace()
+        self._server_header = ""
+        self._backend_evidence: str | None = None
         self._session = Session(
             settings.engine,
             settings.sla,
             warmup_s=settings.warmup_s,
             window_s=settings.window_s,
-            on_step_finished=self._step_finished,
+            on_frame=self._on_frame,
+            telemetry=telemetry.latest if telemetry is not None else None,
             workers=settings.workers,
             ray_address=settings.ray_address,
         )
         self._lock = threading.Lock()
-        self._saturated = False
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level
         self._factor = settings.factor
         self._paused = False
         self._target_state = "connecting"
         self._backend: str | None = None
-        self._events: deque[LiveEvent] = deque(maxlen=_MAX_EVENTS)
-        self._errors_seen: Counter[str] = Counter()
-        self._watched_seq = -1
-        self._connect_seen = 0
-        self._ok_seen = 0
-        self._throttled: dict[int, tuple[str, ...]] = {}
-        self._preemptions: int | None = None
         self._stopping = threading.Event()
         self._started_ns = time.perf_counter_ns()
         self._view: LiveView | None = None
@@ -167,12 +82,15 @@ class LiveController:
         self._stop_lock = threading.Lock()
         self._stopped = False
         self._final_path: Path | None = None
-        self._history_seq = -1
         self._throughput: deque[float] = deque(maxlen=_HISTORY)
         self._error_rate: deque[float] = deque(maxlen=_HISTORY)
         self._cpu_mark = (time.process_time(), time.perf_counter())
         self._ui_cpu: float | None = None
-        self._journal: JournalWriter | None = None
+
+    @property
+    def session(self) -> Session:
+        """The Session this controller drives (for measurements, e.g. benchmarks/fidelity.py)."""
+        return self._session
 
     # lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -203,7 +121,14 @@ class LiveController:
                 self._target_state = state
                 self._stopping.wait(_RETRY_S)
                 continue
-            self._backend = _backend_from_server(checked.server_header)
+            detected = checked.backend
+            self._backend = (
+                detected.name
+                if detected.name != OPENAI_COMPATIBLE
+                else backend_from_server(checked.server_header)
+            )
+            self._backend_evidence = detected.evidence
+            self._server_header = checked.server_header
             break
         if self._stopping.is_set():
             return
@@ -240,7 +165,9 @@ class LiveController:
                         complete=reason is None,
                         interrupted_by=reason,
                     )
-            self._close_journal(saved=path is not None or not self._session.finished_steps())
+            self._session.close_journal(
+                saved=path is not None or not self._session.finished_steps()
+            )
             if self._telemetry is not None:
                 self._telemetry.stop()
             self._final_path = path
@@ -315,14 +242,13 @@ class LiveController:
         frame = self._session.latest if self._session.started_ns else None
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
         steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
-        self._watch(frame, telemetry)
-        self._track(frame)
+        self._track_cpu()
         key = (
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
             len(steps),
-            len(self._events),
-            self._target_state,
+            self._session.events.count,
+            self._shown_target_state(),
             self._mode,
             self._level,
             self._factor,
@@ -333,41 +259,35 @@ class LiveController:
         )
         if self._view is not None and key == self._view_key:
             return self._view
-        knee = knee_from_steps(steps, mode=self._mode) if steps else None
-        capacity = qualified_capacity(steps, self.settings.sla) if steps else None
-        best = _step_index_of(steps, capacity.capacity) if capacity else None
         client = self.settings.engine.client
         self._seq += 1
-        self._view = LiveView(
-            seq=self._seq,
-            target_url=client.target.base_url,
-            model=client.model,
-            target_state=self._target_state,
-            backend=self._backend,
-            mode=self._mode,
-            level=self._level,
-            factor=self._factor,
-            paused=self._paused,
-            session_s=self._elapsed_s(),
-            frame=frame,
-            steps=steps,
-            knee=knee.knee if knee else None,
-            knee_reason=knee.reason if knee else "no finished step yet",
-            capacity=capacity.capacity if capacity else None,
-            capacity_reason=capacity.reason if capacity else "no finished step yet",
-            telemetry=telemetry,
-            traces=self._telemetry.recent() if self._telemetry is not None else None,
-            events=tuple(self._events),
-            sla=self.settings.sla,
-            gpu_description=self.settings.gpu_description,
-            last_saved=self._last_saved,
-            throughput_history=tuple(self._throughput),
-            error_rate_history=tuple(self._error_rate),
-            ui_cpu_percent=self._ui_cpu,
-            best_step_index=best,
-            label=self.settings.label,
-            journal_path=self._journal.path if self._journal is not None else None,
-            stopped=self._stopped,
+        self._view = build_view(
+            ViewInputs(
+                seq=self._seq,
+                target_url=client.target.base_url,
+                model=client.model,
+                target_state=self._shown_target_state(),
+                backend=self._backend,
+                mode=self._mode,
+                level=self._level,
+                factor=self._factor,
+                paused=self._paused,
+                session_s=self._elapsed_s(),
+                sla=self.settings.sla,
+                frame=frame,
+                steps=steps,
+                events=self._session.events.items(),
+                telemetry=telemetry,
+                traces=self._telemetry.recent() if self._telemetry is not None else None,
+                gpu_description=self.settings.gpu_description,
+                throughput_history=tuple(self._throughput),
+                error_rate_history=tuple(self._error_rate),
+                ui_cpu_percent=self._ui_cpu,
+                label=self.settings.label,
+                last_saved=self._last_saved,
+                journal_path=self._session.journal_path,
+                stopped=self._stopped,
+            )
         )
         self._view_key = key
         return self._view
@@ -390,18 +310,18 @@ class LiveController:
         with self._lock:
             mode, level = self._mode, self._level
         self._session.set_load(mode, level)
-        unit = "concurrent" if mode == "concurrency" else "req/s"
-        self._event("info", f"load {level:g} {unit}")
 
     def _event(self, kind: EventKind, text: str) -> None:
-        self._events.append(LiveEvent(round(self._elapsed_s(), 1), kind, text))
+        self._session.events.add(kind, text)
 
-    def _track(self, frame: StatsFrame | None) -> None:
-        """Keep the sparkline history (one point per new frame) and the UI process's CPU."""
-        if frame is not None and frame.seq != self._history_seq:
-            self._history_seq = frame.seq
-            self._throughput.append(frame.window.output_tokens_per_s)
-            self._error_rate.append(frame.window.error_rate or 0.0)
+    def _on_frame(self, frame: StatsFrame) -> None:
+        """Each new frame, on the Session's frame thread (after its events): history, trace."""
+        self._trace.on_frame(frame)
+        self._throughput.append(frame.window.output_tokens_per_s)
+        self._error_rate.append(frame.window.error_rate or 0.0)
+
+    def _track_cpu(self) -> None:
+        """The UI process's CPU over the last second."""
         cpu_s, wall_s = time.process_time(), time.perf_counter()
         if wall_s - self._cpu_mark[1] >= 1.0:
             self._ui_cpu = 100.0 * (cpu_s - self._cpu_mark[0]) / (wall_s - self._cpu_mark[1])
@@ -411,105 +331,31 @@ class LiveController:
     def _open_journal(self) -> None:
         if not self.settings.journal:
             return
-        client = self.settings.engine.client
-        shape = self.settings.engine.shape
-        header = JournalHeader(
-            label=self.settings.label,
-            target=Target(
-                url=client.target.api_url,
-                model=client.model,
-                endpoint=client.endpoint,
-                backend=self._backend,
-            ),
-            workload=Workload(
-                input_tokens=shape.input_tokens,
-                output_tokens=shape.output_tokens,
-                endpoint=client.endpoint,
-                ignore_eos=bool(client.extra_body.get("ignore_eos", False)),
-            ),
-            sla=SlaBounds.from_sla(self.settings.sla),
-            plan={"mode": self._mode, "warmup_seconds": self.settings.warmup_s, "live": True},
-        )
+        info = self._run_info(self.settings.label, complete=False)
         try:
-            journal = Journal.create(self.settings.snapshot_dir, header)
+            self._session.open_journal(
+                self.settings.snapshot_dir,
+                journal_header(info, self.settings.sla),
+                on_error=lambda message: self._event("error", message),
+            )
         except OSError as exc:
             self._event("error", f"no journal (crash recovery off): {exc}")
-            return
-        self._journal = JournalWriter(
-            journal,
-            self._session.all_records,
-            self._session.started_ns,
-            interval_s=_JOURNAL_INTERVAL_S,
-            on_error=lambda message: self._event("error", message),
-        )
-        self._journal.start()
 
-    def _close_journal(self, *, saved: bool) -> None:
-        if self._journal is not None:
-            self._journal.stop(delete=saved)
+    def _shown_target_state(self) -> str:
+        """Connecting or unreachable (the preflight's), else what the Session's frames say."""
+        return self._session.target_state if self._target_state == "ok" else self._target_state
 
-    def _step_finished(self, step: StepResult) -> None:
-        if self._journal is not None:
-            self._journal.add_step(step)
-        if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
-            self._event("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA")
-
-    def _watch(self, frame: StatsFrame | None, telemetry: TelemetryFrame | None) -> None:
-        """Turn changes in the frames into events (errors, throttling, preemptions)."""
-        if frame is not None and frame.seq != self._watched_seq:
-            self._watched_seq = frame.seq
-            window = frame.window
-            for reason in sorted(set(window.errors) | set(self._errors_seen)):
-                count, seen = window.errors.get(reason, 0), self._errors_seen[reason]
-                if count > seen:  # the window slides: compare with the last frame, not the max
-                    self._event("error", f"{count - seen} x {reason}")
-                self._errors_seen[reason] = count
-            self._track_target(window.errors.get("connect", 0), window.requests_ok)
-            if frame.client_saturated and not self._saturated:
-                self._event(
-                    "error",
-                    f"the client is saturated ({frame.busiest_worker_cpu_percent:.0f} % CPU, "
-                    f"{frame.workers} worker(s)): its timings include its own queueing; "
-                    "restart with more --workers",
-                )
-            self._saturated = frame.client_saturated
-        if telemetry is None:
-            return
-        for gpu in telemetry.gpus:
-            reasons = tuple(r for r in (gpu.throttle_reasons or ()) if r != "gpu_idle")
-            if reasons and reasons != self._throttled.get(gpu.index):
-                self._event("throttle", f"GPU {gpu.index} throttling: {', '.join(reasons)}")
-            self._throttled[gpu.index] = reasons
-        server = telemetry.server
-        if server is not None and server.preemptions_total is not None:
-            if self._preemptions is not None and server.preemptions_total > self._preemptions:
-                delta = server.preemptions_total - self._preemptions
-                self._event("preemption", f"{delta} preemptions (KV cache full)")
-            self._preemptions = server.preemptions_total
-
-    def _track_target(self, connect_failures: int, ok: int) -> None:
-        """A server that dies mid-run: unreachable once requests stop connecting, ok once back."""
-        connect_rose, ok_rose = connect_failures > self._connect_seen, ok > self._ok_seen
-        self._connect_seen, self._ok_seen = connect_failures, ok
-        if self._target_state == "ok" and connect_rose and not ok_rose:
-            self._target_state = _DOWN
-            self._event("error", "target unreachable: connections refused; the load retries")
-        elif self._target_state == _DOWN and ok_rose:
-            self._target_state = "ok"
-            self._event("info", "target answers again")
-
-    def _save(
+    def _run_info(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
-    ) -> Path:
+    ) -> RunInfo:
         client = self.settings.engine.client
-        steps = self._session.finished_steps()
-        info = RunInfo(
+        return RunInfo(
             label=label,
             target=client.target,
             model=client.model,
             endpoint=client.endpoint,
             mode=self._mode,
-            levels=[s.level for s in steps],
+            levels=[s.level for s in self._session.finished_steps()],
             input_tokens=self.settings.engine.shape.input_tokens,
             output_tokens=self.settings.engine.shape.output_tokens,
             step_seconds=0.0,
@@ -518,34 +364,23 @@ class LiveController:
             interrupted_by=interrupted_by,
             extra_body=client.extra_body,
             backend=self._backend,
+            server_header=self._server_header,
+            backend_evidence=self._backend_evidence,
+            client_extra={
+                "workers": self.settings.workers,
+                "ray": self.settings.ray_address,
+                **self._trace.saturation(),
+            },
+            price_per_hour=self.settings.price_per_hour,
+            precision=self.settings.precision,
         )
-        snapshot = build_snapshot(self._session, info)
-        folder = self.settings.snapshot_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
-        path = folder / f"{stamp}-{slug}.json"
-        save_snapshot(snapshot, path)
+
+    def _save(
+        self, label: str | None, *, complete: bool, interrupted_by: str | None = None
+    ) -> Path:
+        path = session_file(self.settings.snapshot_dir, label)
+        info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
+        save_session(self._session, info, self._telemetry, path)
         self._last_saved = path
         self._event("info", f"saved {path.name}")
         return path
-
-
-def _step_index_of(steps: tuple[StepResult, ...], capacity: Capacity | None) -> int | None:
-    """The last complete step at the capacity's level and mode (the one its numbers come from)."""
-    if capacity is None:
-        return None
-    for i in range(len(steps) - 1, -1, -1):
-        step = steps[i]
-        if step.level == capacity.level and step.mode == capacity.mode and not step.incomplete:
-            return i
-    return None
-
-
-def _backend_from_server(server_header: str) -> str | None:
-    header = server_header.lower()
-    if "llama.cpp" in header:
-        return "llamacpp"
-    if "gputui-sim" in header:
-        return "gputui-sim"
-    return None

@@ -5,7 +5,9 @@ statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`, `st
 of level opens a new step whose first `warmup_s` are excluded from its statistics. A step is
 finished once it is closed *and* every request sent during it has come back, so its figures never
 silently lose the slow requests. Live figures are published as an immutable `StatsFrame` swapped
-into `latest`; readers never see a half-built frame and never lock.
+into `latest`; readers never see a half-built frame and never lock. The Session also keeps what
+both front ends share: the event log (`events`, detected on the frame thread), the crash journal
+(`open_journal`) and the steps a snapshot is assembled from (`snapshot.assemble.save_session`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
+from gputui.engine.commands import Burst, Load, Pause, Resume
 from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
 from gputui.engine.pool import WorkerPool
@@ -25,12 +29,17 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
+from gputui.events import EventLog, EventWatcher, load_event, step_events
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow, WindowStats
+from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
+from gputui.telemetry.sampler import TelemetryFrame
 
 _ENGINE_START_TIMEOUT_S = 60.0
+JOURNAL_INTERVAL_S = 1.0
+"""How often the journal is written and fsync'd: a `kill -9` loses at most this much."""
 SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
@@ -75,6 +84,7 @@ class Session:
         on_frame: Callable[[StatsFrame], None] | None = None,
         workers: int = 1,
         ray_address: str | None = None,
+        telemetry: Callable[[], TelemetryFrame | None] | None = None,
     ) -> None:
         self.config = config
         self.sla = sla
@@ -115,6 +125,13 @@ class Session:
         self._interrupted_step: int | None = None
         self._hidden: set[int] = set()
         self.started_ns = 0
+        self._journal: JournalWriter | None = None
+        self._telemetry = telemetry
+        self.events = EventLog(time.perf_counter_ns())
+        """What happened, by the rules of `gputui.events` (both front ends read it)."""
+        self.target_state = "ok"
+        """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
+        self._watcher = EventWatcher()
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -138,8 +155,18 @@ class Session:
     def _publish_forever(self, interval_s: float) -> None:
         while not self._closing.wait(interval_s):
             frame = self.publish_frame()
-            if frame is not None and self._on_frame is not None:
+            if frame is None:
+                continue
+            self.observe(frame)
+            if self._on_frame is not None:
                 self._on_frame(frame)
+
+    def observe(self, frame: StatsFrame) -> None:
+        """Turn what changed since the last frame into events (on the frame thread)."""
+        telemetry = self._telemetry() if self._telemetry is not None else None
+        seen, self.target_state = self._watcher.observe(frame, telemetry, self.target_state)
+        for kind, text in seen:
+            self.events.add(kind, text)
 
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
         """Close the current step and start a new one at this load."""
@@ -155,7 +182,12 @@ class Session:
                 end_ns=-1,
             )
             self._steps.append(step)
-        self._engine.send("load", mode, level, step.index)
+            writer, hidden = self._journal, step.index in self._hidden
+        if writer is not None:
+            writer.journal.add_load(step, self.started_ns, hidden=hidden)
+        if not hidden:
+            self.events.add(*load_event(mode, float(level)))
+        self._engine.send(Load(mode, float(level), step.index))
         return step
 
     def hold(self) -> StepSpec | None:
@@ -167,24 +199,23 @@ class Session:
         current = self.current_step
         if current is None:
             return None
-        step = self.set_load(current.mode, current.level)
         with self._lock:
-            self._hidden.add(step.index)
-        return step
+            self._hidden.add(len(self._steps))  # before set_load journals it
+        return self.set_load(current.mode, current.level)
 
     def pause(self) -> None:
         """Stop sending; the current step ends here and a new one starts on resume."""
         self._paused = True
-        self._engine.send("pause")
+        self._engine.send(Pause())
 
     def resume(self) -> None:
         """Send again."""
         self._paused = False
-        self._engine.send("resume")
+        self._engine.send(Resume())
 
     def burst(self, count: int) -> None:
         """Fire `count` requests at once on top of the current load."""
-        self._engine.send("burst", count)
+        self._engine.send(Burst(count))
 
     def stop(self, *, cancel: bool, drain_timeout_s: float = 600.0) -> None:
         """End the run: close the last step, wait for (or abort) in-flight requests, finish steps.
@@ -205,8 +236,54 @@ class Session:
                 self.status = final
             self._engine_stopped = True
             finished = self._finish_ready_steps(force=True)
-        if self._on_step_finished is not None:
-            for result in finished:
+        self._deliver(finished)
+
+    # the journal -------------------------------------------------------------------------------
+    def open_journal(
+        self, folder: Path, header: JournalHeader, on_error: Callable[[str], None] | None = None
+    ) -> Path:
+        """Journal every finished request and step from now on (both front ends; OSError if not).
+
+        Steps already started are journalled at once, so a crash loses at most the last second.
+        """
+        journal = Journal.create(folder, header)
+        writer = JournalWriter(
+            journal,
+            self.all_records,
+            self.started_ns,
+            interval_s=JOURNAL_INTERVAL_S,
+            on_error=on_error,
+        )
+        with self._lock:
+            for spec in self._steps:
+                journal.add_load(spec, self.started_ns, hidden=spec.index in self._hidden)
+            for index in sorted(self._finished):
+                if index not in self._hidden:
+                    writer.add_step(self._finished[index])
+            self._journal = writer
+        writer.start()
+        return journal.path
+
+    def close_journal(self, *, saved: bool) -> None:
+        """Journal what is left and close; `saved` deletes it (a snapshot now holds it all)."""
+        writer, self._journal = self._journal, None
+        if writer is not None:
+            writer.stop(delete=saved)
+
+    @property
+    def journal_path(self) -> Path | None:
+        """The open journal's file, if any."""
+        writer = self._journal
+        return writer.path if writer is not None else None
+
+    def _deliver(self, finished: list[StepResult]) -> None:
+        writer = self._journal
+        for result in finished:
+            for kind, text in step_events(result):
+                self.events.add(kind, text)
+            if writer is not None:
+                writer.add_step(result)
+            if self._on_step_finished is not None:
                 self._on_step_finished(result)
 
     # views ---------------------------------------------------------------------------------------
@@ -314,9 +391,7 @@ class Session:
                     self._rtt_ns.append(sample)
                     self._rtt_at_ns.append(arrived_ns)
             finished = self._finish_ready_steps(force=False)
-        if self._on_step_finished is not None:
-            for result in finished:
-                self._on_step_finished(result)
+        self._deliver(finished)
 
     def _update_cpu(self, status: EngineStatus) -> None:
         if self._status_prev is not None:

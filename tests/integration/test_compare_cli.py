@@ -125,7 +125,7 @@ def test_a_real_short_sweep_then_compare(fixed_sim: SimProcess, tmp_path: Path) 
             "--price-per-hour", price, "--label", label, "--out", str(out),
         timeout=60)  # fmt: skip
         assert run.returncode == 0, run.stderr
-        assert (load_snapshot(out).model_extra or {})["price_per_hour"] == float(price)
+        assert load_snapshot(out).price_per_hour == float(price)
         outs.append(out)
     result = gputui("compare", *map(str, outs), "--format", "json")
     assert result.returncode == 0, result.stderr

@@ -17,9 +17,10 @@ import pytest
 from gputui.engine.client import ClientConfig, StreamingClient, Timeouts
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
-from gputui.headless import StepPrinter, step_warnings
+from gputui.headless import StepPrinter
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
+from gputui.metrics.step_quality import step_warnings
 from gputui.snapshot.assemble import request_totals
 from tests.support.fixtures import fixture_path, split_response, sse_events
 from tests.support.replay import CLOSE, Part, chunked, fixed, replay

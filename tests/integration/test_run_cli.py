@@ -305,7 +305,7 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
     assert snap.capacity.above_level is not None and snap.capacity.above_verdict != "pass"
     assert snap.capacity.output_tokens_per_s_ci is not None
     assert snap.validation is not None
-    assert snap.validation["rate"] == pytest.approx(0.9 * snap.capacity.requests_per_s, rel=0.01)
-    assert "queue_bounded" in snap.validation
+    assert snap.validation.rate == pytest.approx(0.9 * snap.capacity.requests_per_s, rel=0.01)
+    assert snap.validation.queue_bounded is not None
     assert snap.steps[-1].mode == "rate"
     assert "capacity: concurrency" in result.stdout

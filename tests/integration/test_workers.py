@@ -163,8 +163,8 @@ def test_a_saturated_client_is_an_event() -> None:
         busiest_worker_cpu_percent=97.0,
         client_saturated=True,
     )
-    controller._watch(frame, None)
-    controller._watch(replace(frame, seq=2), None)
-    saturated = [e for e in controller._events if "saturated" in e.text]
+    controller.session.observe(frame)
+    controller.session.observe(replace(frame, seq=2))
+    saturated = [e for e in controller.view().events if "saturated" in e.text]
     assert len(saturated) == 1  # once per episode, not once per frame
     assert "restart with more --workers" in saturated[0].text

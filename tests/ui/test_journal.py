@@ -10,16 +10,9 @@ import textwrap
 from pathlib import Path
 
 from gputui.engine.records import RequestRecord
-from gputui.snapshot.journal import (
-    Journal,
-    JournalHeader,
-    JournalWriter,
-    discard,
-    find_leftovers,
-    read_journal,
-    recover,
-)
+from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.snapshot.models import SlaBounds, Target, Workload
+from gputui.snapshot.recovery import discard, find_leftovers, read_journal, recover
 from gputui.snapshot.store import load_snapshot
 from gputui.ui.app import AppOptions
 from gputui.ui.screens.dialogs import RecoverJournalScreen

@@ -162,7 +162,9 @@ def test_panels_from_the_replayed_sweep() -> None:
     assert gpu[7].split() == ["running", "64", "waiting", "16", "preempted", "24"]
 
     events = texts(events_lines(view, 60, 3))
-    assert [e.split()[1] for e in events] == ["throttle", "preemption", "sla"]
+    # the live rules: step 8's warning and missed SLA, then the load back at the knee
+    assert [e.split()[1] for e in events] == ["warning", "sla", "info"]
+    assert "load 64 concurrent" in events[2]
 
 
 def test_gpu_panel_without_telemetry_names_the_source_state() -> None:

@@ -136,6 +136,8 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "bursts",
         "conversations",
         "trace",
+        "price_per_hour",
+        "precision",
     }
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1

@@ -66,7 +66,7 @@ def test_a_burst_that_never_recovers() -> None:
 
 
 def test_a_step_shorter_than_three_request_lifetimes_is_flagged() -> None:
-    from gputui.headless import step_warnings
+    from gputui.metrics.step_quality import step_warnings
     from tests.support.steps import make_step
 
     step = make_step(16, output_tokens_per_s=900.0)

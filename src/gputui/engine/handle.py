@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from gputui.engine.commands import Command, Stop, check_command
 from gputui.engine.process import EngineConfig, EngineStatus, engine_main
 from gputui.engine.records import RequestRecord
 
@@ -57,8 +58,9 @@ class EngineHandle:
             timeout_s -= 0.05
         return True
 
-    def send(self, *command: Any) -> None:
-        """Send a command tuple; ignored once the engine has gone."""
+    def send(self, command: Command) -> None:
+        """Send a command; ignored once the engine has gone (TypeError for a non-command)."""
+        check_command(command)
         with self._send_lock:
             if self.stopped.is_set():
                 return
@@ -69,9 +71,9 @@ class EngineHandle:
 
     def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
         """Ask the engine to stop and wait for its last batch; kill it if it does not come."""
-        self.send("stop", cancel)
+        self.send(Stop(cancel))
         if not self.stopped.wait(timeout_s):
-            self.send("stop", True)
+            self.send(Stop(True))
             self.stopped.wait(10.0)
         if self._thread is not None:
             self._thread.join(timeout=5.0)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any
 
+from gputui.engine.commands import Burst, Command, Load, Stop, check_command
 from gputui.engine.handle import BatchCallback, EngineHandle
+from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.records import RequestRecord
 
@@ -24,6 +25,13 @@ def split_whole(total: int, parts: int) -> list[int]:
     """`total` split into `parts` whole shares that differ by at most one."""
     base, extra = divmod(total, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def load_shares(mode: LoadMode, level: float, parts: int) -> list[float]:
+    """Each worker's share of a load: whole streams for concurrency, an equal rate otherwise."""
+    if mode == "concurrency":
+        return [float(s) for s in split_whole(int(level), parts)]
+    return [float(level) / parts] * parts
 
 
 def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
@@ -37,6 +45,7 @@ def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
         connections_opened=sum(s.connections_opened for s in statuses),
         uvloop=all(s.uvloop for s in statuses),
         paused=any(s.paused for s in statuses),
+        error=next((s.error for s in statuses if s.error), None),
     )
 
 
@@ -132,32 +141,27 @@ class WorkerPool:
         """Wait until every worker runs."""
         return all(h.wait_ready(timeout_s) for h in self._handles)
 
-    def send(self, *command: Any) -> None:
+    def send(self, command: Command) -> None:
         """Split load and burst commands across the workers; broadcast the rest."""
-        kind = command[0]
         count = len(self._handles)
-        if kind == "load":
-            _, mode, level, step = command
-            if mode == "concurrency":
-                shares: list[float] = [float(s) for s in split_whole(int(level), count)]
-            else:
-                shares = [float(level) / count] * count
-            for handle, share in zip(self._handles, shares, strict=True):
-                handle.send("load", mode, share, step)
-        elif kind == "burst":
-            for handle, share in zip(
-                self._handles, split_whole(int(command[1]), count), strict=True
-            ):
-                if share:
-                    handle.send("burst", share)
-        else:
-            for handle in self._handles:
-                handle.send(*command)
+        match check_command(command):
+            case Load(mode, level, step):
+                for handle, share in zip(
+                    self._handles, load_shares(mode, level, count), strict=True
+                ):
+                    handle.send(Load(mode, share, step))
+            case Burst(total):
+                for handle, share in zip(self._handles, split_whole(total, count), strict=True):
+                    if share:
+                        handle.send(Burst(share))
+            case _:
+                for handle in self._handles:
+                    handle.send(command)
 
     def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
         """Stop every worker (in parallel) and merge their final statuses."""
         for handle in self._handles:
-            handle.send("stop", cancel)
+            handle.send(Stop(cancel))
         finals = [h.stop(cancel=cancel, timeout_s=timeout_s) for h in self._handles]
         self.stopped.set()
         reported = [f for f in finals if f is not None]

@@ -24,12 +24,17 @@ class PreflightResult:
     server_header: str
     backend: Backend = UNCHECKED
     """What kind of server this is (see engine.backend), for the header and `target.backend`."""
+    model: str = ""
+    """The model to request: the one asked for, or the only one the server serves."""
 
 
 def preflight(
-    target: Target, model: str, *, api_key: str | None, timeout_s: float = 10.0
+    target: Target, model: str | None, *, api_key: str | None, timeout_s: float = 10.0
 ) -> PreflightResult:
-    """Check the target; raise ServerUnreachable or ModelNotServed with a one-line message."""
+    """Check the target; raise ServerUnreachable or ModelNotServed with a one-line message.
+
+    Without a `model`, the server must serve exactly one, which is then the one requested.
+    """
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     models_url = f"{target.api_url}/models"
     try:
@@ -56,8 +61,14 @@ def preflight(
         models = tuple(str(entry["id"]) for entry in payload["data"])
     except (ValueError, KeyError, TypeError):
         raise ServerUnreachable(f"{models_url} did not return an OpenAI model list") from None
+    listed = ", ".join(models[:10]) or "none"
+    if model is None:
+        if len(models) != 1:
+            raise ModelNotServed(
+                f"--model is required: {target.base_url} serves {len(models)} models ({listed})"
+            )
+        model = models[0]
     if model not in models:
-        listed = ", ".join(models[:10]) or "none"
         raise ModelNotServed(
             f"{target.base_url} does not serve model {model!r} (it lists: {listed})"
         )
@@ -67,7 +78,7 @@ def preflight(
     if backend.name == OPENAI_COMPATIBLE:
         metrics = _metrics_text(f"{target.base_url}{target.root_prefix}/metrics", headers)
         backend = detect_backend(server_header, payload, metrics)
-    return PreflightResult(models, probe_path, server_header, backend)
+    return PreflightResult(models, probe_path, server_header, backend, model)
 
 
 def _metrics_text(url: str, headers: dict[str, str]) -> str | None:

@@ -22,6 +22,16 @@ from typing import Any, Protocol
 
 from gputui.engine.arrivals import Arrival, ArrivalProcess
 from gputui.engine.client import ClientConfig, StreamingClient
+from gputui.engine.commands import (
+    Burst,
+    Command,
+    Load,
+    Pause,
+    Resume,
+    Stop,
+    UnknownCommand,
+    check_command,
+)
 from gputui.engine.http import ConnectionPool
 from gputui.engine.load import LoadController, RequestShape
 from gputui.engine.probe import RttProbe
@@ -65,6 +75,8 @@ class EngineStatus:
     connections_opened: int
     uvloop: bool
     paused: bool
+    error: str | None = None
+    """Why the engine stopped on its own (an unknown command), if it did."""
 
 
 class EngineConnection(Protocol):
@@ -111,6 +123,7 @@ class _Engine:
         self._lag_max_ns = 0
         self._started_ns = time.perf_counter_ns()
         self._stop_requested: asyncio.Future[bool] | None = None
+        self.error: str | None = None
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -154,12 +167,21 @@ class _Engine:
         self._conn.send(("stopped", self._status()))
 
     def _read_commands(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Thread: hand each command to the loop; a closed pipe means the parent is gone."""
+        """Thread: hand each command to the loop; a closed pipe means the parent is gone.
+
+        An unknown command is an error, not ignored: the engine says so and stops (cancelling).
+        """
         try:
             while True:
                 message = self._conn.recv()
-                loop.call_soon_threadsafe(self._command, message)
-                if message[0] == "stop":
+                try:
+                    command = check_command(message)
+                except UnknownCommand as exc:
+                    self.error = str(exc)
+                    loop.call_soon_threadsafe(self._request_stop_cancel)
+                    return
+                loop.call_soon_threadsafe(self._command, command)
+                if isinstance(command, Stop):
                     return
         except (EOFError, OSError):
             loop.call_soon_threadsafe(self._request_stop_cancel)
@@ -167,18 +189,18 @@ class _Engine:
     def _request_stop_cancel(self) -> None:
         self._request_stop(cancel=True)
 
-    def _command(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "load":
-            self._load.set_load(message[1], float(message[2]), int(message[3]))
-        elif kind == "pause":
-            self._load.pause()
-        elif kind == "resume":
-            self._load.resume()
-        elif kind == "burst":
-            self._load.burst(int(message[1]))
-        elif kind == "stop":
-            self._request_stop(cancel=bool(message[1]))
+    def _command(self, command: Command) -> None:
+        match command:
+            case Load(mode, level, step):
+                self._load.set_load(mode, float(level), int(step))
+            case Pause():
+                self._load.pause()
+            case Resume():
+                self._load.resume()
+            case Burst(count):
+                self._load.burst(int(count))
+            case Stop(cancel):
+                self._request_stop(cancel=cancel)
 
     def _request_stop(self, *, cancel: bool) -> None:
         if self._stop_requested is not None and not self._stop_requested.done():
@@ -213,6 +235,7 @@ class _Engine:
             connections_opened=self._client.connections_opened,
             uvloop=self._uvloop,
             paused=self._load.paused,
+            error=self.error,
         )
 
     async def _lag(self) -> None:

@@ -18,8 +18,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from gputui.engine.commands import Burst, Command, Load, Stop, check_command
 from gputui.engine.handle import BatchCallback
-from gputui.engine.pool import WorkerBook, merge_status, split_whole
+from gputui.engine.pool import WorkerBook, load_shares, merge_status, split_whole
 from gputui.engine.process import EngineConfig, EngineStatus, run_engine
 from gputui.engine.records import RequestRecord
 from gputui.errors import EngineFailed, UsageError
@@ -55,7 +56,7 @@ class EngineActorBody:
         """This worker's monotonic clock, for the parent's offset estimate."""
         return time.perf_counter_ns()
 
-    def command(self, message: tuple[Any, ...]) -> None:
+    def command(self, message: Command) -> None:
         """A command from the parent."""
         self._conn.inbox.put(message)
 
@@ -131,31 +132,24 @@ class RayPool:
         """Wait until every actor's engine runs."""
         return all(event.wait(timeout_s) for event in self._ready)
 
-    def send(self, *command: Any) -> None:
+    def send(self, command: Command) -> None:
         """Split load and bursts across the actors; broadcast the rest."""
-        kind = command[0]
-        if kind == "load":
-            _, mode, level, step = command
-            shares: list[float] = (
-                [float(s) for s in split_whole(int(level), self._count)]
-                if mode == "concurrency"
-                else [float(level) / self._count] * self._count
-            )
-            for actor, share in zip(self._actors, shares, strict=True):
-                actor.command.remote(("load", mode, share, step))
-        elif kind == "burst":
-            for actor, share in zip(
-                self._actors, split_whole(int(command[1]), self._count), strict=True
-            ):
-                if share:
-                    actor.command.remote(("burst", share))
-        else:
-            for actor in self._actors:
-                actor.command.remote(tuple(command))
+        match check_command(command):
+            case Load(mode, level, step):
+                shares = load_shares(mode, level, self._count)
+                for actor, share in zip(self._actors, shares, strict=True):
+                    actor.command.remote(Load(mode, share, step))
+            case Burst(total):
+                for actor, share in zip(self._actors, split_whole(total, self._count), strict=True):
+                    if share:
+                        actor.command.remote(Burst(share))
+            case _:
+                for actor in self._actors:
+                    actor.command.remote(command)
 
     def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
         """Stop every actor, wait for their last batches, release them."""
-        self.send("stop", cancel)
+        self.send(Stop(cancel))
         deadline = time.monotonic() + timeout_s
         for event in self._done:
             event.wait(max(0.0, deadline - time.monotonic()))

@@ -1,4 +1,8 @@
-"""Turn a finished Session into a Snapshot (the file a run leaves behind).
+"""Turn a Session into a Snapshot (the file a run leaves behind): `save_session` is the one path.
+
+The TUI's `s`, its quit and `gputui run` all save through `save_session`, so a snapshot has the
+same sections whichever front end wrote it (hardware and telemetry from the sampler, price and
+precision from the settings).
 
 Besides the steps, the snapshot keeps `totals` over every request the run received (warm-up and
 failed ones included, cancelled ones not): the tokens gputui counted, to set beside the server's
@@ -11,9 +15,12 @@ requests per method, see engine.event_tokens).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from gputui.engine.load import LoadMode
@@ -22,7 +29,9 @@ from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.sla import Sla
 from gputui.session import Session
+from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.models import (
     CapacityModel,
     Client,
@@ -35,6 +44,16 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.snapshot.sections import (
+    BurstSection,
+    HardwareSection,
+    PlanSection,
+    TelemetrySection,
+    ValidationSection,
+)
+from gputui.snapshot.store import save_snapshot
+from gputui.telemetry.sampler import TelemetrySampler
+from gputui.telemetry.snapshot_sections import sections_from_sampler
 from gputui.workloads.lengths import length_report
 
 
@@ -72,6 +91,10 @@ class RunInfo:
     bursts: list[dict[str, Any]] = field(default_factory=list)
     workload_details: dict[str, Any] = field(default_factory=dict)
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
+    price_per_hour: float | None = None
+    """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
+    precision: str | None = None
+    """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
 
 
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
@@ -80,16 +103,8 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     results = session.finished_steps()
     knee = knee_from_steps(results, mode=info.mode) if results else None
     capacity = qualified_capacity(results, session.sla) if results else None
-    extra_body = {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
-    target = Target(
-        url=info.target.api_url,
-        model=info.model,
-        endpoint=info.endpoint,
-        backend=info.backend,
-        server_header=info.server_header or None,
-    )
-    if info.backend_evidence:
-        target = target.model_copy(update={"backend_evidence": info.backend_evidence})
+    extra_body = _extra_body(info)
+    target = _target(info)
     snapshot = Snapshot(
         label=info.label,
         complete=info.complete,
@@ -125,22 +140,113 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
             connections_opened=status.connections_opened if status else 0,
             **info.client_extra,
         ),
-        plan={
-            "mode": info.mode,
-            "levels": info.levels,
-            "step_seconds": info.step_seconds,
-            "warmup_seconds": info.warmup_seconds,
-            "seed": info.seed,
-            "auto_reason": info.auto_reason,
-        },
-        validation=info.validation,
+        plan=PlanSection.model_validate(_plan(info)),
+        validation=ValidationSection.model_validate(info.validation)
+        if info.validation is not None
+        else None,
         hardware=info.hardware,
         telemetry=info.telemetry,
-        bursts=tuple(info.bursts),
+        bursts=tuple(BurstSection.model_validate(b) for b in info.bursts),
+        price_per_hour=info.price_per_hour,
+        precision=info.precision,
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )
+    # An extra v1 key (the models allow unknown keys).
     return snapshot.model_copy(update={"totals": request_totals(session.all_records())})
+
+
+def session_snapshot(
+    session: Session, info: RunInfo, sampler: TelemetrySampler | None = None
+) -> Snapshot:
+    """The snapshot with every section: `hardware` and `telemetry` come from the sampler."""
+    if sampler is not None and info.hardware is None:
+        hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
+        info = replace(
+            info,  # checked against their types, stored as the JSON they are
+            hardware=HardwareSection.model_validate(hardware).model_dump(mode="json"),
+            telemetry=TelemetrySection.model_validate(telemetry).model_dump(mode="json"),
+        )
+    return build_snapshot(session, info)
+
+
+def save_session(
+    session: Session,
+    info: RunInfo,
+    sampler: TelemetrySampler | None,
+    path: Path,
+    *,
+    finish: Callable[[Snapshot], Snapshot] | None = None,
+) -> Snapshot:
+    """The one way a session becomes a file: the TUI's save and quit and `gputui run` use it.
+
+    `finish` adds what a front end measured beside the Session (the diagnosis, a workload
+    source's conversation or trace sections) before the file is written.
+    """
+    snapshot = session_snapshot(session, info, sampler)
+    if finish is not None:
+        snapshot = finish(snapshot)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_snapshot(snapshot, path)
+    return snapshot
+
+
+def session_file(folder: Path, label: str | None) -> Path:
+    """A new snapshot's path in the sessions folder: `<UTC stamp>-<label>.json`."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
+    return folder / f"{stamp}-{slug}.json"
+
+
+def _extra_body(info: RunInfo) -> dict[str, Any]:
+    return {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
+
+
+def _target(info: RunInfo) -> Target:
+    target = Target(
+        url=info.target.api_url,
+        model=info.model,
+        endpoint=info.endpoint,
+        backend=info.backend,
+        server_header=info.server_header or None,
+    )
+    if info.backend_evidence:
+        target = target.model_copy(update={"backend_evidence": info.backend_evidence})
+    return target
+
+
+def _plan(info: RunInfo) -> dict[str, Any]:
+    return {
+        "mode": info.mode,
+        "levels": info.levels,
+        "step_seconds": info.step_seconds,
+        "warmup_seconds": info.warmup_seconds,
+        "seed": info.seed,
+        "auto_reason": info.auto_reason,
+    }
+
+
+def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
+    """The journal's header: the snapshot sections known before the first request."""
+    extra_body = _extra_body(info)
+    return JournalHeader(
+        label=info.label,
+        target=_target(info),
+        workload=Workload(
+            input_tokens=info.input_tokens,
+            output_tokens=info.output_tokens,
+            endpoint=info.endpoint,
+            arrival=info.arrival,
+            burstiness=info.burstiness,
+            extra_body=extra_body,
+            ignore_eos=bool(extra_body.get("ignore_eos", False)),
+            **info.workload_details,
+        ),
+        sla=SlaBounds.from_sla(sla),
+        plan=_plan(info),
+        price_per_hour=info.price_per_hour,
+        precision=info.precision,
+    )
 
 
 def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, Any]:

@@ -118,6 +118,11 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="folder of saved snapshots (default: the TUI's, under the user data dir)",
     )
+    parser.add_argument(
+        "--recover",
+        action="store_true",
+        help="first rebuild a snapshot from each journal a crashed `tui` or `run` left there",
+    )
 
 
 def run_sessions(args: argparse.Namespace) -> int:
@@ -133,6 +138,13 @@ def run_sessions(args: argparse.Namespace) -> int:
         skipped.append({"file": str(path), "error": message})
         sys.stderr.write(f"gputui sessions: skipped {message}\n")
 
+    if args.recover:
+        from gputui.snapshot.recovery import recover_leftovers
+
+        lines = recover_leftovers(folder)
+        sys.stderr.write("".join(f"gputui sessions: {line}\n" for line in lines))
+        if not lines:
+            sys.stderr.write(f"gputui sessions: no journal to recover in {folder}\n")
     sessions = list_sessions(folder, on_skip=skip)
     if args.json:
         document = {

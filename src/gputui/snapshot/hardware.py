@@ -89,6 +89,8 @@ def _fallback_name(snapshot: Snapshot) -> str | None:
 
 def precision_of(snapshot: Snapshot) -> str | None:
     """The weights' precision when some section states it (e.g. "bf16"); None = unknown."""
+    if snapshot.precision is not None:
+        return snapshot.precision
     candidates: list[Mapping[str, Any]] = [snapshot.model_extra or {}]
     candidates.append(snapshot.target.model_extra or {})
     candidates.append(snapshot.workload.model_extra or {})

@@ -5,14 +5,15 @@ Contract: a journal is a file `<session>.journal` in the snapshot folder, one JS
   and the snapshot's `target`, `workload`, `sla` and `plan` sections),
 - one `request` line per finished request (compact: step, id, sent time in ms since the session
   started, TTFT and E2E in ms, input and output tokens, ok, error reason),
+- one `load` line per step started (index, mode, level, start and measurement start in ms), so a
+  step the crash cut short can be rebuilt from its requests,
 - one `step` line per finished step (the snapshot's `Step`, exactly as a snapshot stores it).
 
 Lines are buffered in memory and written by `flush()` (the caller flushes about once a second, off
 the UI's event loop) with one `write` + `fsync`, so a `kill -9` loses at most the last second and
 never a line that was flushed; a torn last line is skipped on reading. After a clean save the
-journal is deleted (`close(delete=True)`); a journal left behind means its session died unsaved.
-`find_leftovers` lists those (skipping journals whose writer is still alive) and `recover` rebuilds
-a snapshot from their finished steps (knee and capacity recomputed), saves it, and deletes them.
+journal is deleted (`close(delete=True)`); a journal left behind means its session died unsaved
+(`snapshot.recovery` finds, rebuilds and deletes those).
 
 `JournalWriter` keeps a live session's journal: a thread of its own polls the session's records
 about once a second, queues the requests (per step) and steps finished since the last poll, and
@@ -35,20 +36,13 @@ from typing import Any, Final
 import orjson
 
 from gputui.engine.records import RequestRecord
-from gputui.metrics.capacity import qualified_capacity
-from gputui.metrics.knee import knee_from_steps
-from gputui.metrics.step import StepResult
+from gputui.metrics.step import StepResult, StepSpec
 from gputui.snapshot.models import (
-    CapacityModel,
-    KneeModel,
     SlaBounds,
-    Snapshot,
-    Step,
     Target,
     Workload,
     step_from_result,
 )
-from gputui.snapshot.store import save_snapshot
 
 JOURNAL_VERSION: Final = 1
 SUFFIX: Final = ".journal"
@@ -63,19 +57,8 @@ class JournalHeader:
     workload: Workload
     sla: SlaBounds
     plan: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class LeftoverJournal:
-    """A journal whose session ended without saving."""
-
-    path: Path
-    started_at: str
-    label: str | None
-    target_url: str
-    model: str
-    steps: int
-    requests: int
+    price_per_hour: float | None = None
+    precision: str | None = None
 
 
 def _ms(ns: int | None, origin_ns: int) -> float | None:
@@ -119,6 +102,8 @@ class Journal:
                 "workload": header.workload.model_dump(mode="json"),
                 "sla": header.sla.model_dump(mode="json"),
                 "plan": header.plan,
+                "price_per_hour": header.price_per_hour,
+                "precision": header.precision,
             }
         )
         self.flush()
@@ -143,6 +128,20 @@ class Journal:
             if not self._closed:
                 self._pending.extend(lines)
         return len(lines)
+
+    def add_load(self, spec: StepSpec, origin_ns: int, *, hidden: bool = False) -> None:
+        """Queue a step's start, so a step the crash cut short can be rebuilt from its requests."""
+        self._append(
+            {
+                "kind": "load",
+                "index": spec.index,
+                "mode": spec.mode,
+                "level": spec.level,
+                "start_ms": _ms(spec.start_ns, origin_ns),
+                "measure_ms": _ms(spec.measure_start_ns, origin_ns),
+                "hidden": hidden,
+            }
+        )
 
     def add_step(self, result: StepResult) -> None:
         """Queue a finished step."""
@@ -234,112 +233,3 @@ class JournalWriter:
             self._thread.join(timeout=5.0)
         self.poll()
         self.journal.close(delete=delete)
-
-
-def read_journal(path: Path) -> tuple[dict[str, Any], list[Step], int]:
-    """The header, the finished steps and the number of requests (a torn line is skipped)."""
-    header: dict[str, Any] | None = None
-    steps: list[Step] = []
-    requests = 0
-    with path.open("rb") as file:
-        for raw in file:
-            try:
-                line = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            kind = line.get("kind") if isinstance(line, dict) else None
-            if kind == "header" and header is None:
-                header = line
-            elif kind == "request":
-                requests += 1
-            elif kind == "step":
-                steps.append(Step.model_validate(line["step"]))
-    if header is None:
-        raise ValueError(f"{path.name}: no journal header")
-    return header, steps, requests
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def find_leftovers(folder: Path) -> list[LeftoverJournal]:
-    """Journals in `folder` whose writer is gone (oldest first); unreadable ones are skipped."""
-    found = []
-    for path in sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []:
-        try:
-            header, steps, requests = read_journal(path)
-        except (OSError, ValueError):
-            continue
-        if _alive(header.get("pid")):
-            continue
-        target = header.get("target") or {}
-        found.append(
-            LeftoverJournal(
-                path=path,
-                started_at=str(header.get("started_at", "")),
-                label=header.get("label"),
-                target_url=str(target.get("url", "")),
-                model=str(target.get("model", "")),
-                steps=len(steps),
-                requests=requests,
-            )
-        )
-    return found
-
-
-def recover(path: Path, folder: Path) -> Path | None:
-    """Rebuild and save the snapshot of a leftover journal, then delete it.
-
-    Returns the snapshot's path, or None when the session finished no step (the journal is
-    deleted all the same: there is nothing to recover).
-    """
-    header, steps, requests = read_journal(path)
-    if not steps:
-        path.unlink()
-        return None
-    sla = SlaBounds.model_validate(header["sla"])
-    mode = steps[-1].mode
-    knee = knee_from_steps(steps, mode=mode)
-    capacity = qualified_capacity(steps, sla.to_sla())
-    label = header.get("label")
-    snapshot = Snapshot(
-        label=label,
-        complete=False,
-        target=Target.model_validate(header["target"]),
-        workload=Workload.model_validate(header["workload"]),
-        sla=sla,
-        steps=tuple(steps),
-        plan=header.get("plan"),
-        interrupted_by="lost (recovered from the journal)",
-        knee=KneeModel.from_knee(knee.knee) if knee.knee else None,
-        knee_reason=knee.reason,
-        capacity=CapacityModel.from_capacity(capacity.capacity) if capacity.capacity else None,
-        capacity_reason=capacity.reason,
-    )
-    # Snapshots allow extra keys: say where this one came from.
-    recovered = {"journal": path.name, "requests": requests, "steps": len(steps)}
-    snapshot = Snapshot.model_validate(
-        {**snapshot.model_dump(mode="json"), "recovered_from": recovered}
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / f"{path.name.removesuffix(SUFFIX)}-recovered.json"
-    save_snapshot(snapshot, out)
-    path.unlink()
-    return out
-
-
-def discard(path: Path) -> None:
-    """Delete a leftover journal."""
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()

@@ -21,6 +21,7 @@ from gputui.metrics.knee import Knee
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepMode, StepResult
 from gputui.metrics.summary import Summary
+from gputui.snapshot.sections import BurstSection, PlanSection, ValidationSection
 
 SCHEMA_VERSION: Final = 1
 
@@ -337,7 +338,7 @@ class Snapshot(_Model):
     steps: tuple[Step, ...] = ()
     network: Network | None = None
     client: Client | None = None
-    plan: dict[str, Any] | None = None
+    plan: PlanSection | None = None
     """What the run was asked to do (mode, levels, step and warm-up seconds, seed)."""
     interrupted_by: str | None = None
     """The signal or reason that ended an incomplete run."""
@@ -353,14 +354,31 @@ class Snapshot(_Model):
     capacity: CapacityModel | None = None
     capacity_reason: str | None = None
     """Why `capacity` is that level, or why there is none (see `metrics.capacity`)."""
-    validation: dict[str, Any] | None = None
+    validation: ValidationSection | None = None
     """The rate hold near the knee that confirms the capacity (written by the engine)."""
-    bursts: tuple[dict[str, Any], ...] = ()
+    bursts: tuple[BurstSection, ...] = ()
     """Burst-and-recovery checks, one object per burst (written by the engine)."""
     conversations: dict[str, Any] | None = None
     """Multi-turn runs, over the whole run: turns, think time, started, complete, `e2e_s`."""
     trace: dict[str, Any] | None = None
     """Trace replay: file, format, window, time scale, `dispatch_lateness`, schedule error."""
+    price_per_hour: float | None = None
+    """The node's hourly price (`--price-per-hour`); an unusable value reads as None."""
+    precision: str | None = None
+    """The served weights' precision (`--precision`, the simulator's own in the demo)."""
+
+    @field_validator("price_per_hour", mode="before")
+    @classmethod
+    def _usable_price(cls, value: object) -> float | None:
+        """A price is a finite number >= 0; anything else (a string, a bool) is unknown."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if 0 <= value < float("inf") else None
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _usable_precision(cls, value: object) -> str | None:
+        return value.strip() or None if isinstance(value, str) else None
 
     @field_validator("created_at")
     @classmethod

@@ -21,7 +21,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from gputui.errors import GputuiError
-from gputui.snapshot.journal import LeftoverJournal, discard, recover
+from gputui.snapshot.recovery import LeftoverJournal, discard, recover
 from gputui.ui.screens.dialogs import RecoverJournalScreen, RecoveryChoice, SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.live import LiveScreen

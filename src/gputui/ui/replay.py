@@ -4,7 +4,9 @@
 first k steps, the next step live), then a last view back at the knee. The live window of each view
 is the next step's own figures, and the GPU and server telemetry is a fixed, plausible trace (a
 card warming up and reaching its power cap as the load grows): no clock and no randomness, so the
-same snapshot always gives the same screens.
+same snapshot always gives the same screens. The views come out of the live screen's own builder
+(`gputui.view.build_view`) and event rules, so what the SVG tests and screenshots check is what the
+live controller shows for the same frames.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gputui.live import LiveEvent, LiveView
-from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.step import StepResult
 from gputui.metrics.window import WindowStats
@@ -21,6 +21,15 @@ from gputui.session import StatsFrame
 from gputui.snapshot.models import Snapshot, Step
 from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
 from gputui.telemetry.samples import GpuSample, ServerSample
+from gputui.view import (
+    EventWatcher,
+    LiveEvent,
+    LiveView,
+    ViewInputs,
+    build_view,
+    load_event,
+    step_events,
+)
 
 GPU_NAME = "NVIDIA A100 80GB PCIe"
 _GIB = 2**30
@@ -125,21 +134,29 @@ def _telemetry(load: float, seq: int, running: int) -> tuple[TelemetryFrame, Tra
     return frame, Traces(gpu=gpus, server=(server,), host=())
 
 
-def _events(steps: list[StepResult], t_s: float) -> tuple[LiveEvent, ...]:
-    events = [LiveEvent(0.4, "info", "connected to http://127.0.0.1:8000")]
-    for step in steps:
-        start = step.index * (step.duration_s + step.warmup_s) + 1
-        events.append(LiveEvent(round(start, 1), "info", f"load {step.level:g} concurrent"))
-        if not step.sla_ok:
-            events.append(
-                LiveEvent(round(start + 8, 1), "sla", f"step {step.index + 1} missed the SLA")
-            )
-        if step.level >= 64:
-            events.append(
-                LiveEvent(round(start + 3, 1), "throttle", "GPU 0 throttling: sw_power_cap")
-            )
-            events.append(LiveEvent(round(start + 5, 1), "preemption", "24 preemptions (KV full)"))
-    return tuple(sorted((e for e in events if e.t_s <= t_s), key=lambda e: e.t_s))
+def replay_frame(seq: int, k: int, live: StepResult) -> StatsFrame:
+    """The live frame of view `seq`: step `k` running with `live`'s figures in its window."""
+    return StatsFrame(
+        seq=seq,
+        mode=live.mode,
+        level=live.level,
+        step_index=k,
+        step_elapsed_s=12.0,
+        in_warmup=False,
+        in_flight=int(live.level),
+        paused=False,
+        window=_window(live, 15.0),
+        client_cpu_percent=11.0 + 0.2 * live.level,
+        loop_lag_max_ms=0.4,
+        rtt_last_s=0.0002,
+        steps_finished=k,
+    )
+
+
+def replay_telemetry(live: StepResult, top: float, seq: int) -> tuple[TelemetryFrame, Traces]:
+    """The fixed GPU and server trace of view `seq` (the load grows with the level)."""
+    load = math.log2(live.level + 1) / math.log2(top + 1)
+    return _telemetry(load, seq, int(live.level))
 
 
 def views_from_snapshot(
@@ -156,64 +173,49 @@ def views_from_snapshot(
     knee_step = steps[knee_all.index] if knee_all is not None else steps[-1]
     plan.append((len(steps), knee_step))
     history: list[float] = []
+    watcher = EventWatcher()
+    events = [LiveEvent(0.4, "info", f"connected to {target_url}")]
     for seq, (k, live) in enumerate(plan, start=1):
         done = tuple(steps[:k])
-        knee = knee_from_steps(done, mode=live.mode) if done else None
-        capacity = qualified_capacity(done, sla) if done else None
-        best = None
-        if capacity is not None and capacity.capacity is not None:
-            best = max(i for i, s in enumerate(done) if s.level == capacity.capacity.level)
         t_s = k * per_step_s + 12.0
-        load = math.log2(live.level + 1) / math.log2(top + 1)
-        in_flight = int(live.level)
-        telemetry, traces = _telemetry(load, seq, in_flight)
+        if k > 0:  # the step before this one just finished
+            events += [
+                LiveEvent(round(k * per_step_s + 0.5, 1), *e) for e in step_events(steps[k - 1])
+            ]
+        events.append(LiveEvent(round(k * per_step_s + 1.0, 1), *load_event(live.mode, live.level)))
+        telemetry, traces = replay_telemetry(live, top, seq)
         history = [
             *history,
             *(live.output_tokens_per_s * (0.9 + 0.02 * (j % 6)) for j in range(24)),
         ]
-        frame = StatsFrame(
-            seq=seq,
-            mode=live.mode,
-            level=live.level,
-            step_index=k,
-            step_elapsed_s=12.0,
-            in_warmup=False,
-            in_flight=in_flight,
-            paused=False,
-            window=_window(live, 15.0),
-            client_cpu_percent=11.0 + 0.2 * live.level,
-            loop_lag_max_ms=0.4,
-            rtt_last_s=0.0002,
-            steps_finished=k,
-        )
+        frame = replay_frame(seq, k, live)
+        seen, _ = watcher.observe(frame, telemetry, "ok")
+        events += [LiveEvent(round(k * per_step_s + 1.5, 1), *e) for e in seen]
         views.append(
-            LiveView(
-                seq=seq,
-                target_url=target_url,
-                model=snapshot.target.model,
-                target_state="ok",
-                backend=snapshot.target.backend or "gputui-sim",
-                mode=live.mode,
-                level=live.level,
-                factor=2.0,
-                paused=False,
-                session_s=t_s,
-                frame=frame,
-                steps=done,
-                knee=knee.knee if knee else None,
-                knee_reason=knee.reason if knee else "no finished step yet",
-                capacity=capacity.capacity if capacity else None,
-                capacity_reason=capacity.reason if capacity else "no finished step yet",
-                telemetry=telemetry,
-                traces=traces,
-                events=_events(list(done), t_s),
-                sla=sla,
-                gpu_description="a100-80gb-pcie (simulated)",
-                throughput_history=tuple(history[-240:]),
-                error_rate_history=tuple(0.0 for _ in history[-240:]),
-                ui_cpu_percent=3.0,
-                best_step_index=best,
-                label=snapshot.label,
+            build_view(
+                ViewInputs(
+                    seq=seq,
+                    target_url=target_url,
+                    model=snapshot.target.model,
+                    target_state="ok",
+                    backend=snapshot.target.backend or "gputui-sim",
+                    mode=live.mode,
+                    level=live.level,
+                    factor=2.0,
+                    paused=False,
+                    session_s=t_s,
+                    sla=sla,
+                    frame=frame,
+                    steps=done,
+                    events=tuple(events),
+                    telemetry=telemetry,
+                    traces=traces,
+                    gpu_description="a100-80gb-pcie (simulated)",
+                    throughput_history=tuple(history[-240:]),
+                    error_rate_history=tuple(0.0 for _ in history[-240:]),
+                    ui_cpu_percent=3.0,
+                    label=snapshot.label,
+                )
             )
         )
     return views

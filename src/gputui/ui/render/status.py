@@ -8,7 +8,13 @@ from gputui.live import LiveView
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 
-EVENT_ROLES = {"error": "crit", "sla": "crit", "throttle": "warn", "preemption": "warn"}
+EVENT_ROLES = {
+    "error": "crit",
+    "sla": "crit",
+    "throttle": "warn",
+    "preemption": "warn",
+    "warning": "warn",
+}
 
 
 def gpu_names(view: LiveView) -> str:

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from gputui.snapshot.journal import LeftoverJournal
+from gputui.snapshot.recovery import LeftoverJournal
 
 RecoveryChoice = Literal["recover", "discard", "later"]
 

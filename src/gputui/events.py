@@ -1,0 +1,150 @@
+"""The event log's rules: what a change in the frames, a finished step or a new load says.
+
+Contract: `EventWatcher.observe` turns successive frames and telemetry into events (new errors, a
+saturated client, a target that stops answering and answers again, throttling, preemptions) and
+the target state they imply; `step_events` gives a finished step's warnings and a missed SLA;
+`load_event` a load change. The Session runs them on its own frame thread and keeps the
+`EventLog`; the replay (`ui.replay`) runs the same rules on its frames. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from gputui.metrics.step_quality import step_warnings
+
+if TYPE_CHECKING:
+    from gputui.engine.load import LoadMode
+    from gputui.metrics.step import StepResult
+    from gputui.session import StatsFrame
+    from gputui.telemetry.sampler import TelemetryFrame
+
+EventKind = Literal["info", "error", "throttle", "preemption", "sla", "warning"]
+TARGET_DOWN = "unreachable: requests cannot connect"
+"""The target state while a server that answered stops accepting connections."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEvent:
+    """One line of the event log."""
+
+    t_s: float
+    """Seconds since the session started."""
+    kind: EventKind
+    text: str
+
+
+class EventLog:
+    """The last `limit` events of a session, appended from any thread."""
+
+    def __init__(self, origin_ns: int, limit: int = 200) -> None:
+        self._origin_ns = origin_ns
+        self._events: deque[LiveEvent] = deque(maxlen=limit)
+        self._lock = threading.Lock()
+        self.count = 0
+        """Events ever added (changes whenever the log does, unlike its bounded length)."""
+
+    def add(self, kind: EventKind, text: str) -> None:
+        """Append an event stamped now."""
+        t_s = round((time.perf_counter_ns() - self._origin_ns) / 1e9, 1)
+        with self._lock:
+            self._events.append(LiveEvent(t_s, kind, text))
+            self.count += 1
+
+    def items(self) -> tuple[LiveEvent, ...]:
+        """The events kept, oldest first."""
+        with self._lock:
+            return tuple(self._events)
+
+
+Event = tuple[EventKind, str]
+
+
+def load_event(mode: LoadMode, level: float) -> Event:
+    """The event of a load change."""
+    unit = "concurrent" if mode == "concurrency" else "req/s"
+    return "info", f"load {level:g} {unit}"
+
+
+def step_events(step: StepResult) -> list[Event]:
+    """A finished step's warnings, and whether it missed the SLA."""
+    events: list[Event] = [
+        ("warning", f"step {step.index + 1}: {line}") for line in step_warnings(step)
+    ]
+    if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
+        events.append(("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA"))
+    return events
+
+
+class EventWatcher:
+    """Turns changes between successive frames and telemetry into events (one thread calls it)."""
+
+    def __init__(self) -> None:
+        self._errors_seen: Counter[str] = Counter()
+        self._watched_seq = -1
+        self._connect_seen = 0
+        self._ok_seen = 0
+        self._saturated = False
+        self._throttled: dict[int, tuple[str, ...]] = {}
+        self._preemptions: int | None = None
+
+    def observe(
+        self, frame: StatsFrame | None, telemetry: TelemetryFrame | None, target_state: str
+    ) -> tuple[list[Event], str]:
+        """The events since the last call, and the target state they imply."""
+        events: list[Event] = []
+        if frame is not None and frame.seq != self._watched_seq:
+            self._watched_seq = frame.seq
+            window = frame.window
+            for reason in sorted(set(window.errors) | set(self._errors_seen)):
+                count, seen = window.errors.get(reason, 0), self._errors_seen[reason]
+                if count > seen:  # the window slides: compare with the last frame, not the max
+                    events.append(("error", f"{count - seen} x {reason}"))
+                self._errors_seen[reason] = count
+            target_state = self._track_target(
+                window.errors.get("connect", 0), window.requests_ok, target_state, events
+            )
+            if frame.client_saturated and not self._saturated:
+                events.append(
+                    (
+                        "error",
+                        f"the client is saturated ({frame.busiest_worker_cpu_percent:.0f} % CPU, "
+                        f"{frame.workers} worker(s)): its timings include its own queueing; "
+                        "restart with more --workers",
+                    )
+                )
+            self._saturated = frame.client_saturated
+        if telemetry is not None:
+            events += self._telemetry(telemetry)
+        return events, target_state
+
+    def _telemetry(self, telemetry: TelemetryFrame) -> list[Event]:
+        events: list[Event] = []
+        for gpu in telemetry.gpus:
+            reasons = tuple(r for r in (gpu.throttle_reasons or ()) if r != "gpu_idle")
+            if reasons and reasons != self._throttled.get(gpu.index):
+                events.append(("throttle", f"GPU {gpu.index} throttling: {', '.join(reasons)}"))
+            self._throttled[gpu.index] = reasons
+        server = telemetry.server
+        if server is not None and server.preemptions_total is not None:
+            if self._preemptions is not None and server.preemptions_total > self._preemptions:
+                delta = server.preemptions_total - self._preemptions
+                events.append(("preemption", f"{delta} preemptions (KV cache full)"))
+            self._preemptions = server.preemptions_total
+        return events
+
+    def _track_target(self, connect_failures: int, ok: int, state: str, events: list[Event]) -> str:
+        """A server that dies mid-run: unreachable once requests stop connecting, ok once back."""
+        connect_rose, ok_rose = connect_failures > self._connect_seen, ok > self._ok_seen
+        self._connect_seen, self._ok_seen = connect_failures, ok
+        if state == "ok" and connect_rose and not ok_rose:
+            events.append(("error", "target unreachable: connections refused; the load retries"))
+            return TARGET_DOWN
+        if state == TARGET_DOWN and ok_rose:
+            events.append(("info", "target answers again"))
+            return "ok"
+        return state

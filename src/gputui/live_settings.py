@@ -1,0 +1,46 @@
+"""What a live session needs, built by the CLI (`ui.command`) from `gputui.settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputui.engine.load import LoadMode
+from gputui.engine.process import EngineConfig
+from gputui.metrics.sla import Sla
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSettings:
+    """What a live session needs (built by the CLI from flags or a scenario)."""
+
+    engine: EngineConfig
+    sla: Sla
+    warmup_s: float = 5.0
+    window_s: float = 30.0
+    start_mode: LoadMode = "concurrency"
+    start_level: float = 1.0
+    factor: float = 2.0
+    burst_size: int = 16
+    snapshot_dir: Path = Path()
+    label: str | None = None
+    gpu_description: str | None = None
+    """For a simulated target, the card and model it simulates."""
+    journal: bool = True
+    """Keep an append-only journal in `snapshot_dir` while the session runs (crash recovery)."""
+    workers: int = 1
+    """Engine processes sharing the load (engine.pool)."""
+    ray_address: str | None = None
+    price_per_hour: float | None = None
+    precision: str | None = None
+    """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
+
+
+def backend_from_server(server_header: str) -> str | None:
+    """The backend a `Server` header names, when it names one."""
+    header = server_header.lower()
+    if "llama.cpp" in header:
+        return "llamacpp"
+    if "gputui-sim" in header:
+        return "gputui-sim"
+    return None

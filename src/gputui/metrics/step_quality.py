@@ -1,0 +1,34 @@
+"""Step-quality warnings: what makes a finished step's figures mean less than they seem.
+
+Both front ends show them: `gputui run` under the step's line, the TUI in its event log (the
+Session turns each into an event when the step finishes).
+"""
+
+from __future__ import annotations
+
+from gputui.metrics.step import StepResult
+
+MIN_LIFETIMES_PER_STEP = 3
+"""Fewer request lifetimes than this in a step's window and closed-loop waves show in its rates."""
+
+
+def step_warnings(result: StepResult) -> list[str]:
+    """What makes a step's throughput mean less than it seems, one line each."""
+    lines = []
+    if result.short_outputs:
+        share = result.short_outputs / result.requests_ok if result.requests_ok else 0.0
+        lines.append(
+            f"{result.short_outputs} of {result.requests_ok} ok requests ({share:.0%}) stopped "
+            "before the output tokens asked for: out tok/s counts the shorter outputs "
+            "(--ignore-eos asks the server to run to the limit)"
+        )
+    if result.requests_ok and not result.output_tokens_from_usage:
+        lines.append("the server sent no usage report: output tokens are counted as content chunks")
+    e2e_s = result.e2e_s.p50
+    if e2e_s and result.duration_s < MIN_LIFETIMES_PER_STEP * e2e_s:
+        lines.append(
+            f"the step ({result.duration_s:.0f} s) is under {MIN_LIFETIMES_PER_STEP} request "
+            f"lifetimes (E2E p50 {e2e_s:.1f} s): requests finish in waves, so its tok/s is "
+            "noisy; use longer --step-seconds"
+        )
+    return lines

@@ -1,0 +1,275 @@
+"""Recovering what a session that died unsaved left behind: its journal (see `snapshot.journal`).
+
+Contract: `find_leftovers(folder)` lists the journals whose writer is gone (a live writer's are
+skipped), `recover` rebuilds a snapshot from one (finished steps as they were, the step the crash
+cut short from its journalled requests, knee and capacity recomputed), saves it and deletes the
+journal, and `recover_leftovers` does that for a whole folder: the TUI offers it at start, `gputui
+run` does it at start, and `gputui sessions --recover` does it on demand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gputui.engine.records import RequestRecord
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepSpec, aggregate_step
+from gputui.snapshot.journal import SUFFIX
+from gputui.snapshot.models import (
+    CapacityModel,
+    KneeModel,
+    SlaBounds,
+    Snapshot,
+    Step,
+    Target,
+    Workload,
+    step_from_result,
+)
+from gputui.snapshot.sections import PlanSection
+from gputui.snapshot.store import save_snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class LeftoverJournal:
+    """A journal whose session ended without saving."""
+
+    path: Path
+    started_at: str
+    label: str | None
+    target_url: str
+    model: str
+    steps: int
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class JournalContents:
+    """Every readable line of a journal, by kind."""
+
+    header: dict[str, Any]
+    steps: list[Step]
+    loads: list[dict[str, Any]]
+    requests: list[dict[str, Any]]
+
+
+def read_contents(path: Path) -> JournalContents:
+    """The journal's lines (a torn line is skipped); ValueError without a header."""
+    header: dict[str, Any] | None = None
+    steps: list[Step] = []
+    loads: list[dict[str, Any]] = []
+    requests: list[dict[str, Any]] = []
+    with path.open("rb") as file:
+        for raw in file:
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            kind = line.get("kind") if isinstance(line, dict) else None
+            if kind == "header" and header is None:
+                header = line
+            elif kind == "request":
+                requests.append(line)
+            elif kind == "load":
+                loads.append(line)
+            elif kind == "step":
+                steps.append(Step.model_validate(line["step"]))
+    if header is None:
+        raise ValueError(f"{path.name}: no journal header")
+    return JournalContents(header, steps, loads, requests)
+
+
+def read_journal(path: Path) -> tuple[dict[str, Any], list[Step], int]:
+    """The header, the finished steps and the number of requests (a torn line is skipped)."""
+    contents = read_contents(path)
+    return contents.header, contents.steps, len(contents.requests)
+
+
+def _ns(ms: object) -> int | None:
+    return int(ms * 1e6) if isinstance(ms, int | float) and not isinstance(ms, bool) else None
+
+
+def _record(line: dict[str, Any]) -> RequestRecord:
+    """A journalled request as a record (times from the session's start; no token stamps)."""
+    sent = _ns(line.get("sent_ms")) or 0
+    ttft, e2e = _ns(line.get("ttft_ms")), _ns(line.get("e2e_ms"))
+    out = int(line.get("out") or 0)
+    return RequestRecord(
+        request_id=int(line.get("id") or 0),
+        step_index=int(line.get("step") or 0),
+        sent_ns=sent,
+        end_ns=sent + (e2e or 0),
+        ok=bool(line.get("ok")),
+        first_token_ns=None if ttft is None else sent + ttft,
+        output_tokens=out,
+        input_tokens=line.get("in"),
+        tokens_from_usage=True,
+        requested_output_tokens=out,
+        error=line.get("err"),
+    )
+
+
+def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
+    """The steps the crash cut short, rebuilt from their journalled requests (incomplete)."""
+    closed = {s.index for s in contents.steps}
+    records: dict[int, list[RequestRecord]] = {}
+    for line in contents.requests:
+        record = _record(line)
+        records.setdefault(record.step_index, []).append(record)
+    rebuilt = []
+    for load in contents.loads:
+        index = load.get("index")
+        if not isinstance(index, int) or index in closed or load.get("hidden"):
+            continue
+        mine = records.get(index, [])
+        start, measure = _ns(load.get("start_ms")), _ns(load.get("measure_ms"))
+        if not mine or start is None or measure is None:
+            continue
+        spec = StepSpec(
+            index=index,
+            mode=load.get("mode", "concurrency"),
+            level=float(load.get("level") or 0),
+            start_ns=start,
+            measure_start_ns=measure,
+            end_ns=max(r.end_ns for r in mine),
+        )
+        rebuilt.append(step_from_result(aggregate_step(spec, mine, sla, incomplete=True)))
+    return rebuilt
+
+
+def _totals(requests: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in requests if r.get("ok")]
+    return {
+        "requests": len(requests),
+        "requests_ok": len(ok),
+        "requests_failed": len(requests) - len(ok),
+        "output_tokens_total": sum(int(r.get("out") or 0) for r in requests),
+        "input_tokens_total": sum(int(r.get("in") or 0) for r in requests),
+    }
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def find_leftovers(folder: Path) -> list[LeftoverJournal]:
+    """Journals in `folder` whose writer is gone (oldest first); unreadable ones are skipped."""
+    found = []
+    for path in sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []:
+        try:
+            header, steps, requests = read_journal(path)
+        except (OSError, ValueError):
+            continue
+        if _alive(header.get("pid")):
+            continue
+        target = header.get("target") or {}
+        found.append(
+            LeftoverJournal(
+                path=path,
+                started_at=str(header.get("started_at", "")),
+                label=header.get("label"),
+                target_url=str(target.get("url", "")),
+                model=str(target.get("model", "")),
+                steps=len(steps),
+                requests=requests,
+            )
+        )
+    return found
+
+
+def recover(path: Path, folder: Path) -> Path | None:
+    """Rebuild and save the snapshot of a leftover journal, then delete it.
+
+    The finished steps come back as they were; a step the crash cut short is rebuilt from its
+    journalled requests (marked incomplete; no ITL, the journal keeps no token stamps), and
+    `totals` counts every journalled request. Returns the snapshot's path, or None when the
+    session measured nothing (the journal is deleted all the same).
+    """
+    contents = read_contents(path)
+    header = contents.header
+    sla = SlaBounds.model_validate(header["sla"])
+    steps = sorted([*contents.steps, *_cut_short(contents, sla.to_sla())], key=lambda s: s.index)
+    if not steps:
+        path.unlink()
+        return None
+    mode = steps[-1].mode
+    knee = knee_from_steps(steps, mode=mode)
+    capacity = qualified_capacity(steps, sla.to_sla())
+    label = header.get("label")
+    snapshot = Snapshot(
+        label=label,
+        complete=False,
+        target=Target.model_validate(header["target"]),
+        workload=Workload.model_validate(header["workload"]),
+        sla=sla,
+        steps=tuple(steps),
+        plan=PlanSection.model_validate(header["plan"])
+        if isinstance(header.get("plan"), dict)
+        else None,
+        price_per_hour=header.get("price_per_hour"),
+        precision=header.get("precision"),
+        interrupted_by="lost (recovered from the journal)",
+        knee=KneeModel.from_knee(knee.knee) if knee.knee else None,
+        knee_reason=knee.reason,
+        capacity=CapacityModel.from_capacity(capacity.capacity) if capacity.capacity else None,
+        capacity_reason=capacity.reason,
+    )
+    # Snapshots allow extra keys: say where this one came from.
+    recovered = {
+        "journal": path.name,
+        "requests": len(contents.requests),
+        "steps": len(contents.steps),
+        "steps_cut_short": len(steps) - len(contents.steps),
+    }
+    snapshot = Snapshot.model_validate(
+        {
+            **snapshot.model_dump(mode="json"),
+            "recovered_from": recovered,
+            "totals": _totals(contents.requests),
+        }
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{path.name.removesuffix(SUFFIX)}-recovered.json"
+    save_snapshot(snapshot, out)
+    path.unlink()
+    return out
+
+
+def discard(path: Path) -> None:
+    """Delete a leftover journal."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def recover_leftovers(folder: Path) -> list[str]:
+    """Recover every leftover journal in `folder`; one line per journal, for the user."""
+    lines = []
+    for leftover in find_leftovers(folder):
+        try:
+            out = recover(leftover.path, folder)
+        except (OSError, ValueError) as exc:
+            lines.append(f"could not recover {leftover.path.name}: {exc}")
+            continue
+        lines.append(
+            f"recovered snapshot written to {out}"
+            if out is not None
+            else f"discarded {leftover.path.name}: it measured nothing"
+        )
+    return lines

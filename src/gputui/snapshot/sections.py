@@ -1,0 +1,107 @@
+"""Typed forms of the snapshot's analysis sections: plan, validation, bursts, hardware, telemetry.
+
+Contract: every field is optional and every model keeps keys it does not know (`extra="allow"`),
+so files written before these types (and by other tools) still load; a model dumps only the
+fields that were set, so such a file re-saves byte for byte the same keys. `Snapshot` stores
+`plan`, `validation` and `bursts` as these types. `hardware` and `telemetry` are built through
+`HardwareSection` and `TelemetrySection` by the writer (`telemetry.snapshot_sections`), and stay
+plain JSON in `Snapshot`: a malformed one from another tool must still load and read as unknown
+(`snapshot.hardware`), which a typed field cannot promise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _set_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        keep = self.model_fields_set | set(self.model_extra or {})
+        return {k: v for k, v in data.items() if k in keep}
+
+
+class PlanSection(_Section):
+    """What the run was asked to do."""
+
+    mode: str | None = None
+    levels: list[float] | None = None
+    step_seconds: float | None = None
+    warmup_seconds: float | None = None
+    seed: int | None = None
+    auto_reason: str | None = None
+
+
+class ValidationSection(_Section):
+    """The rate hold near the knee that confirms the capacity (`sweep.SweepRunner.validate`)."""
+
+    rate: float | None = None
+    seconds: float | None = None
+    step_index: int | None = None
+    sla_ok: bool | None = None
+    requests_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    ttft_p95_s: float | None = None
+    tpot_p95_s: float | None = None
+    error_rate: float | None = None
+    queue_bounded: bool | None = None
+    in_flight_mean: float | None = None
+    in_flight_max: int | None = None
+    in_flight_growth: float | None = None
+    queue_reason: str | None = None
+    holds: bool | None = None
+
+
+class BurstSection(_Section):
+    """One burst and how long the server took to recover from it (`sweep.burst_recoveries`)."""
+
+    at_s: float | None = None
+    count: int | None = None
+    ttft_bound_s: float | None = None
+    ttft_recovery_s: float | None = None
+    queue_baseline: float | None = None
+    queue_recovery_s: float | None = None
+    recovery_s: float | None = None
+    recovered: bool | None = None
+
+
+class GpuIdentitySection(_Section):
+    """One GPU as the run saw it (static fields only: the trace carries what changes)."""
+
+    index: int | None = None
+    uuid: str | None = None
+    name: str | None = None
+    memory_total_bytes: int | None = None
+
+
+class HostSection(_Section):
+    """The load generator's host."""
+
+    cpu_count: int | None = None
+    mem_total_bytes: int | None = None
+
+
+class HardwareSection(_Section):
+    """What the run ran on."""
+
+    gpus: list[GpuIdentitySection] | None = None
+    gpu_source: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    host: HostSection | None = None
+    nvml: str | None = None
+    server_backend: str | None = None
+
+
+class TelemetrySection(_Section):
+    """Downsampled traces (points are plain objects: which fields a point has varies)."""
+
+    gpu: list[dict[str, Any]] | None = None
+    server: list[dict[str, Any]] | None = None
+    host: list[dict[str, Any]] | None = None
+    sources: list[Any] | dict[str, Any] | None = None

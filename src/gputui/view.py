@@ -1,0 +1,148 @@
+"""What the live screen shows, built by one pure function from frames, steps and events.
+
+Contract: `build_view` turns a `ViewInputs` (the front end's state, the latest frames, the
+finished steps and the event log) into a frozen `LiveView`; it derives knee, capacity and the best
+step and nothing else, so the live controller and a replayed snapshot (`ui.replay`) get the same
+screen from the same figures (the event rules they share are `gputui.events`). Nothing here
+reads a clock or imports Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputui.engine.load import LoadMode
+from gputui.events import TARGET_DOWN as TARGET_DOWN
+from gputui.events import EventKind as EventKind
+from gputui.events import EventWatcher as EventWatcher
+from gputui.events import LiveEvent as LiveEvent
+from gputui.events import load_event as load_event
+from gputui.events import step_events as step_events
+from gputui.metrics.capacity import Capacity, qualified_capacity
+from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.session import StatsFrame
+from gputui.telemetry.sampler import TelemetryFrame, Traces
+
+
+@dataclass(frozen=True, slots=True)
+class LiveView:
+    """Everything the live screen shows, at one instant (never mutated)."""
+
+    seq: int
+    target_url: str
+    model: str
+    target_state: str
+    """"connecting", "ok", or "unreachable: <reason>"."""
+    backend: str | None
+    mode: LoadMode
+    level: float
+    factor: float
+    paused: bool
+    session_s: float
+    frame: StatsFrame | None
+    steps: tuple[StepResult, ...]
+    knee: Knee | None
+    knee_reason: str
+    capacity: Capacity | None
+    capacity_reason: str
+    telemetry: TelemetryFrame | None
+    traces: Traces | None
+    """Recent telemetry history for the GPU traces."""
+    events: tuple[LiveEvent, ...]
+    sla: Sla
+    gpu_description: str | None
+    last_saved: Path | None = None
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    throughput_history: tuple[float, ...] = ()
+    """Rolling output tok/s, one value per frame, oldest first."""
+    error_rate_history: tuple[float, ...] = ()
+    """Rolling error rate (0..1), one value per frame, oldest first."""
+    ui_cpu_percent: float | None = None
+    """CPU of this (the UI) process over the last second, 100 = one core."""
+    best_step_index: int | None = None
+    """Index in `steps` of the SLA-qualified step (the capacity), if any."""
+    label: str | None = None
+    journal_path: Path | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ViewInputs:
+    """Everything a view is built from."""
+
+    seq: int
+    target_url: str
+    model: str
+    target_state: str
+    backend: str | None
+    mode: LoadMode
+    level: float
+    factor: float
+    paused: bool
+    session_s: float
+    sla: Sla
+    frame: StatsFrame | None
+    steps: tuple[StepResult, ...]
+    events: tuple[LiveEvent, ...]
+    telemetry: TelemetryFrame | None = None
+    traces: Traces | None = None
+    gpu_description: str | None = None
+    throughput_history: tuple[float, ...] = ()
+    error_rate_history: tuple[float, ...] = ()
+    ui_cpu_percent: float | None = None
+    label: str | None = None
+    last_saved: Path | None = None
+    journal_path: Path | None = None
+    stopped: bool = False
+
+
+def build_view(inputs: ViewInputs) -> LiveView:
+    """The view of these inputs (see the module docstring)."""
+    steps = inputs.steps
+    knee = knee_from_steps(steps, mode=inputs.mode) if steps else None
+    capacity = qualified_capacity(steps, inputs.sla) if steps else None
+    return LiveView(
+        seq=inputs.seq,
+        target_url=inputs.target_url,
+        model=inputs.model,
+        target_state=inputs.target_state,
+        backend=inputs.backend,
+        mode=inputs.mode,
+        level=inputs.level,
+        factor=inputs.factor,
+        paused=inputs.paused,
+        session_s=inputs.session_s,
+        frame=inputs.frame,
+        steps=steps,
+        knee=knee.knee if knee else None,
+        knee_reason=knee.reason if knee else "no finished step yet",
+        capacity=capacity.capacity if capacity else None,
+        capacity_reason=capacity.reason if capacity else "no finished step yet",
+        telemetry=inputs.telemetry,
+        traces=inputs.traces,
+        events=inputs.events,
+        sla=inputs.sla,
+        gpu_description=inputs.gpu_description,
+        last_saved=inputs.last_saved,
+        throughput_history=inputs.throughput_history,
+        error_rate_history=inputs.error_rate_history,
+        ui_cpu_percent=inputs.ui_cpu_percent,
+        best_step_index=best_step_index(steps, capacity.capacity if capacity else None),
+        label=inputs.label,
+        journal_path=inputs.journal_path,
+        stopped=inputs.stopped,
+    )
+
+
+def best_step_index(steps: tuple[StepResult, ...], capacity: Capacity | None) -> int | None:
+    """The last complete step at the capacity's level and mode (the one its numbers come from)."""
+    if capacity is None:
+        return None
+    for i in range(len(steps) - 1, -1, -1):
+        step = steps[i]
+        if step.level == capacity.level and step.mode == capacity.mode and not step.incomplete:
+            return i
+    return None

@@ -1,0 +1,101 @@
+"""The replay source and the live controller show the same view for the same frames."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from gputui.engine.client import ClientConfig
+from gputui.engine.load import RequestShape
+from gputui.engine.process import EngineConfig
+from gputui.engine.target import parse_target
+from gputui.live import LiveController, LiveSettings, LiveView
+from gputui.snapshot.store import load_snapshot
+from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
+from gputui.ui.replay import replay_frame, replay_telemetry, step_result, views_from_snapshot
+from tests.ui.conftest import FIXTURE
+
+
+class _NoEngine:
+    """Stands in for the engine process: the replay's records are already aggregated."""
+
+    def send(self, command: object) -> None:
+        pass
+
+
+@dataclass
+class _FedTelemetry:
+    frame: TelemetryFrame | None = None
+    traces: Traces | None = None
+
+    def latest(self) -> TelemetryFrame | None:
+        return self.frame
+
+    def recent(self) -> Traces | None:
+        return self.traces
+
+
+def _shown(view: LiveView) -> dict[str, Any]:
+    """What the screen shows that the figures decide (not clocks or the sparkline's length)."""
+    return {
+        "steps": view.steps,
+        "knee": view.knee,
+        "knee_reason": view.knee_reason,
+        "capacity": view.capacity,
+        "capacity_reason": view.capacity_reason,
+        "best_step_index": view.best_step_index,
+        "frame": view.frame,
+        "telemetry": view.telemetry,
+        "mode": view.mode,
+        "level": view.level,
+        "events": [(e.kind, e.text) for e in view.events if not e.text.startswith("connected")],
+    }
+
+
+def test_replay_and_live_controller_give_the_same_view(tmp_path: Path) -> None:
+    snapshot = load_snapshot(FIXTURE)
+    replayed = views_from_snapshot(snapshot)
+    steps = [step_result(s) for s in snapshot.steps if not s.incomplete]
+    settings = LiveSettings(
+        engine=EngineConfig(
+            client=ClientConfig(target=parse_target("http://127.0.0.1:8000"), model="m"),
+            shape=RequestShape(16, 8),
+        ),
+        sla=snapshot.sla.to_sla(),
+        snapshot_dir=tmp_path,
+        journal=False,
+    )
+    telemetry = _FedTelemetry()
+    controller = LiveController(settings, cast(TelemetrySampler, telemetry))
+    session = controller.session  # the live Session: its event rules, steps and frames
+    session._engine = cast(Any, _NoEngine())
+    session.started_ns = 1
+    controller._running = controller._connected = True
+    controller._target_state = "ok"
+    top = max(s.level for s in steps)
+    knee_step = replayed[-1].level
+    plan = [*((k, s) for k, s in enumerate(steps)), (len(steps), None)]
+    assert len(plan) == len(replayed)
+    for seq, ((k, live), expected) in enumerate(zip(plan, replayed, strict=True), start=1):
+        live = live or next(s for s in steps if s.level == knee_step)
+        if k > 0:  # the step before finished: the Session's own bookkeeping and events
+            session._finished[k - 1] = steps[k - 1]
+            session._deliver([steps[k - 1]])
+        controller._mode, controller._level = live.mode, live.level
+        controller._apply()
+        telemetry.frame, telemetry.traces = replay_telemetry(live, top, seq)
+        session.latest = replay_frame(seq, k, live)
+        session.observe(session.latest)  # what the frame thread does with each frame
+        assert _shown(controller.view()) == _shown(expected), f"view {seq}"
+    assert replayed[-1].best_step_index is not None
+    assert any(e.kind == "throttle" for e in replayed[-1].events)
+
+
+@pytest.mark.parametrize("index", [0, -1])
+def test_the_replayed_events_are_the_live_rules(index: int) -> None:
+    view = views_from_snapshot(load_snapshot(FIXTURE))[index]
+    assert view.events[0].text == "connected to http://127.0.0.1:8000"
+    assert all(a.t_s <= b.t_s for a, b in zip(view.events, view.events[1:], strict=False))
