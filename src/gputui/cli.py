@@ -43,6 +43,7 @@ def _empty(text: str) -> NoReturn:
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     from gputui.settings import (
         add_client_arguments,
+        add_precision_arguments,
         add_record_arguments,
         add_sla_arguments,
         add_target_arguments,
@@ -95,8 +96,18 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--warmup-seconds",
         type=non_negative_float,
         default=None,
-        help="excluded from each step's statistics (default: 20%% of the step, at most 10 s)",
+        help="a fixed warm-up excluded from each step's statistics (default: each step starts "
+        "measuring once the load has settled, at most 30 s)",
     )
+    load.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="run the whole plan N times on fresh connections (the server's prefix cache reset "
+        "where it offers it) and report the spread across runs",
+    )
+    add_precision_arguments(parser)
     load.add_argument(
         "--seed", type=int, default=None, help="same seed, same requests (default: scenario's, 0)"
     )

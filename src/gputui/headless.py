@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -19,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from gputui.adaptive import StepLimits, finish_step
 from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
@@ -29,7 +31,14 @@ from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.knee_sweep import gains_line
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.repeats import fresh_start, repeat_spread, spread_lines
 from gputui.run_printer import StepPrinter as StepPrinter
 from gputui.session import Session
 from gputui.settings import SessionSettings, session_settings
@@ -72,18 +81,15 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         parser.error(str(exc))
     if not (args.concurrency or args.rate or args.auto or args.validate_rate):
         parser.error("one of --concurrency, --rate, --auto or --validate-rate is required")
-    if args.step_seconds is None:
+    if args.step_seconds is None and not (args.auto or settings.max_step_seconds):
         parser.error("--step-seconds is required (or a --scenario that sets load.step_seconds)")
     if settings.ignore_eos:
         extra_body.setdefault("ignore_eos", True)
     mode: LoadMode = "rate" if args.rate or args.validate_rate else "concurrency"
     levels: list[float] = [float(x) for x in (args.concurrency or args.rate or [])]
     arrival: Arrival = args.arrival or ("gamma" if args.burstiness is not None else "poisson")
-    warmup_s = (
-        args.warmup_seconds
-        if args.warmup_seconds is not None
-        else min(10.0, 0.2 * args.step_seconds)
-    )
+    warmup_s: float | None = args.warmup_seconds  # None: each step settles (gputui.settle)
+    limits = step_limits(args, settings)
     api_key = os.environ.get(settings.api_key_env) or None
     checked = preflight(target, args.model, api_key=api_key, timeout_s=settings.connect_timeout)
     model = checked.model
@@ -143,17 +149,16 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     plan = _describe_plan(args, mode, levels)
     sys.stdout.write(
         f"gputui run: {target.base_url} model {model} ({settings.endpoint}), {plan}, "
-        f"{warmup_s:g} s warm-up + {args.step_seconds:g} s per step\n"
+        f"{_describe_steps(warmup_s, limits)}\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
         + "".join(f"gputui run: {line}\n" for line in source.describe())
     )
     sys.stdout.flush()
-    runner = SweepRunner(
-        session, stopper.fired, step_s=args.step_seconds, warmup_s=warmup_s, trace=trace
-    )
+    runner = SweepRunner(session, stopper.fired, limits=limits, trace=trace)
     bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
     auto_reason: str | None = None
+    knee_gains: tuple[tuple[float, float], ...] = ()
     validation: dict[str, Any] | None = None
     info = RunInfo(
         label=settings.label,
@@ -167,7 +172,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         input_tokens=prepared.nominal_input,
         output_tokens=prepared.nominal_output,
         extra_body=extra_body,
-        step_seconds=args.step_seconds,
+        step_seconds=args.step_seconds if args.step_seconds is not None else limits.max_s,
         warmup_seconds=warmup_s,
         seed=args.seed,
         probe_path=checked.probe_path,
@@ -189,21 +194,46 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         _open_journal(session, journal_dir, journal_header(info, sla), printer)
         if bursts is not None:
             bursts.start()
-        if args.auto:
-            auto_reason = runner.auto(
-                "concurrency", sla, max_level=args.max_level, max_minutes=args.max_minutes
-            )
-            printer.note(f"auto sweep: {auto_reason}")
-            rate = capacity_rate(session.finished_steps(), sla)
-            if rate is not None and not args.no_validate and not stopper.fired.is_set():
+        repeats = _Repeats(args.repeats)
+        for repeat in range(args.repeats):
+            if stopper.fired.is_set():
+                break
+            if repeat:
+                outcome = fresh_start(session, stopper.fired, target.base_url)
                 printer.note(
-                    f"validating: {rate:g} req/s (90 % of capacity) for {args.seconds:g} s"
+                    f"repeat {repeat + 1} of {args.repeats}: fresh connections, "
+                    f"prefix cache {outcome}"
                 )
-                validation = runner.validate(rate, args.seconds)
-        elif args.validate_rate:
-            validation = runner.validate(args.validate_rate, args.seconds)
-        else:
-            runner.fixed(mode, levels)
+            first = len(session.step_specs())
+            if args.auto:
+                deadline_ns = time.perf_counter_ns() + int(args.max_minutes * 60e9)
+                auto_reason, knee_gains, knee_level = runner.knee_auto(
+                    sla, max_level=args.max_level, deadline_ns=deadline_ns
+                )
+                printer.note(f"auto sweep: {auto_reason}")
+                printer.note(gains_line(knee_gains))
+            else:
+                deadline_ns = 0
+                knee_gains, knee_level = (), None
+                if args.validate_rate:
+                    validation = runner.validate(args.validate_rate, args.seconds)
+                else:
+                    runner.fixed(mode, levels)
+            current = session.current_step
+            if args.repeats > 1 and current is not None:
+                finish_step(session, stopper.fired, current.index)  # its figures, for the spread
+            repeats.add(session, first, sla, knee_level)
+        if args.auto and not stopper.fired.is_set():
+            rate = capacity_rate(session.finished_steps(), sla)
+            hold_s = min(args.seconds, (deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
+            if rate is not None and not args.no_validate:
+                if hold_s >= 5.0:
+                    printer.note(
+                        f"validating: {rate:g} req/s (90 % of capacity) for {hold_s:.0f} s"
+                    )
+                    validation = runner.validate(rate, hold_s)
+                else:
+                    printer.note("no validation hold: the --max-minutes bound is reached")
         if bursts is not None:
             bursts.stop()
         interrupted = stopper.fired.is_set()
@@ -232,6 +262,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         auto_reason=auto_reason,
         validation=validation,
         bursts=burst_results,
+        knee_gains=tuple(knee_gains) if args.auto else None,
+        repeats=repeats.spread() if args.repeats > 1 else None,
         client_extra={"workers": settings.workers, "ray": settings.ray, **trace.saturation()},
         backend=_backend_name(checked.backend, server_sample),
     )
@@ -252,6 +284,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             "% CPU): its timings include its own queueing; rerun with more --workers"
         )
     printer.summary(snapshot)
+    if args.repeats > 1:
+        sys.stdout.write("".join(f"{line}\n" for line in spread_lines(repeats.spread())))
     spec_line = spec_decode_line((snapshot.telemetry or {}).get("spec_decode"))
     sys.stdout.write(f"{spec_line}\n" if spec_line else "")
     sys.stdout.write("".join(f"{line}\n" for line in source.lines(snapshot)))
@@ -282,6 +316,58 @@ def _backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
     if detected.name == OPENAI_COMPATIBLE and server_sample is not None and server_sample.backend:
         return server_sample.backend
     return detected.name
+
+
+DEFAULT_MAX_STEP_S = 40.0
+
+
+class _Repeats:
+    """Each repeat's steps, capacity and knee, for the spread (`gputui.repeats`)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.runs: list[list[StepResult]] = []
+        self.capacities: list[float | None] = []
+        self.knees: list[float | None] = []
+
+    def add(self, session: Session, first: int, sla: Sla, knee: float | None) -> None:
+        """The repeat whose steps start at index `first` has ended."""
+        steps = [
+            s for s in session.finished_steps() if s.index >= first and s.mode == "concurrency"
+        ]
+        capacity = qualified_capacity(steps, sla).capacity if steps else None
+        if knee is None and steps:
+            found = knee_from_steps(steps, mode="concurrency").knee
+            knee = found.level if found is not None else None
+        self.runs.append(steps)
+        self.capacities.append(capacity.level if capacity is not None else None)
+        self.knees.append(knee)
+
+    def spread(self) -> dict[str, Any]:
+        """The snapshot's `repeats` key."""
+        return repeat_spread(self.runs, self.capacities, self.knees)
+
+
+def step_limits(args: argparse.Namespace, settings: SessionSettings) -> StepLimits:
+    """How long each step runs: to --target-precision (0.05 under --auto) within a maximum."""
+    target = settings.target_precision
+    if target is None and args.auto:
+        target = DEFAULT_TARGET_PRECISION
+    step_s = args.step_seconds if args.step_seconds is not None else DEFAULT_MAX_STEP_S
+    max_s = settings.max_step_seconds
+    if max_s is None:
+        max_s = step_s if target is None or args.step_seconds is not None else DEFAULT_MAX_STEP_S
+    return StepLimits(target, max_s, step_s if target is None else max_s)
+
+
+def _describe_steps(warmup_s: float | None, limits: StepLimits) -> str:
+    warm = "steady-state warm-up" if warmup_s is None else f"{warmup_s:g} s warm-up"
+    if limits.target_precision is None:
+        return f"{warm} + {limits.step_s:g} s per step"
+    return (
+        f"{warm}, then each step until ±{limits.target_precision:.0%} "
+        f"(at most {limits.max_s:g} s a step)"
+    )
 
 
 def _describe_plan(args: argparse.Namespace, mode: LoadMode, levels: list[float]) -> str:

@@ -18,10 +18,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gputui.engine.commands import Burst, Load, Pause, Resume
+from gputui.engine.commands import Burst, Load, Pause, Reconnect, Resume
 from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
 from gputui.engine.pool import WorkerPool
@@ -30,12 +31,18 @@ from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
 from gputui.events import EventLog, EventWatcher, load_event, step_events
+from gputui.metrics.precision import StepPrecision, mark_precision, step_precision
 from gputui.metrics.sla import Sla
+from gputui.metrics.steady import SteadyStart
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow, WindowStats
+from gputui.settle import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame
+
+if TYPE_CHECKING:
+    from gputui.auto_control import AutoControl
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
@@ -43,6 +50,8 @@ JOURNAL_INTERVAL_S = 1.0
 SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
+DEFAULT_FRAME_TARGET = 0.05
+"""The precision the frame reports against when the step has no target of its own."""
 """An event loop this late stamps tokens this late."""
 
 
@@ -68,6 +77,15 @@ class StatsFrame:
     busiest_worker_cpu_percent: float = 0.0
     client_saturated: bool = False
     """The client, not the server, may be limiting the measurement (see `SATURATION_*`)."""
+    step_phase: str = "measuring"
+    """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`)
+    or "auto" (`start_auto` runs the sweep)."""
+    settle_remaining_s: float | None = None
+    """While settling: seconds until the maximum warm-up opens the window anyway."""
+    measured_n: int = 0
+    """Requests of the current step finished inside its measured window so far."""
+    precision: float | None = None
+    """Largest relative 95 % CI half-width of P95 TTFT, P95 TPOT and output tok/s so far."""
 
 
 class Session:
@@ -78,17 +96,24 @@ class Session:
         config: EngineConfig,
         sla: Sla,
         *,
-        warmup_s: float,
+        warmup_s: float | None,
         window_s: float = 30.0,
         on_step_finished: Callable[[StepResult], None] | None = None,
         on_frame: Callable[[StatsFrame], None] | None = None,
         workers: int = 1,
         ray_address: str | None = None,
         telemetry: Callable[[], TelemetryFrame | None] | None = None,
+        max_warmup_s: float = DEFAULT_MAX_WARMUP_S,
     ) -> None:
         self.config = config
         self.sla = sla
         self.warmup_s = warmup_s
+        """A fixed warm-up (`--warmup-seconds`), or None: each step settles (`gputui.settle`)."""
+        self.max_warmup_s = max_warmup_s
+        self._settle: SettleTracker | None = None
+        self._targets: dict[int, float] = {}
+        self._precision_at: tuple[int, int, float | None, int] = (-1, -1, None, 0)
+        self._auto: AutoControl | None = None
         self._on_step_finished = on_step_finished
         self._on_frame = on_frame
         self._closing = threading.Event()
@@ -173,15 +198,17 @@ class Session:
         now = time.perf_counter_ns()
         with self._lock:
             self._close_current(now)
+            warmup_s = self.max_warmup_s if self.warmup_s is None else self.warmup_s
             step = StepSpec(
                 index=len(self._steps),
                 mode=mode,
                 level=float(level),
                 start_ns=now,
-                measure_start_ns=now + int(self.warmup_s * 1e9),
+                measure_start_ns=now + int(warmup_s * 1e9),
                 end_ns=-1,
             )
             self._steps.append(step)
+            self._settle = self._new_tracker(step)
             writer, hidden = self._journal, step.index in self._hidden
         if writer is not None:
             writer.journal.add_load(step, self.started_ns, hidden=hidden)
@@ -329,6 +356,8 @@ class Session:
 
     def publish_frame(self) -> StatsFrame | None:
         """Build a frame from the rolling window and swap it into `latest`."""
+        self.settle()
+        phase = self._phase_fields()
         now = time.perf_counter_ns()
         with self._lock:
             step = self._steps[-1] if self._steps else None
@@ -358,6 +387,7 @@ class Session:
             workers=self.workers,
             busiest_worker_cpu_percent=busiest,
             client_saturated=busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS,
+            **phase,
         )
         self.latest = frame
         return frame
@@ -384,6 +414,9 @@ class Session:
             self._update_cpu(status)
             self.status = status
             arrived_ns = time.perf_counter_ns()
+            tracker = self._settle
+            if tracker is not None:
+                tracker.on_batch(arrived_ns, sent_by_step.get(tracker.index, 0), status.in_flight)
             for sample in rtt:
                 if sample is None:
                     self.probes_failed += 1
@@ -405,7 +438,10 @@ class Session:
     # bookkeeping (lock held) ---------------------------------------------------------------------
     def _close_current(self, now_ns: int) -> None:
         if self._steps and self._steps[-1].end_ns < 0:
-            self._steps[-1] = replace(self._steps[-1], end_ns=now_ns)
+            step = self._steps[-1]
+            # A step closed before it settled: its whole length was warm-up (none measured).
+            start = min(step.measure_start_ns, now_ns)
+            self._steps[-1] = replace(step, end_ns=now_ns, measure_start_ns=start)
 
     def _finish_ready_steps(self, *, force: bool) -> list[StepResult]:
         done: list[StepResult] = []
@@ -424,7 +460,124 @@ class Session:
             result = aggregate_step(
                 step, self._records.get(step.index, []), self.sla, incomplete=incomplete
             )
+            if step.index in self._targets:
+                result = mark_precision(result, self._targets[step.index])
             self._finished[step.index] = result
             if step.index not in self._hidden:
                 done.append(result)
         return done
+
+    # steady state and precision (issue 16) -----------------------------------------------------
+    def _new_tracker(self, step: StepSpec) -> SettleTracker | None:
+        """A settling tracker for a step without a fixed warm-up (lock held)."""
+        if self.warmup_s is not None:
+            return None
+        previous = self._finished.get(step.index - 1)
+        return SettleTracker(
+            index=step.index,
+            mode=step.mode,
+            level=step.level,
+            change_ns=step.start_ns,
+            max_warmup_s=self.max_warmup_s,
+            lifetime_hint_s=previous.e2e_s.p50 if previous is not None else None,
+        )
+
+    def settle(self) -> SteadyStart | None:
+        """Decide whether the open step has settled; once it has, its window starts there.
+
+        Called on the frame thread (and by plans that poll); the warm-up a finished step records
+        (`warmup_s`) is then the one actually used.
+        """
+        with self._lock:
+            tracker = self._settle
+            if tracker is None or not self._steps or self._steps[-1].index != tracker.index:
+                return None
+            if tracker.result is not None:
+                return tracker.result
+            records = list(self._records.get(tracker.index, []))
+        found = tracker.decide(time.perf_counter_ns(), records)
+        if found is None:
+            return None
+        with self._lock:
+            step = self._steps[tracker.index]
+            if step.end_ns < 0 or found.measure_start_ns < step.end_ns:
+                self._steps[tracker.index] = replace(step, measure_start_ns=found.measure_start_ns)
+        return found
+
+    def settled(self, index: int) -> bool:
+        """Whether step `index` has settled (a fixed warm-up: once it has passed)."""
+        with self._lock:
+            tracker = self._settle
+            step = self._steps[index] if 0 <= index < len(self._steps) else None
+        if step is None:
+            return False
+        if tracker is not None and tracker.index == index:
+            return self.settle() is not None
+        return time.perf_counter_ns() >= step.measure_start_ns
+
+    def set_step_target(self, index: int, target_precision: float) -> None:
+        """Judge step `index` against this precision target when it finishes (`imprecise`)."""
+        with self._lock:
+            self._targets[index] = target_precision
+
+    def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
+        """The open step's precision so far and its measured requests (None while settling)."""
+        now = time.perf_counter_ns()
+        with self._lock:
+            step = self._steps[-1] if self._steps else None
+            if step is None or step.end_ns >= 0 or now <= step.measure_start_ns:
+                return None, 0
+            records = list(self._records.get(step.index, []))
+        so_far = aggregate_step(replace(step, end_ns=now), records, self.sla)
+        measured = so_far.requests_ok + so_far.requests_failed
+        return step_precision(so_far, target_precision), measured
+
+    def _phase_fields(self) -> dict[str, Any]:
+        """The frame's step phase, settling countdown, measured n and precision."""
+        now = time.perf_counter_ns()
+        with self._lock:
+            step = self._steps[-1] if self._steps else None
+            received = len(self._records.get(step.index, [])) if step is not None else 0
+        if step is None:
+            return {}
+        auto = self._auto
+        phase = auto.phase if auto is not None and auto.running else "measuring"
+        if now < step.measure_start_ns:
+            return {
+                "step_phase": "settling" if phase == "measuring" else phase,
+                "settle_remaining_s": (step.measure_start_ns - now) / 1e9,
+            }
+        index, count, precision, measured = self._precision_at
+        if (index, count) != (step.index, received):
+            target = self._targets.get(step.index, DEFAULT_FRAME_TARGET)
+            reached, measured = self.current_precision(target)
+            precision = reached.worst if reached is not None else None
+            self._precision_at = (step.index, received, precision, measured)
+        return {"step_phase": phase, "measured_n": measured, "precision": precision}
+
+    def hold_until_precise(self, target_precision: float) -> None:
+        """Keep the current level until the precision target is met, then close the step.
+
+        The level carries on afterwards (as `hold`); runs on its own thread, like `start_auto`.
+        """
+        self._auto_control().hold_until_precise(target_precision)
+
+    def start_auto(self, from_level: float) -> None:
+        """The automatic sweep from `from_level`, on its own thread, filling steps as it goes."""
+        self._auto_control().start_auto(from_level)
+
+    def cancel_auto(self) -> None:
+        """Stop the auto sweep or the hold (any manual load change): the operator has control."""
+        if self._auto is not None:
+            self._auto.cancel()
+
+    def reconnect(self) -> None:
+        """Close the engine's idle connections: the next requests connect afresh (`--repeats`)."""
+        self._engine.send(Reconnect())
+
+    def _auto_control(self) -> AutoControl:
+        from gputui.auto_control import AutoControl
+
+        if self._auto is None:
+            self._auto = AutoControl(self)
+        return self._auto

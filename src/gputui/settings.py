@@ -46,6 +46,8 @@ DEFAULTS: Final[dict[str, Any]] = {
     "price_per_hour": None,
     "precision": None,
     "snapshot_dir": None,
+    "target_precision": None,
+    "max_step_seconds": None,
 }
 """The shared flags' values when neither the command line nor a scenario gives them."""
 
@@ -168,6 +170,27 @@ def add_record_arguments(parser: argparse.ArgumentParser, *, precision: bool = T
     )
 
 
+def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adaptive steps (issue 16): how precise a step must be, and how long it may run for it."""
+    steps = parser.add_argument_group("adaptive steps")
+    steps.add_argument(
+        "--target-precision",
+        type=positive_float,
+        default=None,
+        metavar="F",
+        help="run each step until the 95 %% CI half-widths of P95 TTFT, P95 TPOT and output "
+        "tok/s are within F of their values (default 0.05 under --auto, else off)",
+    )
+    steps.add_argument(
+        "--max-step-seconds",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="end a step after S seconds (settling included) even when imprecise; it is then "
+        "marked imprecise (default: --step-seconds, else 40)",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
     """The shared settings of one session, whichever front end runs it."""
@@ -189,6 +212,8 @@ class SessionSettings:
     price_per_hour: float | None
     precision: str | None
     snapshot_dir: Path
+    target_precision: float | None = None
+    max_step_seconds: float | None = None
 
     @property
     def sla(self) -> Sla:

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from gputui.adaptive import AutoRun, StepLimits, finish_step, run_step
 from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee_sweep import KneeSweep
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
-from gputui.metrics.sweep_plan import AutoSweep
 from gputui.session import Session, StatsFrame
 
-_POLL_S = 0.1
 RECOVERY_WINDOW_S = 2.0
 """Sliding window (by send time) over which a burst's P95 TTFT must be back under its bound."""
 
@@ -71,54 +71,44 @@ class SweepRunner:
         session: Session,
         stop: threading.Event,
         *,
-        step_s: float,
-        warmup_s: float,
+        limits: StepLimits,
         trace: InFlightTrace,
     ) -> None:
         self.session = session
         self.stop = stop
-        self.step_s = step_s
-        self.warmup_s = warmup_s
+        self.limits = limits
         self.trace = trace
 
     def fixed(self, mode: LoadMode, levels: Sequence[float]) -> None:
-        """One step per level, in order."""
+        """One step per level, in order, each as long as `limits` says."""
         for level in levels:
             if self.stop.is_set():
                 return
-            self.session.set_load(mode, level)
-            self.stop.wait(self.warmup_s + self.step_s)
+            run_step(self.session, self.stop, mode, level, self.limits)
 
-    def auto(self, mode: LoadMode, sla: Sla, *, max_level: float, max_minutes: float) -> str:
-        """Ramp then bisect (metrics.sweep_plan); returns why the sweep ended."""
-        planner = AutoSweep(max_level=max_level, sla=sla, mode=mode)
-        deadline_ns = time.perf_counter_ns() + int(max_minutes * 60e9)
-        while not self.stop.is_set():
-            level = planner.next_level(self.session.finished_steps())
-            if level is None:
-                return planner.reason
-            if time.perf_counter_ns() > deadline_ns:
-                return f"stopped at the --max-minutes bound ({max_minutes:g} min)"
-            step = self.session.set_load(mode, level)
-            self.stop.wait(self.warmup_s + self.step_s)
-            self.session.hold()  # keep the load while the step's last requests come back
-            self._wait_finished(step.index)
-        return "interrupted"
+    def knee_auto(
+        self, sla: Sla, *, max_level: float, deadline_ns: int
+    ) -> tuple[str, tuple[tuple[float, float], ...], float | None]:
+        """Ramp to the knee, then bisect the SLA boundary (`metrics.knee_sweep`).
 
-    def _wait_finished(self, index: int) -> None:
-        while not self.stop.is_set():
-            if any(s.index == index for s in self.session.finished_steps()):
-                return
-            self.stop.wait(_POLL_S)
+        Returns why the sweep ended, the knee's evidence (gain per doubling by level) and the
+        knee's level (None: not found).
+        """
+        planner = KneeSweep(max_level=max_level, max_error_rate=sla.max_error_rate)
+        auto = AutoRun(
+            self.session, self.stop, planner=planner, limits=self.limits, deadline_ns=deadline_ns
+        )
+        reason = auto.run()
+        last = auto.last
+        return reason, last.gains if last else (), last.knee if last else None
 
     def validate(self, rate: float, seconds: float) -> dict[str, Any] | None:
         """Hold an open-loop rate; report whether the SLA holds and the queue stays bounded."""
-        step = self.session.set_load("rate", rate)
-        self.stop.wait(self.warmup_s + seconds)
+        hold = StepLimits(None, self.session.max_warmup_s + seconds, seconds)
+        step = run_step(self.session, self.stop, "rate", rate, hold)
         end_ns = time.perf_counter_ns()
-        self.session.hold()
-        self._wait_finished(step.index)
-        result = next((s for s in self.session.finished_steps() if s.index == step.index), None)
+        result = finish_step(self.session, self.stop, step.index)
+        step = next(s for s in self.session.step_specs() if s.index == step.index)
         if result is None:
             return None
         t_s, in_flight = self.trace.between(step.measure_start_ns, end_ns)

@@ -131,6 +131,10 @@ class StreamingClient:
             spec = replace(config.event_counter, tokenize_path=path)
             self._counter = EventCounter(spec, counter_pool, host, config.model)
 
+    def close_idle(self) -> None:
+        """Close the idle pooled connections: the next requests connect afresh."""
+        self._pool.close()
+
     @property
     def connections_opened(self) -> int:
         """How many TCP connections the pool has opened so far."""

@@ -46,8 +46,13 @@ class Stop:
     cancel: bool
 
 
-Command = Load | Pause | Resume | Burst | Stop
-COMMANDS = (Load, Pause, Resume, Burst, Stop)
+@dataclass(frozen=True, slots=True)
+class Reconnect:
+    """Close every idle kept-alive connection: later requests open fresh ones (`--repeats`)."""
+
+
+Command = Load | Pause | Resume | Burst | Stop | Reconnect
+COMMANDS = (Load, Pause, Resume, Burst, Stop, Reconnect)
 
 
 class UnknownCommand(TypeError):

@@ -27,6 +27,7 @@ from gputui.engine.commands import (
     Command,
     Load,
     Pause,
+    Reconnect,
     Resume,
     Stop,
     UnknownCommand,
@@ -199,6 +200,8 @@ class _Engine:
                 self._load.resume()
             case Burst(count):
                 self._load.burst(int(count))
+            case Reconnect():
+                self._client.close_idle()
             case Stop(cancel):
                 self._request_stop(cancel=cancel)
 

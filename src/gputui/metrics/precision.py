@@ -12,11 +12,14 @@ caller with the records so far runs `aggregate_step` on them first (it is cheap)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Final, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final, Protocol
 
 from gputui.metrics.confidence import Interval, relative_half_width
 from gputui.metrics.verdict import HasP95Interval
+
+if TYPE_CHECKING:
+    from gputui.metrics.step import StepResult
 
 DEFAULT_TARGET_PRECISION: Final = 0.05
 
@@ -82,3 +85,31 @@ def _latency(stats: HasP95Interval) -> float | None:
     if stats.n <= 0 or stats.p95 is None:
         return None
     return relative_half_width(stats.p95, stats.p95_ci)
+
+
+def mark_precision(result: StepResult, target_precision: float) -> StepResult:
+    """The finished step with the precision it reached against its target (`imprecise`).
+
+    The verdict stays the intervals' own (a "pass" means the whole interval lies within the
+    bound, however wide it is, and too few samples already give "inconclusive"), except that a
+    step cut short before its window held a single request says nothing about the SLA: its
+    "fail" (no request succeeded) becomes "inconclusive".
+    """
+    reached = step_precision(result, target_precision)
+    figures = {
+        "ttft_p95": reached.ttft_p95,
+        "tpot_p95": reached.tpot_p95,
+        "output_tokens_per_s": reached.output_tokens_per_s,
+    }
+    precision = {k: _finite(v) for k, v in figures.items() if v is not None}
+    verdict = result.sla_verdict
+    if not reached.precise:
+        measured = result.requests_ok + result.requests_failed
+        if verdict == "fail" and measured == 0:
+            verdict = "inconclusive"
+    return replace(result, imprecise=not reached.precise, precision=precision, sla_verdict=verdict)
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: an open interval's half-width is recorded as null."""
+    return None if math.isinf(value) else round(value, 4)

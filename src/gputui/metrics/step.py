@@ -124,6 +124,11 @@ class StepResult:
     reasoning_share: float | None = None
     reasoning_tokens: int = 0
     event_tokens_method: str | None = None
+    imprecise: bool | None = None
+    """Set on steps run to a precision target: True when the step ended (at its maximum length)
+    before reaching it; None when no target applied (`metrics.precision.mark_precision`)."""
+    precision: dict[str, float | None] | None = None
+    """Relative 95 % CI half-width reached per metric, on steps run to a precision target."""
 
     @property
     def error_rate(self) -> float | None:

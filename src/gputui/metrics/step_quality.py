@@ -24,8 +24,19 @@ def step_warnings(result: StepResult) -> list[str]:
         )
     if result.requests_ok and not result.output_tokens_from_usage:
         lines.append("the server sent no usage report: output tokens are counted as content chunks")
+    if result.imprecise:
+        widths = list((result.precision or {}).values())
+        finite = [v for v in widths if v is not None]
+        reached = (
+            f"±{max(finite):.1%}" if finite and len(finite) == len(widths) else "an open interval"
+        )
+        lines.append(
+            f"imprecise: the step ended at its maximum length with {reached}, short of its "
+            "precision target; use a longer --max-step-seconds"
+        )
+        return lines
     e2e_s = result.e2e_s.p50
-    if e2e_s and result.duration_s < MIN_LIFETIMES_PER_STEP * e2e_s:
+    if result.imprecise is None and e2e_s and result.duration_s < MIN_LIFETIMES_PER_STEP * e2e_s:
         lines.append(
             f"the step ({result.duration_s:.0f} s) is under {MIN_LIFETIMES_PER_STEP} request "
             f"lifetimes (E2E p50 {e2e_s:.1f} s): requests finish in waves, so its tok/s is "

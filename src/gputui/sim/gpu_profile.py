@@ -176,6 +176,10 @@ class GpuProfile:
         if self._deadlines is not None:
             self._deadlines.close()
 
+    def reset_prefix_cache(self) -> bool:
+        """Drop the prefix cache (`POST /reset_prefix_cache`); False while blocks are in use."""
+        return self.device.scheduler.pool.reset_cache()
+
     def prometheus_text(self) -> str:
         """The vLLM and DCGM metrics of the simulated server and card, brought up to date."""
         if not self._busy:

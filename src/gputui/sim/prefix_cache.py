@@ -55,6 +55,17 @@ class BlockPool:
         """Blocks holding a cached prefix (referenced or evictable)."""
         return len(self._refs) + len(self._evictable)
 
+    def reset_cache(self) -> bool:
+        """Forget every cached prefix, as vLLM's `POST /reset_prefix_cache`.
+
+        Like vLLM it refuses (False, nothing changed) while a request still references cached
+        blocks; otherwise the evictable blocks (already counted free) are dropped from the cache.
+        """
+        if self._refs:
+            return False
+        self._evictable.clear()
+        return True
+
     def lookup(self, hashes: Sequence[int], prompt_tokens: int) -> tuple[int, int]:
         """(cached blocks, of which evictable) of the longest cached prefix; changes nothing.
 

@@ -163,6 +163,7 @@ class SimServer:
             "/sim/stats": ("GET", self._stats),
             "/sim/requests": ("GET", self._requests),
             "/sim/reset": ("POST", self._reset),
+            "/reset_prefix_cache": ("POST", self._reset_prefix_cache),
             "/sim/latency": ("GET", self._latency),
         }
 
@@ -342,6 +343,15 @@ class SimServer:
         records = getattr(self.profile, "latency_records", None)
         reply = {"requests": records() if records is not None else []}
         return json_response(200, reply, keep_alive=keep_alive)
+
+    def _reset_prefix_cache(self, _body: bytes, keep_alive: bool) -> bytes:
+        """VLLM's endpoint: 200 once the cache is empty; 404 without prefix caching."""
+        reset = getattr(self.profile, "reset_prefix_cache", None)
+        if reset is None:
+            return error_response(404, "Not Found: /reset_prefix_cache", keep_alive=keep_alive)
+        if not reset():
+            return error_response(409, "blocks still in use", keep_alive=keep_alive)
+        return json_response(200, {"reset": True}, keep_alive=keep_alive)
 
     def _reset(self, _body: bytes, keep_alive: bool) -> bytes:
         self.truth.reset()

@@ -28,7 +28,7 @@ from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.metrics.capacity import qualified_capacity
-from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
@@ -70,7 +70,8 @@ class RunInfo:
     input_tokens: int
     output_tokens: int
     step_seconds: float
-    warmup_seconds: float
+    warmup_seconds: float | None
+    """The fixed --warmup-seconds; None: each step settled (its own `warmup_s`)."""
     complete: bool
     arrival: str | None = None
     burstiness: float | None = None
@@ -83,6 +84,10 @@ class RunInfo:
     backend_evidence: str | None = None
     """What gave the backend away (see engine.backend)."""
     auto_reason: str | None = None
+    knee_gains: tuple[tuple[float, float], ...] | None = None
+    """The auto sweep's knee evidence: (level, output tok/s gain per doubling to it)."""
+    repeats: dict[str, Any] | None = None
+    """`--repeats`: the spread across runs (`gputui.repeats.repeat_spread`)."""
     hardware: dict[str, Any] | None = None
     telemetry: dict[str, Any] | None = None
     client_extra: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +126,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         ),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
-        knee=KneeModel.from_knee(knee.knee) if knee and knee.knee else None,
+        knee=_knee_model(knee.knee, info) if knee and knee.knee else None,
         knee_reason=knee.reason if knee else "no finished step",
         capacity=CapacityModel.from_capacity(capacity.capacity)
         if capacity and capacity.capacity
@@ -152,8 +157,20 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )
-    # An extra v1 key (the models allow unknown keys).
-    return snapshot.model_copy(update={"totals": request_totals(session.all_records())})
+    # Extra v1 keys (the models allow unknown keys).
+    extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
+    if info.repeats is not None:
+        extra["repeats"] = info.repeats
+    return snapshot.model_copy(update=extra)
+
+
+def _knee_model(knee: Knee, info: RunInfo) -> KneeModel:
+    """The knee, with the auto sweep's evidence (`gains_per_doubling`) when it ran."""
+    model = KneeModel.from_knee(knee)
+    if info.knee_gains is None:
+        return model
+    gains = [{"level": level, "gain": gain} for level, gain in info.knee_gains]
+    return model.model_copy(update={"gains_per_doubling": gains})
 
 
 def session_snapshot(

@@ -401,7 +401,8 @@ def step_from_result(result: StepResult) -> Step:
     """Snapshot form of a finished step.
 
     Optional keys (absent when they do not apply, so older readers see nothing new):
-    `event_tokens_method`, and for streams with thinking `ttfat_s` and `reasoning_share`.
+    `event_tokens_method`, and for streams with thinking `ttfat_s` and `reasoning_share`; on
+    steps run to a precision target, `imprecise` and `precision` (metric: relative half-width).
     """
     step = _step_core(result)
     extra: dict[str, Any] = {}
@@ -410,6 +411,9 @@ def step_from_result(result: StepResult) -> Step:
     if result.ttfat_s is not None:
         extra["ttfat_s"] = Stats.from_summary(result.ttfat_s).model_dump()
         extra["reasoning_share"] = result.reasoning_share
+    if result.imprecise is not None:
+        extra["imprecise"] = result.imprecise
+        extra["precision"] = dict(result.precision or {})
     return step.model_copy(update=extra) if extra else step
 
 

@@ -36,6 +36,7 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
     """The flags of `gputui tui`; `demo=True` leaves out --url and --model (the demo sets them)."""
     from gputui.settings import (
         add_client_arguments,
+        add_precision_arguments,
         add_record_arguments,
         add_sla_arguments,
         add_target_arguments,
@@ -66,6 +67,7 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
     add_sla_arguments(parser)
     add_client_arguments(parser)
     add_record_arguments(parser, precision=not demo)
+    add_precision_arguments(parser)
     out = parser.add_argument_group("display")
     out.add_argument("--no-color", action="store_true", help="monochrome")
     out.add_argument("--ascii", action="store_true", help="ASCII charts and borders")

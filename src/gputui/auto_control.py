@@ -1,0 +1,105 @@
+"""The Session's own threads for `hold_until_precise` and `start_auto` (the TUI's keys).
+
+Contract: one job at a time; starting one cancels the one before. `cancel` (any manual load
+change) stops the job within a moment and leaves the load where it is: control goes back to the
+operator. `phase` is "holding" or "auto" while a job runs (the frame's `step_phase`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gputui.adaptive import AutoRun, StepLimits, finish_step, hold_step
+from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
+
+if TYPE_CHECKING:
+    from gputui.session import Session
+
+DEFAULT_MAX_STEP_S = 60.0
+DEFAULT_MAX_LEVEL = 256.0
+
+
+class AutoControl:
+    """Runs one background job on a Session (module contract)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.max_step_s = DEFAULT_MAX_STEP_S
+        self.max_level = DEFAULT_MAX_LEVEL
+        self.target_precision = 0.05
+        self.phase = "measuring"
+        self.reason: str | None = None
+        """Why the last auto sweep ended."""
+        self.decision: KneeDecision | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """A job is running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Stop the running job (the load stays as it is)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=2.0)
+        self.phase = "measuring"
+
+    def hold_until_precise(self, target_precision: float) -> None:
+        """Keep the current step open until it is precise, then close it at the same level."""
+        current = self.session.current_step
+        if current is None:
+            return
+        limits = StepLimits(target_precision, self.max_step_s, self.max_step_s)
+
+        def job(stop: threading.Event) -> None:
+            hold_step(self.session, stop, current.index, limits)
+            if not stop.is_set():
+                finish_step(self.session, stop, current.index)
+
+        self._start("holding", job)
+
+    def start_auto(self, from_level: float) -> None:
+        """The auto sweep from `from_level` (concurrency), on this object's thread."""
+        planner = KneeSweep(
+            max_level=max(self.max_level, from_level),
+            max_error_rate=self.session.sla.max_error_rate,
+            start=max(float(round(from_level)), 1.0),
+        )
+        limits = StepLimits(self.target_precision, self.max_step_s, self.max_step_s)
+
+        def job(stop: threading.Event) -> None:
+            auto = AutoRun(
+                self.session,
+                stop,
+                planner=planner,
+                limits=limits,
+                deadline_ns=None,
+                on_decision=self._remember,
+            )
+            self.reason = auto.run()
+
+        self._start("auto", job)
+
+    def _remember(self, decision: KneeDecision) -> None:
+        self.decision = decision
+
+    def _start(self, phase: str, job: Callable[[threading.Event], None]) -> None:
+        self.cancel()
+        stop = threading.Event()
+        self._stop = stop
+        self.phase = phase
+
+        def body() -> None:
+            try:
+                job(stop)
+            finally:
+                if self._stop is stop:
+                    self.phase = "measuring"
+
+        self._thread = threading.Thread(target=body, name=f"gputui-{phase}", daemon=True)
+        self._thread.start()

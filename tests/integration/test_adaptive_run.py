@@ -1,0 +1,119 @@
+"""Adaptive steps, steady-state warm-up and --repeats, end to end against the simulator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from gputui.repeats import reset_prefix_cache
+from gputui.sim.gpu_profile import GpuProfileSpec
+from gputui.sim.runner import SimProcess, start_background
+from gputui.snapshot.store import load_snapshot
+
+GPUTUI = [sys.executable, "-m", "gputui"]
+ACCEPTANCE = [
+    "--input-tokens",
+    "1024",
+    "--output-tokens",
+    "256",
+    "--sla-ttft-p95",
+    "1",
+    "--sla-tpot-p95",
+    "0.035",
+]
+
+
+def test_a_step_cut_short_is_imprecise_and_inconclusive(tmp_path: Path) -> None:
+    out = tmp_path / "short.json"
+    with start_background(GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")) as sim:
+        result = subprocess.run(
+            [
+                *GPUTUI,
+                "run",
+                "--url",
+                sim.url,
+                "--concurrency",
+                "64",
+                "--max-step-seconds",
+                "5",
+                "--target-precision",
+                "0.05",
+                *ACCEPTANCE,
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stderr
+    step = load_snapshot(out).steps[0]
+    extra = step.model_extra or {}
+    assert extra["imprecise"] is True
+    assert step.sla_verdict == "inconclusive"
+    # 64 requests of ~10 s lifetimes: the first wave has not completed in 5 s, so the window
+    # never opened: the whole step is the warm-up it used, and nothing was measured.
+    assert 4.9 <= step.warmup_s <= 5.5
+    assert step.duration_s == 0.0 and step.requests_ok == 0
+    assert "imprecise" in result.stdout
+
+
+def test_steps_settle_on_the_first_wave_and_record_the_warm_up_used(
+    fixed_sim: SimProcess, tmp_path: Path
+) -> None:
+    out = tmp_path / "settle.json"
+    result = subprocess.run(
+        [
+            *GPUTUI,
+            "run",
+            "--url",
+            fixed_sim.url + "/v1",
+            "--model",
+            "sim",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "16",  # 20 ms + 15 x 5 ms: one lifetime is about 0.1 s
+            "--concurrency",
+            "2,8",
+            "--step-seconds",
+            "1.5",
+            "--repeats",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, result.stderr
+    snap = load_snapshot(out)
+    steps = [s for s in snap.steps if s.mode == "concurrency"]
+    assert [s.level for s in steps] == [2.0, 8.0, 2.0, 8.0]
+    for step in steps:
+        # the first wave completes after about one lifetime, far under the old fixed 3 s
+        assert 0.05 <= step.warmup_s <= 0.6, step.warmup_s
+    spread = (snap.model_extra or {})["repeats"]
+    assert spread["count"] == 2
+    row = next(r for r in spread["levels"] if r["level"] == 8.0)
+    tok = row["output_tokens_per_s"]
+    assert row["runs"] == 2 and tok["min"] <= tok["median"] <= tok["max"]
+    assert "repeat 2 of 2: fresh connections, prefix cache not offered" in result.stdout
+    assert "repeats: 2 runs of the whole plan" in result.stdout
+
+
+def test_the_simulator_offers_a_prefix_cache_reset_as_vllm_does() -> None:
+    with start_background(GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")) as sim:
+        body = b'{"model": "llama-3.1-8b", "prompt": "hello there", "max_tokens": 2}'
+        request = urllib.request.Request(
+            sim.url + "/v1/completions",
+            data=body,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+        assert reset_prefix_cache(sim.url) == "reset"

@@ -1,0 +1,81 @@
+"""The knee-and-capacity planner: ramp past the SLA to the knee, bisect on three-way verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputui.metrics.knee_sweep import KneeSweep, gains_line
+from gputui.metrics.step import StepResult
+from gputui.metrics.verdict import Verdict
+from tests.support.steps import make_step
+
+# A server whose throughput saturates at 64 and whose SLA breaks above 40.
+TOKENS = {1: 90, 2: 175, 4: 340, 8: 650, 16: 1200, 32: 2000, 64: 2600, 128: 2700, 256: 2720}
+
+
+def _verdict(level: float) -> Verdict:
+    return "pass" if level <= 40 else "fail"
+
+
+def _step(level: float, index: int, verdict: Verdict | None = None) -> StepResult:
+    tokens = TOKENS.get(int(level), 2000 + (level - 32) * 20)
+    step = make_step(level, output_tokens_per_s=tokens, index=index)
+    return replace(step, sla_verdict=verdict or _verdict(level), sla_ok=level <= 40)
+
+
+def _drive(planner: KneeSweep, verdict: dict[float, list[Verdict]] | None = None) -> list[float]:
+    steps: list[StepResult] = []
+    run: list[float] = []
+    for _ in range(40):
+        decision = planner.decide(steps)
+        if decision.level is None:
+            return run
+        run.append(decision.level)
+        queue = (verdict or {}).get(decision.level)
+        given = queue.pop(0) if queue else None
+        steps.append(_step(decision.level, len(steps), given))
+    raise AssertionError("the planner did not finish")
+
+
+def test_it_ramps_past_the_sla_boundary_to_the_knee_then_bisects() -> None:
+    planner = KneeSweep(max_level=256)
+    run = _drive(planner)
+    # Past 40 (the SLA boundary) up to 128, where the gain per doubling fell under 10 %.
+    assert run[:8] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert 256 not in run
+    assert run[8:] == [48, 40, 44]  # bisection between 32 (pass) and 64 (fail)
+    steps = [_step(level, i) for i, level in enumerate(run)]
+    final = planner.decide(steps)
+    assert final.level is None and final.state == "done"
+    assert final.knee == 64
+    assert final.capacity == 40 and final.first_bad == 44
+    gains = dict(final.gains)
+    assert gains[128] < 0.10 <= gains[64]
+    assert "128 +4 %" in gains_line(final.gains)
+
+
+def test_an_inconclusive_level_is_run_again_and_never_counts_as_a_pass() -> None:
+    planner = KneeSweep(max_level=256)
+    run = _drive(planner, {48: ["inconclusive", "inconclusive"], 40: ["inconclusive", "pass"]})
+    assert run[8:10] == [48, 48]  # re-run once, then counted as not passing
+    assert run.count(40) == 2
+    steps: list[StepResult] = []
+    verdicts: dict[float, list[Verdict]] = {
+        48: ["inconclusive", "inconclusive"],
+        40: ["inconclusive", "pass"],
+    }
+    for i, level in enumerate(run):
+        queue = verdicts.get(level)
+        steps.append(_step(level, i, queue.pop(0) if queue else None))
+    final = planner.decide(steps)
+    assert final.capacity is not None and final.capacity <= 44
+    assert final.first_bad is not None and final.first_bad <= 48
+
+
+def test_errors_past_their_bound_end_the_ramp() -> None:
+    planner = KneeSweep(max_level=256, max_error_rate=0.01)
+    steps = [_step(level, i) for i, level in enumerate([1, 2, 4, 8, 16])]
+    steps[-1] = replace(steps[-1], requests_failed=5, requests_ok=95)
+    decision = planner.decide(steps)
+    assert decision.state in ("bisect", "done")
+    assert "errors at concurrency 16" in decision.reason
