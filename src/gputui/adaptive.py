@@ -6,7 +6,7 @@ Contract:
   (`metrics.precision`), or when `max_s` (the whole step, settling included) ends it; the
   Session then marks it `imprecise`. A step that cannot reach a two-sided P95 interval (59
   requests) by `max_s` ends as soon as its output tok/s is precise (imprecise all the
-  same). Without a target: settling, then `step_s`.
+  same). Without a target: settling (bounded by the Session's maximum warm-up), then `step_s`.
 - `finish_step` closes it while the load carries on (`Session.hold`) and waits for its figures.
 - `AutoRun.run` is the auto sweep (`metrics.knee_sweep`) under one deadline; a re-run of an
   inconclusive level gets twice the maximum length per attempt. It runs in the caller's thread
@@ -55,8 +55,10 @@ def run_step(
 def hold_step(session: Session, stop: threading.Event, index: int, limits: StepLimits) -> None:
     """Wait while the open step `index` runs to its limits (see `run_step`)."""
     start_ns = time.perf_counter_ns()
-    deadline_ns = start_ns + int(limits.max_s * 1e9)
     target = limits.target_precision
+    # Without a target the step measures `step_s` once settled (the settling is bounded).
+    bound_s = limits.max_s if target is not None else _settle_bound_s(session) + limits.step_s
+    deadline_ns = start_ns + int(bound_s * 1e9)
     if target is not None:
         session.set_step_target(index, target)
     checked_ns = 0
@@ -84,6 +86,10 @@ def hold_step(session: Session, stop: threading.Event, index: int, limits: StepL
                 ):
                     return
         stop.wait(_POLL_S)
+
+
+def _settle_bound_s(session: Session) -> float:
+    return session.max_warmup_s if session.warmup_s is None else session.warmup_s
 
 
 def _hopeless(

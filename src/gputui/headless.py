@@ -227,7 +227,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             rate = capacity_rate(session.finished_steps(), sla)
             hold_s = min(args.seconds, (deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
             if rate is not None and not args.no_validate:
-                if hold_s >= 5.0:
+                if hold_s >= min(args.seconds, 5.0):
                     printer.note(
                         f"validating: {rate:g} req/s (90 % of capacity) for {hold_s:.0f} s"
                     )

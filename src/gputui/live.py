@@ -229,6 +229,18 @@ class LiveController:
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
 
+    def hold_until_precise(self, target_precision: float = 0.05) -> None:
+        """Keep the current level until its step is precise (`Session.hold_until_precise`)."""
+        if self._running and self._connected:
+            self._session.hold_until_precise(target_precision)
+
+    def start_auto(self) -> None:
+        """The auto sweep from the current level (`Session.start_auto`); load keys cancel it."""
+        with self._lock:
+            level = self._level if self._mode == "concurrency" else 1.0
+        if self._running and self._connected:
+            self._session.start_auto(level)
+
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot of everything finished so far (the session goes on)."""
         if not self._running or not self._session.finished_steps():
@@ -307,6 +319,7 @@ class LiveController:
     def _apply(self) -> None:
         if not self._running or not self._connected or self._paused:
             return
+        self._session.cancel_auto()  # a manual load change: the operator has control again
         with self._lock:
             mode, level = self._mode, self._level
         self._session.set_load(mode, level)

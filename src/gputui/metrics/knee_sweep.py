@@ -12,8 +12,8 @@ attempt counts, and `attempts` says how many there were.
 2. *Bisect* the SLA boundary by the three-way verdicts (`sla_verdict`): `hi` is the lowest level
    judged "fail" (or still "inconclusive" after `max_attempts` runs), `lo` the highest level under
    it judged "pass". An "inconclusive" level between them is run again (the runner lengthens it)
-   before it counts; it never counts as a pass. The midpoints stop once hi - lo <= max(1,
-   `bisect_gap` x lo) (concurrency) or hi / lo < 1 + `bisect_gap` (rates).
+   before it counts, the highest first; it never counts as a pass. The midpoints stop once
+   hi - lo <= max(1, `bisect_gap` x lo) (concurrency) or hi / lo < 1 + `bisect_gap` (rates).
 3. *Done*: `lo` is the capacity (`metrics.capacity` reports the same highest "pass").
 """
 
@@ -128,7 +128,7 @@ class KneeSweep:
             return KneeDecision(level, state, reason, attempt, knee, gains, lo, hi)
 
         if pending:
-            level = pending[0]
+            level = pending[-1]  # the one nearest the boundary decides the most
             again = f"{why}; {self._text(level)} was inconclusive: run it again"
             return make(level, again, len(self._steps[level]) + 1)
         if hi is None:
