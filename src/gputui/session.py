@@ -472,7 +472,8 @@ class Session:
         """A settling tracker for a step without a fixed warm-up (lock held)."""
         if self.warmup_s is not None:
             return None
-        previous = self._finished.get(step.index - 1)
+        # The latest finished step's lifetime (hidden holds included) sizes the trend window.
+        previous = self._finished[max(self._finished)] if self._finished else None
         return SettleTracker(
             index=step.index,
             mode=step.mode,

@@ -11,7 +11,7 @@ it on the frame thread (`decide`) with the step's finished records; `decide` ret
   sent by t_b must have finished (finished with sent <= t_b >= S_b). Until then only the
   maximum warm-up can end the settling.
 - Open loop: the in-flight samples at each batch, judged over a window of two request lifetimes
-  (the step's median E2E so far, else the previous step's, else 2 s; at least 2 s).
+  (the larger of the step's median E2E so far and the latest finished step's; at least 2 s).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from gputui.metrics.step import StepMode
 DEFAULT_MAX_WARMUP_S = 30.0
 """The longest a step waits to settle before its window opens anyway (`reason` says so)."""
 _MIN_TREND_WINDOW_S = 2.0
+_TREND_LIFETIMES = 2.0
+"""Lifetimes in the trend window: in-flight counts wander over about one lifetime."""
 
 
 class SettleTracker:
@@ -109,8 +111,10 @@ class SettleTracker:
     def _open(self, now_ns: int, sent: np.ndarray, end: np.ndarray) -> SteadyStart | None:
         lifetime = self.lifetime_hint_s
         if sent.size >= 5:
-            lifetime = float(np.median(end - sent)) * 1e-9
-        window_s = max(2.0 * (lifetime or 1.0), _MIN_TREND_WINDOW_S)
+            measured = float(np.median(end - sent)) * 1e-9
+            # Early finishers are the quick ones: never shrink the window under the hint.
+            lifetime = max(measured, lifetime or 0.0)
+        window_s = max(_TREND_LIFETIMES * (lifetime or 1.0), _MIN_TREND_WINDOW_S)
         with self._lock:
             t = list(self._t_ns)
             y = list(self._in_flight)

@@ -12,7 +12,8 @@ records and frames arrive; each returns None while the answer is not known yet.
   climbs (or drains) towards its new level over about one request lifetime. It has settled when a
   sliding window of in-flight samples stops trending: the window's least-squares slope is not
   significant (within two standard errors of zero, from the window's own residuals) or is
-  negligible (the change it implies over the window is under 5 % of the mean plus one request).
+  negligible (the change it implies over the window is under 5 % of the mean plus its square
+  root, the Poisson noise of a count, plus one request).
   The measured window starts where the first such window starts, provided every window starting
   within the next half window is level too (one lucky window on a growing queue is not enough).
   A server that cannot keep up never settles: the queue keeps growing. The caller picks the
@@ -121,7 +122,8 @@ def open_loop_measure_start(
             se = np.sqrt(resid / sxx)
         mean = sy / n
         unproven = np.abs(slope) <= 2.0 * se
-        negligible = np.abs(slope) * width <= 0.05 * np.abs(mean) + 1.0
+        # Poisson noise alone moves a count by about its square root over a lifetime or so.
+        negligible = np.abs(slope) * width <= 0.05 * np.abs(mean) + np.sqrt(np.abs(mean)) + 1.0
         level = elapsed & (count >= min_samples) & (unproven | negligible)
         # Confirmed: every window starting within half a window after this one is level too, so
         # one lucky noisy window on a growing queue does not end the warm-up.
