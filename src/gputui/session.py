@@ -50,6 +50,7 @@ JOURNAL_INTERVAL_S = 1.0
 SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
+PRECISION_EVERY_NS = 1_000_000_000
 DEFAULT_FRAME_TARGET = 0.05
 """The precision the frame reports against when the step has no target of its own."""
 """An event loop this late stamps tokens this late."""
@@ -538,7 +539,6 @@ class Session:
         now = time.perf_counter_ns()
         with self._lock:
             step = self._steps[-1] if self._steps else None
-            received = len(self._records.get(step.index, [])) if step is not None else 0
         if step is None:
             return {}
         auto = self._auto
@@ -548,12 +548,13 @@ class Session:
                 "step_phase": "settling" if phase == "measuring" else phase,
                 "settle_remaining_s": (step.measure_start_ns - now) / 1e9,
             }
-        index, count, precision, measured = self._precision_at
-        if (index, count) != (step.index, received):
+        index, at_ns, precision, measured = self._precision_at
+        # At most once a second (aggregating the step so far is not free), and at once per step.
+        if index != step.index or now - at_ns >= PRECISION_EVERY_NS:
             target = self._targets.get(step.index, DEFAULT_FRAME_TARGET)
             reached, measured = self.current_precision(target)
             precision = reached.worst if reached is not None else None
-            self._precision_at = (step.index, received, precision, measured)
+            self._precision_at = (step.index, now, precision, measured)
         return {"step_phase": phase, "measured_n": measured, "precision": precision}
 
     def hold_until_precise(self, target_precision: float) -> None:
