@@ -159,6 +159,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
     auto_reason: str | None = None
     knee_gains: tuple[tuple[float, float], ...] = ()
+    knee_level: float | None = None
     validation: dict[str, Any] | None = None
     info = RunInfo(
         label=settings.label,
@@ -263,6 +264,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         validation=validation,
         bursts=burst_results,
         knee_gains=tuple(knee_gains) if args.auto else None,
+        auto_knee=(knee_level, (auto_reason or "").split("; ")[0])
+        if knee_level is not None
+        else None,
         repeats=repeats.spread() if args.repeats > 1 else None,
         client_extra={"workers": settings.workers, "ray": settings.ray, **trace.saturation()},
         backend=_backend_name(checked.backend, server_sample),

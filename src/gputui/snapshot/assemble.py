@@ -86,6 +86,8 @@ class RunInfo:
     auto_reason: str | None = None
     knee_gains: tuple[tuple[float, float], ...] | None = None
     """The auto sweep's knee evidence: (level, output tok/s gain per doubling to it)."""
+    auto_knee: tuple[float, str] | None = None
+    """The auto sweep's knee (level, why), when it found one."""
     repeats: dict[str, Any] | None = None
     """`--repeats`: the spread across runs (`gputui.repeats.repeat_spread`)."""
     hardware: dict[str, Any] | None = None
@@ -126,7 +128,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         ),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
-        knee=_knee_model(knee.knee, info) if knee and knee.knee else None,
+        knee=_knee_model(knee.knee if knee else None, info),
         knee_reason=knee.reason if knee else "no finished step",
         capacity=CapacityModel.from_capacity(capacity.capacity)
         if capacity and capacity.capacity
@@ -164,9 +166,21 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     return snapshot.model_copy(update=extra)
 
 
-def _knee_model(knee: Knee, info: RunInfo) -> KneeModel:
-    """The knee, with the auto sweep's evidence (`gains_per_doubling`) when it ran."""
-    model = KneeModel.from_knee(knee)
+def _knee_model(knee: Knee | None, info: RunInfo) -> KneeModel | None:
+    """The knee: after an auto sweep that found one, the sweep's, with its evidence.
+
+    The sweep's knee rests on ramp levels a doubling apart (`metrics.knee_sweep`); the evidence
+    is `gains_per_doubling`, the output tok/s gain per doubling at each ramp level.
+    """
+    if info.auto_knee is not None:
+        level, reason = info.auto_knee
+        model = KneeModel(
+            level=level, mode="concurrency", method="gain_per_doubling", reason=reason
+        )
+    elif knee is not None:
+        model = KneeModel.from_knee(knee)
+    else:
+        return None
     if info.knee_gains is None:
         return model
     gains = [{"level": level, "gain": gain} for level, gain in info.knee_gains]
