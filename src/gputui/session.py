@@ -248,6 +248,7 @@ class Session(SteadyStateMixin):
         `cancel` means the run was interrupted: in-flight requests are aborted (and excluded), and
         the step that was running is marked incomplete.
         """
+        self.cancel_auto()  # no background job may change the load past this point
         with self._lock:
             if cancel and self._steps and self._steps[-1].end_ns < 0:
                 self._interrupted_step = self._steps[-1].index
