@@ -79,3 +79,26 @@ def test_errors_past_their_bound_end_the_ramp() -> None:
     decision = planner.decide(steps)
     assert decision.state in ("bisect", "done")
     assert "errors at concurrency 16" in decision.reason
+
+
+def test_a_re_run_that_passes_outweighs_the_inconclusive_first_attempt() -> None:
+    from gputui.metrics.capacity import qualified_capacity
+    from gputui.metrics.sla import Sla
+
+    def at(level: float, index: int, ttft_ci: tuple[float, float]) -> StepResult:
+        step = make_step(level, index=index, ttft_p95_s=sum(ttft_ci) / 2, tpot_p95_s=0.02)
+        return replace(
+            step,
+            ttft_s=replace(step.ttft_s, p95_ci=ttft_ci),
+            tpot_s=replace(step.tpot_s, p95_ci=(0.019, 0.021)),
+        )
+
+    sla = Sla(1.0, 0.035, None)
+    straddles, passes, fails = (0.9, 1.1), (0.5, 0.6), (1.2, 1.4)
+    steps = [at(32, 0, passes), at(48, 1, straddles), at(48, 2, passes), at(52, 3, fails)]
+    result = qualified_capacity(steps, sla)
+    assert result.capacity is not None and result.capacity.level == 48
+    # a repeat that failed still means the level is not sustained
+    steps.append(at(48, 4, fails))
+    again = qualified_capacity(steps, sla)
+    assert again.capacity is not None and again.capacity.level == 32

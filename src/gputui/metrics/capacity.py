@@ -9,9 +9,10 @@ Contract of `qualified_capacity(steps, sla, mode=None)`:
   and hides queueing, §3).
 - A step passes when its three-way verdict (`metrics.verdict.judge_step`: the 95 % intervals lie
   within every bound) is "pass"; a step on too few samples is "inconclusive" and cannot qualify.
-  A level's verdict combines its complete steps (fail beats inconclusive beats pass: a repeat
-  that failed means the level is not *sustained*); the capacity's numbers, and its intervals,
-  are those of the last step at that level.
+  A level's verdict combines its complete steps: a repeat that failed means the level is not
+  *sustained* (fail beats pass), while an inconclusive step is no evidence either way, so a
+  decisive verdict of another step at that level (the auto sweep re-runs an inconclusive level)
+  stands; the capacity's numbers, and its intervals, are those of the last step at that level.
 - The capacity is the highest passing level, even if a lower level failed: the reason then names
   the lower failure, because such a result is noise or instability and worth a re-run. It is
   reported with the tested levels that bracket it (`below_*`, `above_*`) and their verdicts.
@@ -178,6 +179,15 @@ def _why(mode: StepMode, level: float, bad: tuple[CapacityStep, Judgement], sla:
     return f"{level_text(mode, level)} inconclusive: {', '.join(judged.reasons)}"
 
 
+def _level_verdict(so_far: Verdict | None, verdict: Verdict) -> Verdict:
+    """Fail beats pass beats inconclusive (an inconclusive step carries no evidence)."""
+    if so_far is None or so_far == "inconclusive":
+        return verdict
+    if verdict == "inconclusive":
+        return so_far
+    return combine([so_far, verdict])
+
+
 def qualified_capacity(
     steps: Sequence[CapacityStep], sla: Sla, mode: StepMode | None = None
 ) -> CapacityResult:
@@ -195,7 +205,7 @@ def qualified_capacity(
     for step in mine:
         last[step.level] = step
         judged = judge_step(step, sla)
-        verdicts[step.level] = combine([verdicts.get(step.level, "pass"), judged.verdict])
+        verdicts[step.level] = _level_verdict(verdicts.get(step.level), judged.verdict)
         held = first_bad.get(step.level)
         if judged.verdict != "pass" and (held is None or held[1].verdict != "fail"):
             first_bad[step.level] = (step, judged)  # a failure explains a level best
