@@ -21,6 +21,7 @@ from gputui.events import load_event as load_event
 from gputui.events import step_events as step_events
 from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import StatsFrame
@@ -67,6 +68,10 @@ class LiveView:
     label: str | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    control: str = "operator"
+    """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
+    target_precision: float = DEFAULT_TARGET_PRECISION
+    """The relative CI half-width a step is precise at (the header's ± turns ok under it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,8 @@ class ViewInputs:
     last_saved: Path | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    control: str = "operator"
+    target_precision: float = DEFAULT_TARGET_PRECISION
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -134,6 +141,8 @@ def build_view(inputs: ViewInputs) -> LiveView:
         label=inputs.label,
         journal_path=inputs.journal_path,
         stopped=inputs.stopped,
+        control=inputs.control,
+        target_precision=inputs.target_precision,
     )
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from gputui.metrics.confidence import Bounds, Interval
 from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, step_precision
 from gputui.metrics.step import StepResult
+from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import WindowStats
 from gputui.session import StatsFrame
 from gputui.snapshot.models import Snapshot, Step
@@ -62,7 +65,24 @@ def step_result(step: Step) -> StepResult:
         incomplete=step.incomplete,
         output_tokens_from_usage=step.output_tokens_from_usage,
         short_outputs=step.short_outputs,
+        output_tokens_per_s_ci=_bounds(step.output_tokens_per_s_ci),
+        requests_per_s_ci=_bounds(step.requests_per_s_ci),
+        error_rate_ci=_bounds(step.error_rate_ci),
+        goodput_share=step.goodput_share,
+        goodput_share_ci=_bounds(step.goodput_share_ci),
+        sla_verdict=_verdict(step.sla_verdict),
     )
+
+
+def _bounds(interval: Interval | None) -> Bounds | None:
+    """A saved rate or share interval (both ends are always finite for those)."""
+    if interval is None or interval[0] is None or interval[1] is None:
+        return None
+    return interval[0], interval[1]
+
+
+def _verdict(value: str | None) -> Verdict | None:
+    return value if value in ("pass", "fail", "inconclusive") else None  # type: ignore[return-value]
 
 
 def _window(step: StepResult, window_s: float) -> WindowStats:
@@ -150,6 +170,10 @@ def replay_frame(seq: int, k: int, live: StepResult) -> StatsFrame:
         loop_lag_max_ms=0.4,
         rtt_last_s=0.0002,
         steps_finished=k,
+        measured_n=live.ttft_s.n,
+        precision=step_precision(live, DEFAULT_TARGET_PRECISION).worst
+        if live.ttft_s.p95_ci
+        else None,
     )
 
 

@@ -2,8 +2,10 @@
 
 `line_chart` draws series against a left axis and, optionally, a second (right) axis, each linear
 or logarithmic, plus dashed horizontal lines (e.g. SLA bounds, on either axis), dashed vertical
-lines (e.g. the knee) and a marker character on each data point. A series may be dashed (`dash`:
-dots on, dots off), so that series stay apart by glyph and line style without colour (--no-color).
+lines (e.g. the knee), whiskers (a 95 % interval: a solid vertical line with capped ends, an open
+end running to the edge uncapped) and a marker character on each data point. A series may be
+dashed (`dash`: dots on, dots off), so that series stay apart by glyph and line style without
+colour (--no-color).
 Layout: tick labels in a gutter on each side, the x tick labels on the last row. When two things
 land in one braille cell, the one drawn later gives the cell its role; markers and labels are drawn
 last, over everything.
@@ -80,6 +82,17 @@ class VLine:
     x: float
     role: str
     label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Whisker:
+    """A vertical interval [lo, hi] at `x` (a 95 % CI): capped ends; None = open to the edge."""
+
+    x: float
+    lo: float | None
+    hi: float | None
+    role: str
+    axis: AxisSide = "left"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +230,7 @@ def line_chart(
     x_ticks: Sequence[float] = (),
     ascii: bool = False,
     axis_role: str = "dim",
+    whiskers: Sequence[Whisker] = (),
 ) -> list[Line]:
     """The chart, exactly `height` lines of exactly `width` cells (see the module docstring)."""
     rows = height - 1
@@ -246,6 +260,8 @@ def line_chart(
         xx = px(v.x)
         for y in range(0, hpx, 2):
             canvas.dot(xx, y, v.role, dash_v or "|")
+    for w in whiskers:
+        _whisker(canvas, px(w.x), w, py)
     for s in series:
         pts = [(px(a), py(b, s.axis)) for a, b in s.points]
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
@@ -276,6 +292,22 @@ def line_chart(
     for line in out:
         line[:] = [(text, role) for text, role in line if text]
     return [_role_axis(line, axis_role) for line in out]
+
+
+def _whisker(canvas: Canvas, x: int, w: Whisker, py: Callable[[float, AxisSide], int]) -> None:
+    """One interval: a solid vertical line, a 3-dot cap on each closed end (none on an open one)."""
+    top = py(w.hi, w.axis) if w.hi is not None else 0
+    bottom = py(w.lo, w.axis) if w.lo is not None else canvas.height_px - 1
+    top, bottom = max(min(top, bottom), 0), min(max(top, bottom), canvas.height_px - 1)
+    char = ":" if canvas.ascii else "*"
+    for y in range(top, bottom + 1):
+        canvas.dot(x, y, w.role, char)
+    if canvas.ascii:
+        return
+    for end, y in ((w.hi, top), (w.lo, bottom)):
+        if end is not None:
+            for dx in (-1, 1):
+                canvas.dot(x + dx, y, w.role)
 
 
 def _x_labels(

@@ -1,7 +1,9 @@
 """Text tables: the rolling latency table (with sparklines) and the finished steps table.
 
 Values over an SLA bound are drawn in the "crit" role and followed by "!", values above 80 % of it
-in "warn", so the verdict reads in colour and in monochrome alike.
+in "warn", so the verdict reads in colour and in monochrome alike. A P95 with its 95 % interval is
+judged by the interval (`metrics.verdict.bound_verdict`): one that straddles its bound is
+"inconclusive", in its own role and followed by "?"; the ±p95 column is half the interval's width.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gputui.live import LiveView
+from gputui.metrics.confidence import Interval
 from gputui.metrics.summary import Summary
+from gputui.metrics.verdict import bound_verdict
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 from gputui.ui.render.spark import sparkline
@@ -32,13 +36,50 @@ def _cell(value: float | None, bound: float | None, width: int) -> tuple[str, st
     return (fmt.duration(value) + mark).rjust(width), role
 
 
+def p95_cell(summary: Summary | None, bound: float | None, width: int) -> tuple[str, str]:
+    """The P95 against its bound by its 95 % interval: "!" fail, "?" inconclusive (straddles)."""
+    ci = summary.p95_ci if summary is not None else None
+    value = summary.p95 if summary is not None else None
+    if ci is None or bound is None or value is None:
+        return _cell(value, bound, width)
+    verdict = bound_verdict(ci, bound)
+    if verdict == "inconclusive":
+        return (fmt.duration(value) + "?").rjust(width), "inconclusive"
+    if verdict == "fail":
+        return (fmt.duration(value) + "!").rjust(width), "crit"
+    return (fmt.duration(value) + " ").rjust(width), sla_role(value, bound)
+
+
+def half_width(interval: Interval | None) -> str:
+    """A P95 interval as "±18.2ms" (half its width), "open" when it has an open end."""
+    if interval is None:
+        return fmt.NONE
+    lo, hi = interval
+    if lo is None or hi is None:
+        return "open"
+    return "±" + fmt.duration((hi - lo) / 2)
+
+
+def _latency_columns(width: int) -> tuple[tuple[str, ...], int, int]:
+    """The percentile columns that fit, their width and the n column's."""
+    full = ("p50", "p90", "p95", "ci", "p99")
+    for columns, col, n_w in (
+        (full, 9, 7),
+        (full, 8, 7),
+        (tuple(c for c in full if c != "p90"), 8, 6),
+    ):
+        if 6 + len(columns) * col + n_w <= width:
+            return columns, col, n_w
+    return ("p50", "p95", "ci", "p99"), 8, 6
+
+
 def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
-    """Percentiles of the rolling window, then throughput and error-rate sparklines."""
+    """Percentiles (P95 with its ± and verdict) of the rolling window, then rate sparklines."""
     frame = view.frame
-    col = 9 if width >= 52 else 8
+    columns, col, n_w = _latency_columns(width)
     lines: list[Line] = []
-    head = "".join(p.rjust(col) for p in _PERCENTILES)
-    lines.append([("".ljust(6), "label"), (head + "n".rjust(7), "label")])
+    head = "".join(("±p95" if c == "ci" else c).rjust(col) for c in columns)
+    lines.append([("".ljust(6), "label"), (head + "n".rjust(n_w), "label")])
     sla = view.sla
     rows: list[tuple[str, Callable[[LiveView], Summary | None], float | None]] = [
         ("TTFT", lambda v: v.frame.window.ttft_s if v.frame else None, sla.ttft_p95_s),
@@ -52,10 +93,15 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
     for name, get, bound in rows:
         summary = get(view)
         line: Line = [(name.ljust(6), "label")]
-        for p in _PERCENTILES:
-            value = getattr(summary, p) if summary is not None else None
-            line.append(_cell(value, bound, col))
-        line.append((str(summary.n if summary else 0).rjust(6), "dim"))
+        for c in columns:
+            if c == "ci":
+                ci = summary.p95_ci if summary is not None else None
+                line.append((half_width(ci).rjust(col), "dim"))
+            elif c == "p95":
+                line.append(p95_cell(summary, bound, col))
+            else:
+                line.append(_cell(getattr(summary, c) if summary is not None else None, bound, col))
+        line.append((str(summary.n if summary else 0).rjust(n_w), "dim"))
         lines.append(line)
     window = frame.window if frame else None
     spark_w = max(width - 24, 4)

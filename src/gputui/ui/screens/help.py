@@ -19,6 +19,8 @@ KEYS = (
     ("r", "switch concurrency (closed loop) <-> arrival rate (open loop) at about the same load"),
     ("space", "pause / resume sending; resuming starts a new step"),
     ("b", "fire a burst of requests on top of the load"),
+    ("h", "hold this level until its step is precise (CI half-widths within the target)"),
+    ("a", "auto sweep from this level: ramp to the knee, bisect the SLA; any load key stops it"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),

@@ -77,6 +77,20 @@ class LiveScreen(Screen[None]):
         Binding(
             "b", "burst", "Burst", id="burst", tooltip="Fire a burst of requests on top of the load"
         ),
+        Binding(
+            "h",
+            "hold",
+            "Hold",
+            id="hold_until_precise",
+            tooltip="Keep this level until its step is precise (any load key takes control back)",
+        ),
+        Binding(
+            "a",
+            "auto",
+            "Auto",
+            id="start_auto",
+            tooltip="Auto sweep from this level to the knee and the SLA bound (load keys stop it)",
+        ),
         Binding("s", "save", "Save", id="save", tooltip="Save a snapshot (asks for a label)"),
         Binding(
             "question_mark", "help", "Help", id="help", tooltip="What every panel and metric means"
@@ -219,6 +233,14 @@ class LiveScreen(Screen[None]):
         """Fire a burst."""
         size = self.gapp.source.burst()
         self.notify(f"burst of {size} requests", timeout=2)
+
+    def action_hold(self) -> None:
+        """Hold the level until precise."""
+        self.gapp.source.hold_until_precise()
+
+    def action_auto(self) -> None:
+        """Start the auto sweep from the current level."""
+        self.gapp.source.start_auto()
 
     def action_save(self) -> None:
         """Ask for a label, then save."""
