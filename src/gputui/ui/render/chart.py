@@ -3,7 +3,7 @@
 `line_chart` draws series against a left axis and, optionally, a second (right) axis, each linear
 or logarithmic, plus dashed horizontal lines (e.g. SLA bounds, on either axis), dashed vertical
 lines (e.g. the knee), whiskers (a 95 % interval: a solid vertical line with capped ends, an open
-end running to the edge uncapped) and a marker character on each data point. A series may be
+end a short dotted stub) and a marker character on each data point. A series may be
 dashed (`dash`: dots on, dots off), so that series stay apart by glyph and line style without
 colour (--no-color).
 Layout: tick labels in a gutter on each side, the x tick labels on the last row. When two things
@@ -295,19 +295,38 @@ def line_chart(
 
 
 def _whisker(canvas: Canvas, x: int, w: Whisker, py: Callable[[float, AxisSide], int]) -> None:
-    """One interval: a solid vertical line, a 3-dot cap on each closed end (none on an open one)."""
-    top = py(w.hi, w.axis) if w.hi is not None else 0
-    bottom = py(w.lo, w.axis) if w.lo is not None else canvas.height_px - 1
-    top, bottom = max(min(top, bottom), 0), min(max(top, bottom), canvas.height_px - 1)
+    """One interval: solid between its ends, capped where an end lies on the plot.
+
+    An open end (None) is a short dotted stub past the other end, uncapped: "more, unknown",
+    without a full-height line that would read as a grid line.
+    """
+    edge = canvas.height_px - 1
+    reach = max(canvas.height_px // 5, 2)
+    top = py(w.hi, w.axis) if w.hi is not None else None
+    bottom = py(w.lo, w.axis) if w.lo is not None else None
+    if top is None and bottom is None:
+        return
     char = ":" if canvas.ascii else "*"
-    for y in range(top, bottom + 1):
+    solid_top = top if top is not None else bottom
+    solid_bottom = bottom if bottom is not None else top
+    if solid_top is None or solid_bottom is None:
+        return
+    for y in range(
+        max(min(solid_top, solid_bottom), 0), min(max(solid_top, solid_bottom), edge) + 1
+    ):
         canvas.dot(x, y, w.role, char)
+    if top is None:
+        for y in range(solid_top - 2, solid_top - reach - 1, -2):
+            canvas.dot(x, y, w.role, char)
+    if bottom is None:
+        for y in range(solid_bottom + 2, solid_bottom + reach + 1, 2):
+            canvas.dot(x, y, w.role, char)
     if canvas.ascii:
         return
-    for end, y in ((w.hi, top), (w.lo, bottom)):
-        if end is not None:
+    for end in (top, bottom):
+        if end is not None and 0 <= end <= edge:  # an end off the plot (clipped) has no cap
             for dx in (-1, 1):
-                canvas.dot(x + dx, y, w.role)
+                canvas.dot(x + dx, end, w.role)
 
 
 def _x_labels(

@@ -5,7 +5,7 @@ from the rolling window; the SLA bounds are dashed lines on the latency axis, th
 vertical line, and the SLA-qualified capacity a star. Each series has its own colour, marker and
 line style (throughput solid ●, TTFT dotted ▲, TPOT dashed ▼), so the chart reads without colour.
 Each step's 95 % intervals of those three figures are whiskers through its markers (capped ends;
-an open end, too few samples, runs to the edge uncapped), and a step whose SLA verdict is
+an open end, too few samples, is a short dotted stub), and a step whose SLA verdict is
 inconclusive (an interval straddles a bound) has its own marker (◐, ASCII "?") and role.
 Saved sessions can be overlaid (`SweepOverlay`): their curves are drawn first, dimmer, sparser,
 with a hollow marker of their own, and each is named in the legend.
@@ -31,6 +31,8 @@ _OVERLAY_MARKERS_ASCII = ("+", "x", "#")
 _TTFT_DASH = (1, 1)
 _TPOT_DASH = (3, 2)
 _OVERLAY_DASH = (1, 3)
+_WHISKER_REACH = 1.4
+"""How far past the points' range a whisker may stretch an axis (a factor)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +102,24 @@ def _overlay_legend(ascii: bool, overlays: tuple[SweepOverlay, ...], mode: str) 
     return parts
 
 
+_SHORT = {" out tok/s": " tok/s", " P95 TTFT": " TTFT", " P95 TPOT": " TPOT", " 95% CI": " CI"}
+"""Shorter legend labels, for when even single spaces do not fit."""
+
+
 def _tight(line: Line, width: int) -> Line:
-    """One space between legend items instead of two when two do not fit."""
+    """One space between legend items instead of two when two do not fit; then short labels."""
     if sum(len(text) for text, _ in line) <= width:
         return line
-    return [(" " if text == "  " and role == "" else text, role) for text, role in line]
+    tight = [(" " if text == "  " and role == "" else text, role) for text, role in line]
+    if sum(len(text) for text, _ in tight) <= width:
+        return tight
+    out: Line = []
+    for text, role in tight:
+        for long, short in _SHORT.items():
+            if text.endswith(long):
+                text = text[: -len(long)] + short
+        out.append((text, role))
+    return out
 
 
 def _x_axis(levels: list[float]) -> Axis:
@@ -201,9 +216,22 @@ def sweep_lines(
     ghost_right = [y for g in ghosts if g.axis == "right" for _, y in g.points]
     latencies = [v for _, v in ttft + tpot] + [m.y for m in marks if m.axis == "right"] + bounds
     left_values = [y for _, y in throughput] + [m.y for m in marks if m.axis == "left"]
-    for w in whiskers:
-        ends = [v for v in (w.lo, w.hi) if v is not None]
-        (latencies if w.axis == "right" else left_values).extend(ends)
+    # Whisker ends widen the axes a little, never so far that the points flatten: a wider
+    # interval is clipped at the edge, uncapped (it reads as "beyond").
+    top_point = max(left_values, default=0.0)
+    left_values += [
+        min(w.hi, top_point * _WHISKER_REACH)
+        for w in whiskers
+        if w.axis == "left" and w.hi is not None
+    ]
+    if latencies:
+        lat_lo, lat_hi = min(latencies), max(latencies)
+        for w in whiskers:
+            if w.axis == "right":
+                ends = [v for v in (w.lo, w.hi) if v is not None and v > 0]
+                latencies += [
+                    min(max(v, lat_lo / _WHISKER_REACH), lat_hi * _WHISKER_REACH) for v in ends
+                ]
     peak = max([*left_values, *ghost_left, 1.0])
     hlines = [
         HLine(b, role)
