@@ -170,7 +170,7 @@ class RollingWindow:
             raise ValueError(f"window_s must be positive, got {window_s}")
         self.window_s = float(window_s)
         self.ci = ci
-        """Give TTFT, TPOT and E2E their P50/P95/P99 intervals (the live table's ±; ~1 ms)."""
+        """Give the latency summaries their P50/P95/P99 intervals (the table's ±; ~1 ms each)."""
         self._window_ns = round(window_s * _NS_PER_S)
         self.clear()
 
@@ -275,7 +275,7 @@ class RollingWindow:
             span_s=max(span_ns, 0) / _NS_PER_S,
             ttft_s=summarize_sorted(self._ttft.values, ci=self.ci),
             tpot_s=summarize_sorted(self._tpot.values, ci=self.ci),
-            itl_s=summarize_sorted(self._itl.values),
+            itl_s=summarize_sorted(self._itl.values, ci=self.ci),
             e2e_s=summarize_sorted(self._e2e.values, ci=self.ci),
             output_tokens_per_s=self._tokens(start_ns, now_ns) * per_s,
             requests_per_s=self._ok * per_s,

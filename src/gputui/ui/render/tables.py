@@ -60,9 +60,9 @@ def half_width(interval: Interval | None) -> str:
     return "±" + fmt.duration((hi - lo) / 2)
 
 
-def _latency_columns(width: int) -> tuple[tuple[str, ...], int, int]:
-    """The percentile columns that fit, their width and the n column's."""
-    full = ("p50", "p90", "p95", "ci", "p99")
+def _latency_columns(width: int, *, ci: bool) -> tuple[tuple[str, ...], int, int]:
+    """The percentile columns that fit, their width and the n column's (± only with intervals)."""
+    full = ("p50", "p90", "p95", "ci", "p99") if ci else ("p50", "p90", "p95", "p99")
     for columns, col, n_w in (
         (full, 9, 7),
         (full, 8, 7),
@@ -70,13 +70,17 @@ def _latency_columns(width: int) -> tuple[tuple[str, ...], int, int]:
     ):
         if 6 + len(columns) * col + n_w <= width:
             return columns, col, n_w
-    return ("p50", "p95", "ci", "p99"), 8, 6
+    return tuple(c for c in full if c != "p90"), 8, 6
 
 
 def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
     """Percentiles (P95 with its ± and verdict) of the rolling window, then rate sparklines."""
     frame = view.frame
-    columns, col, n_w = _latency_columns(width)
+    window = frame.window if frame else None
+    ci = window is not None and any(
+        s is not None and s.p95_ci is not None for s in (window.ttft_s, window.tpot_s)
+    )
+    columns, col, n_w = _latency_columns(width, ci=ci)
     lines: list[Line] = []
     head = "".join(("±p95" if c == "ci" else c).rjust(col) for c in columns)
     lines.append([("".ljust(6), "label"), (head + "n".rjust(n_w), "label")])
@@ -95,15 +99,14 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
         line: Line = [(name.ljust(6), "label")]
         for c in columns:
             if c == "ci":
-                ci = summary.p95_ci if summary is not None else None
-                line.append((half_width(ci).rjust(col), "dim"))
+                interval = summary.p95_ci if summary is not None else None
+                line.append((half_width(interval).rjust(col), "dim"))
             elif c == "p95":
                 line.append(p95_cell(summary, bound, col))
             else:
                 line.append(_cell(getattr(summary, c) if summary is not None else None, bound, col))
         line.append((str(summary.n if summary else 0).rjust(n_w), "dim"))
         lines.append(line)
-    window = frame.window if frame else None
     spark_w = max(width - 24, 4)
     tput = fmt.rate(window.output_tokens_per_s if window else None)
     lines.append(
