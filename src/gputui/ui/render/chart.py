@@ -301,7 +301,7 @@ def _whisker(canvas: Canvas, x: int, w: Whisker, py: Callable[[float, AxisSide],
     without a full-height line that would read as a grid line.
     """
     edge = canvas.height_px - 1
-    reach = max(canvas.height_px // 5, 2)
+    reach = max(canvas.height_px // 12, 3)
     top = py(w.hi, w.axis) if w.hi is not None else None
     bottom = py(w.lo, w.axis) if w.lo is not None else None
     if top is None and bottom is None:
