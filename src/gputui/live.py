@@ -254,7 +254,7 @@ class LiveController:
         self._session.start_auto(self._level)
         self._control = "auto"
         self._auto_seen = False
-        self._event("info", f"auto sweep from {self._level:g}: any load key takes control back")
+        self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
 
     def cancel_auto(self) -> None:
         """End the auto sweep or the hold; the load stays at the level it had reached."""
