@@ -135,7 +135,7 @@ def test_sla_roles() -> None:
 
 def test_panels_from_the_replayed_sweep() -> None:
     view = load_views(FIXTURE)[-1]
-    header = texts(header_lines(view, 100))
+    header = texts(header_lines(view, 130))
     assert header[0].startswith(
         "● 64 concurrent ×2  step 9 12s measuring n=65  in flight 64  0:01:16"
     )

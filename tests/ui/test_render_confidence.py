@@ -103,3 +103,13 @@ def test_header_shows_settling_then_measuring_with_n_and_precision() -> None:
     assert _roles(loose, "±20.0 %") == {"inconclusive"}
     auto = header_lines(replace(view, control="auto"), 120)
     assert "12s AUTO measuring" in texts(auto)[0]
+
+
+def test_header_names_the_capacity_and_the_verdict_above_it() -> None:
+    view = _views()[-1]
+    line = header_lines(view, 120)[1]
+    assert "  capacity 16 (32: fail)  backend" in texts([line])[0]
+    assert _roles([line], "(32: fail)") == {"crit"}
+    assert view.capacity is not None
+    unsure = replace(view, capacity=replace(view.capacity, above_verdict="inconclusive"))
+    assert _roles(header_lines(unsure, 120)[1:], "(32: inconclusive)") == {"inconclusive"}

@@ -63,11 +63,28 @@ def header_lines(view: LiveView, width: int) -> list[Line]:
     if view.last_saved is not None:
         first += [("  saved ", "label"), (view.last_saved.name, "ok")]
     second: Line = [("  ", ""), (view.target_url, "accent"), ("  ", ""), (view.model, "")]
+    second += capacity_bracket(view)
     second += [("  backend ", "label"), (backend_name(view), "")]
     second += [("  GPU ", "label"), (gpu_names(view), "")]
     if view.label:
         second += [("  label ", "label"), (view.label, "")]
     return [fit(first, width), fit(second, width)]
+
+
+VERDICT_ROLES = {"pass": "ok", "fail": "crit", "inconclusive": "inconclusive"}
+
+
+def capacity_bracket(view: LiveView) -> Line:
+    """The highest level that passed and the next one tested above: "capacity 16 (32: fail)"."""
+    capacity = view.capacity
+    if capacity is None:
+        return []
+    unit = "/s" if capacity.mode == "rate" else ""
+    line: Line = [("  capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
+    if capacity.above_level is not None and capacity.above_verdict is not None:
+        role = VERDICT_ROLES.get(capacity.above_verdict, "")
+        line.append((f" ({capacity.above_level:g}: {capacity.above_verdict})", role))
+    return line
 
 
 def step_state(view: LiveView, frame: StatsFrame) -> Line:
