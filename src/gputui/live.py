@@ -242,6 +242,8 @@ class LiveController:
         """Keep the current level until its step is precise (`target_precision`)."""
         if not self._ready("hold"):
             return
+        if self._control == "auto":
+            self.cancel_auto()  # hold where the sweep has got to
         target = self.settings.target_precision
         self._session.hold_until_precise(target)
         self._control = "holding"

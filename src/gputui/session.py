@@ -145,6 +145,8 @@ class Session:
         self.target_state = "ok"
         """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
         self._watcher = EventWatcher()
+        self._measured_ok: Counter[int] = Counter()
+        """Measured ok requests per step, as they arrive (the header's n)."""
         self._hold_step: int | None = None
         self._hold_target: float | None = None
         self._auto: threading.Thread | None = None
@@ -391,8 +393,14 @@ class Session:
         """Measured ok requests of the open step (lock held)."""
         if step is None or step.end_ns >= 0:
             return 0
-        start = step.measure_start_ns
-        return sum(1 for r in self._records.get(step.index, ()) if r.ok and r.sent_ns >= start)
+        return self._measured_ok[step.index]
+
+    def _measured(self, record: RequestRecord) -> bool:
+        """Sent after its step's warm-up (lock held)."""
+        index = record.step_index
+        return (
+            0 <= index < len(self._steps) and record.sent_ns >= self._steps[index].measure_start_ns
+        )
 
     def _phase(self, settling: bool) -> str:
         if self._auto is not None and self._auto.is_alive():
@@ -460,6 +468,8 @@ class Session:
                     continue
                 self._records.setdefault(record.step_index, []).append(record)
                 self._received[record.step_index] += 1
+                if record.ok and self._measured(record):
+                    self._measured_ok[record.step_index] += 1
             self._window.add([r for r in records if r.error != REASON_CANCELLED])
             self._sent = sent_by_step
             self._update_cpu(status)
