@@ -76,6 +76,8 @@ class LiveController:
         self._view_key: tuple[object, ...] = ()
         self._seq = 0
         self._last_saved: Path | None = None
+        self._last_label: str | None = None
+        """The label of the operator's last save, reused by the final snapshot on quit."""
         self._running = False
         self._connected = False
         self._starter: threading.Thread | None = None
@@ -164,7 +166,7 @@ class LiveController:
                 self._running = False
                 if save and self._session.finished_steps():
                     path = self._save(
-                        label or self.settings.label,
+                        label or self._last_label or self.settings.label,
                         complete=reason is None,
                         interrupted_by=reason,
                     )
@@ -291,6 +293,8 @@ class LiveController:
         if not self._running or not self._session.finished_steps():
             self._event("info", "nothing to save yet: no step has finished")
             return None
+        if label:
+            self._last_label = label  # the quit's final snapshot keeps the name the user gave
         return self._save(label or self.settings.label, complete=False)
 
     # the view ------------------------------------------------------------------------------------
