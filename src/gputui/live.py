@@ -89,8 +89,8 @@ class LiveController:
         self._cpu_mark = (time.process_time(), time.perf_counter())
         self._ui_cpu: float | None = None
         self._control = "operator"
-        self._auto_seen = False
-        """The auto sweep's frames have been seen (its end is then a frame without it)."""
+        self._job_seen = False
+        """Frames of the hold or the auto sweep have been seen (its end: a frame without it)."""
 
     @property
     def session(self) -> Session:
@@ -249,6 +249,7 @@ class LiveController:
         target = self.settings.target_precision
         self._session.hold_until_precise(target)
         self._control = "holding"
+        self._job_seen = False
         self._event("info", f"holding {self._level:g} until ±{target * 100:g} %")
 
     def start_auto(self) -> None:
@@ -257,7 +258,7 @@ class LiveController:
             return
         self._session.start_auto(self._level)
         self._control = "auto"
-        self._auto_seen = False
+        self._job_seen = False
         self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
 
     def cancel_auto(self) -> None:
@@ -381,12 +382,14 @@ class LiveController:
     def _on_frame(self, frame: StatsFrame) -> None:
         """Each new frame, on the Session's frame thread (after its events): history, trace."""
         self._trace.on_frame(frame)
-        if self._control == "auto":
-            if frame.step_phase == "auto":
-                self._auto_seen = True
-            elif self._auto_seen:
+        control = self._control
+        if control != "operator":
+            if frame.step_phase == control:
+                self._job_seen = True
+            elif self._job_seen:  # the Session's job ended by itself (swept, or precise)
                 self._control = "operator"
-                self._event("info", "auto sweep finished: operator control")
+                done = "auto sweep finished" if control == "auto" else "hold ended"
+                self._event("info", f"{done}: operator control")
                 with self._lock:
                     self._mode, self._level = frame.mode, frame.level
         self._throughput.append(frame.window.output_tokens_per_s)
