@@ -77,20 +77,6 @@ class LiveScreen(Screen[None]):
         Binding(
             "b", "burst", "Burst", id="burst", tooltip="Fire a burst of requests on top of the load"
         ),
-        Binding(
-            "h",
-            "hold",
-            "Hold",
-            id="hold_until_precise",
-            tooltip="Keep this level until its step is precise (any load key takes control back)",
-        ),
-        Binding(
-            "a",
-            "auto",
-            "Auto",
-            id="start_auto",
-            tooltip="Auto sweep from this level to the knee and the SLA bound (load keys stop it)",
-        ),
         Binding("s", "save", "Save", id="save", tooltip="Save a snapshot (asks for a label)"),
         Binding(
             "question_mark", "help", "Help", id="help", tooltip="What every panel and metric means"
@@ -104,6 +90,20 @@ class LiveScreen(Screen[None]):
             "Sessions",
             id="sessions",
             tooltip="Saved sessions: overlay one on the sweep chart, or delete",
+        ),
+        Binding(
+            "h",
+            "hold",
+            "Hold",
+            id="hold_until_precise",
+            tooltip="Keep this level until its step is precise (any load key takes control back)",
+        ),
+        Binding(
+            "a",
+            "auto",
+            "Auto",
+            id="start_auto",
+            tooltip="Auto sweep from this level to the knee and the SLA bound (load keys stop it)",
         ),
         Binding(
             "x",
