@@ -152,6 +152,7 @@ class StreamSink(_SinkBase):
     __slots__ = (
         "_arrival_ns",
         "_continuous",
+        "_event_head",
         "_first_answer_ns",
         "_first_ns",
         "_first_reasoning_ns",
@@ -200,25 +201,18 @@ class StreamSink(_SinkBase):
         self._first_ns: int | None = None
         self._first_reasoning_ns: int | None = None
         self._first_answer_ns: int | None = None
-        model_json = orjson.dumps(model)
-        if chat:
-            self._prefix = (
-                b'data: {"id":"%s","object":"chat.completion.chunk","created":%d,'
-                % (
-                    self._id.encode(),
-                    self._created,
-                )
-                + b'"model":%s,"choices":[{"index":0,"delta":{"content":"' % model_json
+        self._event_head = (
+            b'data: {"id":"%s","object":"%s","created":%d,"model":%s,'
+            % (
+                self._id.encode(),
+                b"chat.completion.chunk" if chat else b"text_completion",
+                self._created,
+                orjson.dumps(model),
             )
-        else:
-            self._prefix = (
-                b'data: {"id":"%s","object":"text_completion","created":%d,'
-                % (
-                    self._id.encode(),
-                    self._created,
-                )
-                + b'"model":%s,"choices":[{"index":0,"text":"' % model_json
-            )
+            + b'"choices":[{"index":0,'
+        )
+        """Every event's bytes up to its choice's fields (fixed per request)."""
+        self._prefix = self._event_head + (b'"delta":{"content":"' if chat else b'"text":"')
         suffix = self._suffix(None)
         self._head = (
             b"%x\r\n" % (len(self._prefix) + len(TOKEN_TEXTS[0]) + len(suffix)) + self._prefix
@@ -240,17 +234,19 @@ class StreamSink(_SinkBase):
     def _usage_suffix(self, finish_reason: str | None, emitted: int) -> bytes:
         """The end of a token event with the running usage (continuous_usage_stats)."""
         reason = b"null" if finish_reason is None else b'"%s"' % finish_reason.encode()
+        return b'%s,"logprobs":null,"finish_reason":%s}]%s}\n\n' % (
+            b'"}' if self.chat else b'"',
+            reason,
+            self._running_usage(emitted),
+        )
+
+    def _running_usage(self, emitted: int) -> bytes:
+        """`,"usage":{...}` with the counts so far, as vLLM's continuous_usage_stats puts it."""
         prompt = self._prompt_tokens
-        return (
-            b'%s,"logprobs":null,"finish_reason":%s}],"usage":{"prompt_tokens":%d,'
-            b'"total_tokens":%d,"completion_tokens":%d}}\n\n'
-            % (
-                b'"}' if self.chat else b'"',
-                reason,
-                prompt,
-                prompt + emitted,
-                emitted,
-            )
+        return b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
+            prompt,
+            prompt + emitted,
+            emitted,
         )
 
     def emit_tokens(
