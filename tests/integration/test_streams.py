@@ -215,3 +215,27 @@ async def test_speculative_decoding_per_token_itl_and_acceptance(sim: SimProcess
     # 0.7 per draft token, stopped at the first rejection: 1.77 of 4 accepted on average (44 %).
     assert sample.spec_accept_rate == pytest.approx(0.443, abs=0.06)
     assert sample.spec_accept_length == pytest.approx(1 + 1.77, abs=0.25)
+
+
+@pytest.mark.parametrize("sim", [FOUR], indirect=True, ids=["4-per-event"])
+async def test_texts_kept_for_counting_do_not_leave_the_client(sim: SimProcess) -> None:
+    """Only `keep_text` puts the answer on the record; the counter's texts stay in the client."""
+    counter = EventCounterSpec(kind="server", dialect="vllm")
+    records = await send_all(sim.url, 4, 66, event_counter=counter)
+    assert {r.event_tokens_method for r in records} == {"tokenizer"}
+    assert [r.output_text for r in records] == [None] * 4
+    client = StreamingClient(
+        ClientConfig(
+            target=parse_target(sim.url),
+            model="sim",
+            extra_body={"ignore_eos": True},
+            event_counter=counter,
+        )
+    )
+    try:
+        kept = await asyncio.wait_for(
+            client.send("hello world", 6, request_id=9, step_index=0, keep_text=True), 30
+        )
+    finally:
+        await client.aclose()
+    assert kept.output_text == " tok000 tok001 tok002 tok003 tok004 tok005"
