@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from gputui.engine.client import ClientConfig, StreamingClient
-from gputui.engine.event_tokens import EventCounterSpec
+from gputui.engine.event_tokens import EventCounter, EventCounterSpec
+from gputui.engine.http import ConnectionPool
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.metrics.request_metrics import itl_counts, record_columns, request_metrics
@@ -239,3 +240,30 @@ async def test_texts_kept_for_counting_do_not_leave_the_client(sim: SimProcess) 
     finally:
         await client.aclose()
     assert kept.output_text == " tok000 tok001 tok002 tok003 tok004 tok005"
+
+
+async def test_a_tokenize_that_never_answers_stops_counting_instead_of_hanging() -> None:
+    """A silent /tokenize costs one bounded wait; the counter then says why it stopped."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read the request, never answer
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = ConnectionPool("127.0.0.1", port, ssl_context=None, connect_timeout_s=2)
+    counter = EventCounter(
+        EventCounterSpec(kind="server"), pool, f"127.0.0.1:{port}", "sim", timeout_s=0.3
+    )
+    try:
+        started = asyncio.get_running_loop().time()
+        assert await asyncio.wait_for(counter.count(["a", "b"]), 10) is None
+        assert asyncio.get_running_loop().time() - started < 3
+        assert counter.broken == "/tokenize did not answer in 0.3 s"
+        assert await counter.count(["c"]) is None  # broken: no second wait
+    finally:
+        counter.close()
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
