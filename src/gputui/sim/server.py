@@ -55,16 +55,11 @@ from gputui.sim.faults import (
     FaultySink,
     http_fault_response,
 )
+from gputui.sim.http_responses import error_response, http_response, json_response
 from gputui.sim.netdelay import DelayedTransport, NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
-from gputui.sim.sinks import (
-    BufferedSink,
-    StreamSink,
-    error_response,
-    http_response,
-    json_response,
-)
+from gputui.sim.sinks import BufferedSink, StreamSink
 from gputui.sim.stream_style import StreamStyle
 from gputui.sim.styled_sink import StyledStreamSink
 from gputui.sim.tokenizer import encode

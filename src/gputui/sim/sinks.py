@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import orjson
 
+from gputui.sim.http_responses import json_response
 from gputui.sim.truth import RequestTruth, TruthRecorder
 
 TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
@@ -426,61 +427,3 @@ class BufferedSink(_SinkBase):
         }
         self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
         self._complete()
-
-
-_REASONS: Final = {
-    200: b"OK",
-    400: b"Bad Request",
-    404: b"Not Found",
-    405: b"Method Not Allowed",
-    429: b"Too Many Requests",
-    500: b"Internal Server Error",
-    503: b"Service Unavailable",
-}
-
-
-def http_response(
-    status: int,
-    body: bytes,
-    content_type: bytes,
-    *,
-    keep_alive: bool,
-    extra_headers: bytes = b"",
-) -> bytes:
-    """A complete fixed-length HTTP/1.1 response."""
-    connection = b"" if keep_alive else b"connection: close\r\n"
-    return b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n%s" % (
-        status,
-        _REASONS[status],
-        content_type,
-        len(body),
-        connection,
-        extra_headers,
-        body,
-    )
-
-
-def json_response(status: int, body: Any, *, keep_alive: bool, extra_headers: bytes = b"") -> bytes:
-    """A JSON response."""
-    return http_response(
-        status,
-        orjson.dumps(body),
-        b"application/json",
-        keep_alive=keep_alive,
-        extra_headers=extra_headers,
-    )
-
-
-def error_response(
-    status: int, message: str, *, keep_alive: bool, extra_headers: bytes = b""
-) -> bytes:
-    """An OpenAI-style error response, as vLLM sends it."""
-    kind = {
-        400: "BadRequestError",
-        404: "NotFoundError",
-        405: "MethodNotAllowed",
-        429: "RateLimitError",
-        503: "ServiceUnavailableError",
-    }.get(status, "InternalServerError")
-    body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
-    return json_response(status, body, keep_alive=keep_alive, extra_headers=extra_headers)
