@@ -34,6 +34,8 @@ class LiveSettings:
     price_per_hour: float | None = None
     precision: str | None = None
     """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
+    metrics_url: str | None = None
+    """The server's /metrics, whose latency histograms the step diagnosis reads (issue 18)."""
 
 
 def backend_from_server(server_header: str) -> str | None:

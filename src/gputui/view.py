@@ -9,9 +9,13 @@ reads a clock or imports Textual.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
+from gputui.diagnosis.step import knee_explanation
 from gputui.engine.load import LoadMode
 from gputui.events import TARGET_DOWN as TARGET_DOWN
 from gputui.events import EventKind as EventKind
@@ -67,6 +71,17 @@ class LiveView:
     label: str | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    """Each finished step's diagnosis by step index (`bottleneck`, `ttft_breakdown`, ...)."""
+    knee_explanation: str | None = None
+    """'knee at 32: bound by queue at 64; ...': the verdict of the first step past the knee."""
+
+    def diagnosis(self, step: StepResult) -> Mapping[str, Any]:
+        """The step's diagnosis (empty when it has none)."""
+        return self.diagnoses.get(step.index) or _EMPTY
+
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +112,7 @@ class ViewInputs:
     last_saved: Path | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -134,7 +150,23 @@ def build_view(inputs: ViewInputs) -> LiveView:
         label=inputs.label,
         journal_path=inputs.journal_path,
         stopped=inputs.stopped,
+        diagnoses=inputs.diagnoses,
+        knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
     )
+
+
+def _knee_explanation(
+    knee: Knee | None, steps: tuple[StepResult, ...], diagnoses: Mapping[int, Mapping[str, Any]]
+) -> str | None:
+    """The knee's explanation from the diagnosed steps (the one `gputui run` writes)."""
+    if knee is None or not diagnoses:
+        return None
+    rows = [
+        {"level": s.level, **diagnoses[s.index]}
+        for s in steps
+        if s.index in diagnoses and s.mode == knee.mode
+    ]
+    return knee_explanation(knee.level, rows)
 
 
 def best_step_index(steps: tuple[StepResult, ...], capacity: Capacity | None) -> int | None:

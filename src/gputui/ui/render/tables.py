@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gputui.live import LiveView
+from gputui.metrics.step import StepResult
 from gputui.metrics.summary import Summary
+from gputui.ui.render import breakdown
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 from gputui.ui.render.spark import sparkline
@@ -97,35 +99,88 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
     ]
 
 
-def _steps_columns(width: int) -> list[tuple[str, int]]:
+_BAR_MIN = 12
+_BAR_MAX = 32
+_SLA_CELLS = {"pass": ("  ok    ", "ok"), "fail": ("  FAIL  ", "crit")}
+_UNSURE = ("  unsure", "unsure")
+"""An SLA verdict the confidence intervals cannot decide (issue 16): its own role."""
+
+
+def _steps_columns(
+    width: int, bound_w: int, *, diagnosed: bool
+) -> tuple[list[tuple[str, int]], int]:
+    """The value columns that fit, and the decomposition bar's width (0: none)."""
     columns = [("#", 3), ("level", 6), ("ok/fail", 9), ("tok/s", 7), ("TTFT95", 9)]
     columns += [("TPOT95", 9), ("err", 6)]
-    optional = [("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)]
-    used = sum(w for _, w in columns) + 18
-    for column in optional:
+    used = sum(w for _, w in columns) + len(_UNSURE[0]) + bound_w + 12
+    for column, after in ((("±TTFT", 8), "TTFT95"), (("±tok/s", 7), "tok/s")):
+        if used + column[1] <= width:
+            columns.insert(next(i for i, c in enumerate(columns) if c[0] == after) + 1, column)
+            used += column[1]
+    bar = 0
+    if diagnosed and used + _BAR_MIN + 1 <= width:
+        bar = _BAR_MIN
+        used += _BAR_MIN + 1
+    for column in (("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)):
         if used + column[1] <= width:
             columns.append(column)
             used += column[1]
-    return columns
+    if bar:
+        bar = min(_BAR_MAX, bar + width - used)
+    return columns, bar
 
 
-def steps_lines(view: LiveView, width: int, height: int) -> list[Line]:
-    """One row per finished step (newest at the bottom when they do not all fit)."""
-    columns = _steps_columns(width)
-    header: Line = [("".join(name.rjust(w) for name, w in columns) + "  SLA", "label")]
+def _half(interval: tuple[float | None, float | None] | None) -> float | None:
+    if interval is None or interval[0] is None or interval[1] is None:
+        return None
+    return (interval[1] - interval[0]) / 2
+
+
+def _sla_cell(step: StepResult) -> tuple[str, str]:
+    verdict = step.sla_verdict
+    if verdict == "inconclusive":
+        return _UNSURE
+    if verdict is None:
+        verdict = "pass" if step.sla_ok else "fail"
+    return _SLA_CELLS[verdict]
+
+
+def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
+    """One row per finished step (newest at the bottom when they do not all fit).
+
+    After the SLA verdict ("unsure" when its confidence intervals straddle a bound) comes what
+    bound the step (`bound by`, issue 18) and its TTFT decomposition bar, when diagnosed.
+    """
+    bound = {step.index: breakdown.bound_by(view.diagnosis(step)) for step in view.steps}
+    diagnosed = any(text != "-" for text, _ in bound.values())
+    bound_w = max([len("bound by"), *(len(t) for t, _ in bound.values())]) + 2 if diagnosed else 0
+    columns, bar_w = _steps_columns(width, bound_w, diagnosed=diagnosed)
+    head = "".join(name.rjust(w) for name, w in columns) + "  SLA".ljust(len(_UNSURE[0]))
+    if diagnosed:
+        head += "  " + "bound by".ljust(bound_w - 2)
+    header: Line = [(head, "label")]
+    if bar_w:
+        header += [(" ", ""), *breakdown.legend(ascii=ascii, short=bar_w < 29)]
     if not view.steps:
         rows = [fit(header, width), fit([("  no finished step yet", "dim")], width)]
         return rows + [fit([], width) for _ in range(height - 2)]
     sla = view.sla
     knee_index = view.knee.index if view.knee is not None else None
+    scale = max(
+        (float(b["ttft_s"]) for s in view.steps if (b := view.diagnosis(s).get("ttft_breakdown"))),
+        default=0.0,
+    )
     body: list[Line] = []
     for i, step in enumerate(view.steps):
+        ttft_half, rate_half = _half(step.ttft_s.p95_ci), _half(step.output_tokens_per_s_ci)
         values: dict[str, tuple[str, str]] = {
             "#": (str(step.index + 1), "dim"),
             "level": (f"{step.level:g}" + ("/s" if step.mode == "rate" else ""), ""),
             "ok/fail": (f"{step.requests_ok}/{step.requests_failed}", ""),
             "tok/s": (fmt.rate(step.output_tokens_per_s), "s1"),
+            "±tok/s": ("" if rate_half is None else "±" + fmt.rate(rate_half), "dim"),
             "TTFT95": _cell(step.ttft_s.p95, sla.ttft_p95_s, 0),
+            "±TTFT": ("" if ttft_half is None else "±" + fmt.duration(ttft_half), "dim"),
             "TPOT95": _cell(step.tpot_s.p95, sla.tpot_p95_s, 0),
             "err": (fmt.percent(step.error_rate, 1), "crit" if step.requests_failed else "dim"),
             "ITL95": (fmt.duration(step.itl_s.p95), ""),
@@ -134,8 +189,14 @@ def steps_lines(view: LiveView, width: int, height: int) -> list[Line]:
             "req/s": (fmt.rate(step.requests_per_s), ""),
         }
         line: Line = [(values[name][0].rjust(w), values[name][1]) for name, w in columns]
-        verdict = "  ok " if step.sla_ok else "  FAIL"
-        line.append((verdict, "ok" if step.sla_ok else "crit"))
+        line.append(_sla_cell(step))
+        if diagnosed:
+            text, role = bound[step.index]
+            line.append(("  " + text.ljust(bound_w - 2), role))
+        if bar_w:
+            line.append((" ", ""))
+            b = view.diagnosis(step).get("ttft_breakdown")
+            line += breakdown.decomposition_bar(b, bar_w, scale, ascii=ascii)
         if step.incomplete:
             line.append((" partial", "dim"))
         if i == view.best_step_index:
@@ -146,7 +207,11 @@ def steps_lines(view: LiveView, width: int, height: int) -> list[Line]:
         if i == knee_index:
             line.append((" ┊ knee", "knee"))
         body.append(line)
-    keep = max(height - 1, 0)
+    footer: list[Line] = []
+    if view.knee_explanation and height >= 4:
+        footer.append([("┊ ", "knee"), (view.knee_explanation, "")])
+    keep = max(height - 1 - len(footer), 0)
     shown = body[-keep:] if keep else []
     lines = [fit(header, width)] + [fit(line, width) for line in shown]
-    return lines + [fit([], width) for _ in range(height - len(lines))]
+    lines += [fit([], width) for _ in range(height - len(lines) - len(footer))]
+    return lines + [fit(line, width) for line in footer]
