@@ -291,6 +291,7 @@ class Session:
             diagnosis = self._diagnose(result)
             for kind, text in step_events(result):
                 self.events.add(kind, text)
+            self._verdict_changed(result, diagnosis)
             if writer is not None:
                 writer.add_step(result, diagnosis)
             if self._on_step_finished is not None:
@@ -331,13 +332,16 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - the reader thread must live on
             self.events.add("warning", f"step {result.index + 1}: not diagnosed ({exc})")
             return None
-        verdict = diagnosis.get("bottleneck")
+        return diagnosis
+
+    def _verdict_changed(self, result: StepResult, diagnosis: dict[str, object] | None) -> None:
+        """A verdict unlike the previous step's is an event (after the step's own events)."""
+        verdict = (diagnosis or {}).get("bottleneck")
         if isinstance(verdict, dict):
             event = verdict_event(result, verdict, self._last_verdict)
             if event is not None:
                 self.events.add(*event)
             self._last_verdict = str(verdict.get("verdict"))
-        return diagnosis
 
     # views ---------------------------------------------------------------------------------------
     @property

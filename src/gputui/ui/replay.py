@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gputui.diagnosis.step import KEYS as DIAGNOSIS_KEYS
 from gputui.events import verdict_event
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.step import StepResult
+from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import WindowStats
 from gputui.session import StatsFrame
-from gputui.snapshot.models import Snapshot, Step
+from gputui.snapshot.models import CiInterval, Snapshot, Step
 from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
 from gputui.telemetry.samples import GpuSample, ServerSample
 from gputui.view import (
@@ -66,7 +67,24 @@ def step_result(step: Step) -> StepResult:
         incomplete=step.incomplete,
         output_tokens_from_usage=step.output_tokens_from_usage,
         short_outputs=step.short_outputs,
+        output_tokens_per_s_ci=_bounds(step.output_tokens_per_s_ci),
+        requests_per_s_ci=_bounds(step.requests_per_s_ci),
+        error_rate_ci=_bounds(step.error_rate_ci),
+        goodput_share=step.goodput_share,
+        goodput_share_ci=_bounds(step.goodput_share_ci),
+        sla_verdict=_verdict(step.sla_verdict),
     )
+
+
+def _bounds(interval: CiInterval | None) -> tuple[float, float] | None:
+    """A closed snapshot interval as `metrics.confidence.Bounds` (None when open or absent)."""
+    if interval is None or interval[0] is None or interval[1] is None:
+        return None
+    return float(interval[0]), float(interval[1])
+
+
+def _verdict(text: str | None) -> Verdict | None:
+    return cast("Verdict", text) if text in ("pass", "fail", "inconclusive") else None
 
 
 def step_diagnosis(step: Step) -> dict[str, Any]:

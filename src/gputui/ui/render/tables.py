@@ -100,6 +100,8 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
 
 
 _BAR_MIN = 12
+_BAR_FIRST = 20
+"""Cells the bar takes before the optional columns (ITL95, E2E95, goodput, req/s)."""
 _BAR_MAX = 32
 _SLA_CELLS = {"pass": ("  ok    ", "ok"), "fail": ("  FAIL  ", "crit")}
 _UNSURE = ("  unsure", "unsure")
@@ -119,8 +121,8 @@ def _steps_columns(
             used += column[1]
     bar = 0
     if diagnosed and used + _BAR_MIN + 1 <= width:
-        bar = _BAR_MIN
-        used += _BAR_MIN + 1
+        bar = min(_BAR_FIRST, width - used - 1)
+        used += bar + 1
     for column in (("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)):
         if used + column[1] <= width:
             columns.append(column)
