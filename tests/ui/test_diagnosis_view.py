@@ -82,4 +82,12 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     first_past = view.diagnosis(past)["bottleneck"]["verdict"]
     assert knee_label(view) == f"knee {view.knee.level:g} · {first_past}"
     assert view.knee_explanation is not None
-    assert lines[-1].startswith(f"┊ knee at {view.knee.level:g}: bound by {first_past}")
+    knee_line = next(line for line in lines if line.startswith("┊ knee at"))
+    assert knee_line.startswith(f"┊ knee at {view.knee.level:g}: bound by {first_past}")
+    # Too narrow for a bar per row: the newest step's bar under the rows, its parts in ms.
+    narrow = texts(steps_lines(view, 78, 12))
+    assert all("█" not in row for row in narrow[1 : 1 + len(view.steps)])
+    newest = view.diagnosis(view.steps[-1])["ttft_breakdown"]
+    bar_line = narrow[1 + len(view.steps)]
+    assert bar_line.startswith(f"step {len(view.steps)} TTFT {newest['ttft_s'] * 1e3:.0f}ms ▒")
+    assert f"▒queue {newest['queue_s'] * 1e3:.0f}ms" in bar_line

@@ -50,11 +50,16 @@ def legend(*, ascii: bool = False, short: bool = False) -> Line:
     return line
 
 
-def bound_by(diagnosis: Mapping[str, Any]) -> tuple[str, str]:
+SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
+SHORT |= {"server-overhead": "srv-overhead"}
+"""Verdict names in a narrow steps table (the help screen spells them out)."""
+
+
+def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str, str]:
     """The verdict and its role: 'SUSPECT' marks a client-bound step, 'THROTTLED' a throttled one.
 
     Either flag means the step's figures are not the server's alone, so both read in monochrome
-    (upper case) and in colour (crit, warn).
+    (upper case) and in colour (crit, warn). `short` abbreviates the long names (`SHORT`).
     """
     verdict = diagnosis.get("bottleneck")
     if not isinstance(verdict, Mapping):
@@ -66,7 +71,7 @@ def bound_by(diagnosis: Mapping[str, Any]) -> tuple[str, str]:
         " THROTTLED" if throttled and name != "throttled" else ""
     )
     role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
-    return name + flags, role
+    return (SHORT.get(name, name) if short else name) + flags, role
 
 
 def knee_label(view: LiveView) -> str:
@@ -81,3 +86,19 @@ def knee_label(view: LiveView) -> str:
     verdicts = [v for s in past if isinstance(v := view.diagnosis(s).get("bottleneck"), Mapping)]
     tail = f" · {verdicts[0]['verdict']}" if verdicts else ""
     return f"knee {knee.level:g}{tail}"
+
+
+def step_bar_line(
+    label: str, breakdown: Mapping[str, Any], width: int, *, ascii: bool = False
+) -> Line:
+    """'step 8 939ms ▒▒▒▒██· ▒queue 669ms █prefill 251ms ░net 2ms ·client 18ms' (one step)."""
+    glyphs = ASCII_GLYPHS if ascii else GLYPHS
+    ttft = float(breakdown["ttft_s"])
+    bar_w = max(min(24, width // 4), 8)
+    line: Line = [(f"{label} ", "label"), (f"TTFT {ttft * 1e3:.0f}ms ", "")]
+    line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
+    for p in ("queue", "prefill", "network", "client"):
+        value = float(breakdown.get(f"{p}_s") or 0.0)
+        name = "net" if p == "network" else p
+        line += [(f" {glyphs[p]}", ROLES[p]), (f"{name} {value * 1e3:.0f}ms", "dim")]
+    return line

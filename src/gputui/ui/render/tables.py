@@ -6,6 +6,7 @@ in "warn", so the verdict reads in colour and in monochrome alike.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 from gputui.live import LiveView
@@ -99,22 +100,29 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
     ]
 
 
-_BAR_MIN = 12
-_BAR_FIRST = 20
+_BAR_MIN = 20
+_TTFT_W = 8
+"""The bar column starts with the step's mean TTFT; the bar splits it (100 % = that TTFT)."""
+_BAR_FIRST = 28
 """Cells the bar takes before the optional columns (ITL95, E2E95, goodput, req/s)."""
-_BAR_MAX = 32
+_BAR_MAX = 40
 _SLA_CELLS = {"pass": ("  ok    ", "ok"), "fail": ("  FAIL  ", "crit")}
 _UNSURE = ("  unsure", "unsure")
 """An SLA verdict the confidence intervals cannot decide (issue 16): its own role."""
+_BASE = [("#", 3), ("level", 6), ("ok/fail", 8), ("tok/s", 7), ("TTFT95", 8), ("TPOT95", 8)]
+_BASE += [("err", 6)]
+_MARKS = {
+    "partial": (" partial", " part."),
+    "best": (" ★ capacity", " ★"),
+    "knee": (" ┊ knee", " ┊"),
+}
+"""Each row mark's text, in full and narrow (when the full marks and verdicts do not fit)."""
 
 
-def _steps_columns(
-    width: int, bound_w: int, *, diagnosed: bool
-) -> tuple[list[tuple[str, int]], int]:
-    """The value columns that fit, and the decomposition bar's width (0: none)."""
-    columns = [("#", 3), ("level", 6), ("ok/fail", 9), ("tok/s", 7), ("TTFT95", 9)]
-    columns += [("TPOT95", 9), ("err", 6)]
-    used = sum(w for _, w in columns) + len(_UNSURE[0]) + bound_w + 12
+def _steps_columns(width: int, used: int, *, diagnosed: bool) -> tuple[list[tuple[str, int]], int]:
+    """The value columns that fit beside `used` cells, and the TTFT bar's width (0: none)."""
+    columns = list(_BASE)
+    used += sum(w for _, w in columns)
     for column, after in ((("±TTFT", 8), "TTFT95"), (("±tok/s", 7), "tok/s")):
         if used + column[1] <= width:
             columns.insert(next(i for i, c in enumerate(columns) if c[0] == after) + 1, column)
@@ -147,31 +155,51 @@ def _sla_cell(step: StepResult) -> tuple[str, str]:
     return _SLA_CELLS[verdict]
 
 
+def _marks(view: LiveView, i: int, narrow: bool) -> str:
+    step, knee = view.steps[i], view.knee
+    kinds = [
+        kind
+        for kind, on in (
+            ("partial", step.incomplete),
+            ("best", i == view.best_step_index),
+            ("knee", knee is not None and i == knee.index),
+        )
+        if on
+    ]
+    return "".join(_MARKS[k][1 if narrow else 0] for k in kinds)
+
+
 def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
     """One row per finished step (newest at the bottom when they do not all fit).
 
-    After the SLA verdict ("unsure" when its confidence intervals straddle a bound) comes what
-    bound the step (`bound by`, issue 18) and its TTFT decomposition bar, when diagnosed.
+    After the SLA verdict ("unsure" when its confidence intervals straddle a bound) and the row's
+    marks (★ capacity, ┊ knee) come what bound the step (`bound by`, issue 18) and its TTFT
+    decomposition bar, when diagnosed. A narrow table shortens the marks and verdict names.
     """
-    bound = {step.index: breakdown.bound_by(view.diagnosis(step)) for step in view.steps}
-    diagnosed = any(text != "-" for text, _ in bound.values())
-    bound_w = max([len("bound by"), *(len(t) for t, _ in bound.values())]) + 2 if diagnosed else 0
-    columns, bar_w = _steps_columns(width, bound_w, diagnosed=diagnosed)
+    diagnosed = any(view.diagnosis(s).get("bottleneck") for s in view.steps)
+    narrow = False
+    for narrow in (False, True):
+        bound = {s.index: breakdown.bound_by(view.diagnosis(s), short=narrow) for s in view.steps}
+        marks = [_marks(view, i, narrow) for i in range(len(view.steps))]
+        marks_w = max((len(m) for m in marks), default=0)
+        cells = [len(t) for t, _ in bound.values()]
+        bound_w = max([len("bound by"), *cells]) + 2 if diagnosed else 0
+        used = len(_UNSURE[0]) + marks_w + bound_w
+        if used + sum(w for _, w in _BASE) <= width:
+            break
+    columns, bar_w = _steps_columns(width, used, diagnosed=diagnosed)
     head = "".join(name.rjust(w) for name, w in columns) + "  SLA".ljust(len(_UNSURE[0]))
+    head += " " * marks_w
     if diagnosed:
         head += "  " + "bound by".ljust(bound_w - 2)
     header: Line = [(head, "label")]
     if bar_w:
-        header += [(" ", ""), *breakdown.legend(ascii=ascii, short=bar_w < 29)]
+        legend = breakdown.legend(ascii=ascii, short=bar_w - _TTFT_W < 29)
+        header += [(" " + "TTFT".rjust(_TTFT_W - 1) + " ", "label"), *legend]
     if not view.steps:
         rows = [fit(header, width), fit([("  no finished step yet", "dim")], width)]
         return rows + [fit([], width) for _ in range(height - 2)]
     sla = view.sla
-    knee_index = view.knee.index if view.knee is not None else None
-    scale = max(
-        (float(b["ttft_s"]) for s in view.steps if (b := view.diagnosis(s).get("ttft_breakdown"))),
-        default=0.0,
-    )
     body: list[Line] = []
     for i, step in enumerate(view.steps):
         ttft_half, rate_half = _half(step.ttft_s.p95_ci), _half(step.output_tokens_per_s_ci)
@@ -192,26 +220,31 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
         }
         line: Line = [(values[name][0].rjust(w), values[name][1]) for name, w in columns]
         line.append(_sla_cell(step))
+        if i == view.best_step_index:
+            line = [
+                (text, "best" if role in ("", "s1", "dim", "ok") else role) for text, role in line
+            ]
+        knee_row = view.knee is not None and i == view.knee.index
+        line.append((marks[i].ljust(marks_w), "knee" if knee_row else "best"))
         if diagnosed:
             text, role = bound[step.index]
             line.append(("  " + text.ljust(bound_w - 2), role))
         if bar_w:
-            line.append((" ", ""))
             b = view.diagnosis(step).get("ttft_breakdown")
-            line += breakdown.decomposition_bar(b, bar_w, scale, ascii=ascii)
-        if step.incomplete:
-            line.append((" partial", "dim"))
-        if i == view.best_step_index:
-            line.append((" ★ capacity", "best"))
-            line = [
-                (text, "best" if role in ("", "s1", "dim", "ok") else role) for text, role in line
-            ]
-        if i == knee_index:
-            line.append((" ┊ knee", "knee"))
+            ttft = float(b["ttft_s"]) if b else 0.0
+            line.append((" " + (fmt.duration(ttft) if b else "").rjust(_TTFT_W - 1) + " ", ""))
+            line += breakdown.decomposition_bar(b, bar_w - _TTFT_W, ttft, ascii=ascii)
         body.append(line)
+    # Rows first; spare lines under them: the newest step's bar (when no row has one), the knee.
+    spare = height - 1 - len(body)
     footer: list[Line] = []
-    if view.knee_explanation and height >= 4:
-        footer.append([("┊ ", "knee"), (view.knee_explanation, "")])
+    newest = view.diagnosis(view.steps[-1]).get("ttft_breakdown")
+    if not bar_w and newest and spare >= 1:
+        label = f"step {view.steps[-1].index + 1}"
+        footer.append(breakdown.step_bar_line(label, newest, width, ascii=ascii))
+    if view.knee_explanation and spare - len(footer) >= 1:
+        text = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[: spare - len(footer)]
+        footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(text)]
     keep = max(height - 1 - len(footer), 0)
     shown = body[-keep:] if keep else []
     lines = [fit(header, width)] + [fit(line, width) for line in shown]
