@@ -4,7 +4,7 @@ that a changed verdict reaches the event log as the replayed sweep runs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
@@ -21,7 +21,7 @@ STYLES = Path(gputui.ui.__file__).parent / "styles" / "global.tcss"
 class StepsApp(App[None]):
     """The steps panel alone, over one replayed view (the live screen's own widget and styles)."""
 
-    CSS_PATH: ClassVar[list[str | Path]] = [STYLES]
+    CSS_PATH = [str(STYLES)]  # noqa: RUF012 - Textual's own type
 
     def __init__(self, view: LiveView, *, ascii: bool = False) -> None:
         super().__init__()

@@ -243,8 +243,8 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
         label = f"step {view.steps[-1].index + 1}"
         footer.append(breakdown.step_bar_line(label, newest, width, ascii=ascii))
     if view.knee_explanation and spare - len(footer) >= 1:
-        text = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[: spare - len(footer)]
-        footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(text)]
+        wrapped = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[: spare - len(footer)]
+        footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(wrapped)]
     keep = max(height - 1 - len(footer), 0)
     shown = body[-keep:] if keep else []
     lines = [fit(header, width)] + [fit(line, width) for line in shown]
