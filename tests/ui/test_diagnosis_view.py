@@ -89,5 +89,5 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     assert all("█" not in row for row in narrow[1 : 1 + len(view.steps)])
     newest = view.diagnosis(view.steps[-1])["ttft_breakdown"]
     bar_line = narrow[1 + len(view.steps)]
-    assert bar_line.startswith(f"step {len(view.steps)} TTFT {newest['ttft_s'] * 1e3:.0f}ms ▒")
+    assert bar_line.startswith(f"step {len(view.steps)} mean TTFT {newest['ttft_s'] * 1e3:.0f}ms ▒")
     assert f"▒queue {newest['queue_s'] * 1e3:.0f}ms" in bar_line

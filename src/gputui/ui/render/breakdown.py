@@ -91,11 +91,11 @@ def knee_label(view: LiveView) -> str:
 def step_bar_line(
     label: str, breakdown: Mapping[str, Any], width: int, *, ascii: bool = False
 ) -> Line:
-    """'step 8 939ms ▒▒▒▒██· ▒queue 669ms █prefill 251ms ░net 2ms ·client 18ms' (one step)."""
+    """'step 8 mean TTFT 939ms ▒▒▒▒██· ▒queue 669ms █prefill 251ms ░net 2ms ·client 18ms'."""
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
     ttft = float(breakdown["ttft_s"])
     bar_w = max(min(24, width // 4), 8)
-    line: Line = [(f"{label} ", "label"), (f"TTFT {ttft * 1e3:.0f}ms ", "")]
+    line: Line = [(f"{label} ", "label"), (f"mean TTFT {ttft * 1e3:.0f}ms ", "")]
     line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
     for p in ("queue", "prefill", "network", "client"):
         value = float(breakdown.get(f"{p}_s") or 0.0)

@@ -247,6 +247,5 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
         footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(wrapped)]
     keep = max(height - 1 - len(footer), 0)
     shown = body[-keep:] if keep else []
-    lines = [fit(header, width)] + [fit(line, width) for line in shown]
-    lines += [fit([], width) for _ in range(height - len(lines) - len(footer))]
-    return lines + [fit(line, width) for line in footer]
+    lines = [fit(header, width)] + [fit(line, width) for line in [*shown, *footer]]
+    return lines + [fit([], width) for _ in range(height - len(lines))]
