@@ -8,6 +8,7 @@ from gputui.events import verdict_event
 from gputui.metrics.bottleneck import VERDICTS
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 from gputui.ui.render.breakdown import bound_by, decomposition_bar, knee_label
+from gputui.ui.render.format import duration
 from gputui.ui.render.spans import texts
 from gputui.ui.render.tables import steps_lines
 from gputui.ui.screens.help import DIAGNOSIS
@@ -89,5 +90,5 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     assert all("█" not in row for row in narrow[1 : 1 + len(view.steps)])
     newest = view.diagnosis(view.steps[-1])["ttft_breakdown"]
     bar_line = narrow[1 + len(view.steps)]
-    assert bar_line.startswith(f"step {len(view.steps)} mean TTFT {newest['ttft_s'] * 1e3:.0f}ms ▒")
-    assert f"▒queue {newest['queue_s'] * 1e3:.0f}ms" in bar_line
+    assert bar_line.startswith(f"step {len(view.steps)} mean TTFT {duration(newest['ttft_s'])} ▒")
+    assert f"▒queue {duration(newest['queue_s'])}" in bar_line

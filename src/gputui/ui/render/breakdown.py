@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputui.live import LiveView
+from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 
 PARTS = ("network", "queue", "prefill", "client")
@@ -95,10 +96,10 @@ def step_bar_line(
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
     ttft = float(breakdown["ttft_s"])
     bar_w = max(min(24, width // 4), 8)
-    line: Line = [(f"{label} ", "label"), (f"mean TTFT {ttft * 1e3:.0f}ms ", "")]
+    line: Line = [(f"{label} ", "label"), (f"mean TTFT {fmt.duration(ttft)} ", "")]
     line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
     for p in ("queue", "prefill", "network", "client"):
         value = float(breakdown.get(f"{p}_s") or 0.0)
         name = "net" if p == "network" else p
-        line += [(f" {glyphs[p]}", ROLES[p]), (f"{name} {value * 1e3:.0f}ms", "dim")]
+        line += [(f" {glyphs[p]}", ROLES[p]), (f"{name} {fmt.duration(value)}", "dim")]
     return line
