@@ -45,6 +45,10 @@ SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
 """An event loop this late stamps tokens this late."""
+_AUTO_STEP_S = 15.0
+_AUTO_MAX_LEVEL = 256.0
+_AUTO_MAX_MINUTES = 10.0
+"""Bounds of the TUI's auto sweep (stand-ins until the adaptive Session owns them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,15 @@ class StatsFrame:
     busiest_worker_cpu_percent: float = 0.0
     client_saturated: bool = False
     """The client, not the server, may be limiting the measurement (see `SATURATION_*`)."""
+    # The current step's state (issue 16), for the header.
+    step_phase: str = "measuring"
+    """"settling" | "measuring" | "holding" (until precise) | "auto" (the auto sweep runs)."""
+    settle_remaining_s: float | None = None
+    """Seconds of warm-up left while settling; None once measuring."""
+    measured_n: int = 0
+    """Measured ok requests of the current step so far."""
+    precision: float | None = None
+    """Worst relative CI half-width of the step so far (0.032 = ±3.2 %); None: not known."""
 
 
 class Session:
@@ -108,7 +121,7 @@ class Session:
         self._received: Counter[int] = Counter()
         self._sent: dict[int, int] = {}
         self._finished: dict[int, StepResult] = {}
-        self._window = RollingWindow(window_s)
+        self._window = RollingWindow(window_s, ci=True)
         self._rtt_ns: list[int] = []
         self._rtt_at_ns: list[int] = []
         """When each RTT sample reached the session (per-step network share; diagnosis)."""
@@ -136,6 +149,12 @@ class Session:
         self.diagnoser: StepDiagnoser | None = None
         """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
         self._last_verdict: str | None = None
+        self._measured_ok: Counter[int] = Counter()
+        """Measured ok requests per step, as they arrive (the header's n)."""
+        self._hold_step: int | None = None
+        self._hold_target: float | None = None
+        self._auto: threading.Thread | None = None
+        self._auto_stop = threading.Event()
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -230,6 +249,7 @@ class Session:
         `cancel` means the run was interrupted: in-flight requests are aborted (and excluded), and
         the step that was running is marked incomplete.
         """
+        self.cancel_auto()
         with self._lock:
             if cancel and self._steps and self._steps[-1].end_ns < 0:
                 self._interrupted_step = self._steps[-1].index
@@ -288,9 +308,9 @@ class Session:
     def _deliver(self, finished: list[StepResult]) -> None:
         writer = self._journal
         for result in finished:
-            diagnosis = self._diagnose(result)
             for kind, text in step_events(result):
                 self.events.add(kind, text)
+            diagnosis = self._diagnose(result)
             self._verdict_changed(result, diagnosis)
             if writer is not None:
                 writer.add_step(result, diagnosis)
@@ -393,6 +413,7 @@ class Session:
             window = self._window.stats(now)
             rtt = self._rtt_ns[-1] / 1e9 if self._rtt_ns else None
             finished = len(self._finished)
+            measured_n = self._measured_so_far(step)
         if step is None:
             return None
         self._seq += 1
@@ -415,9 +436,77 @@ class Session:
             workers=self.workers,
             busiest_worker_cpu_percent=busiest,
             client_saturated=busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS,
+            step_phase=self._phase(now < step.measure_start_ns),
+            settle_remaining_s=max(step.measure_start_ns - now, 0) / 1e9
+            if now < step.measure_start_ns
+            else None,
+            measured_n=measured_n,
         )
         self.latest = frame
         return frame
+
+    # step state and hold/auto (issue 16; TUI-side stand-ins until the adaptive Session lands) ----
+    def _measured_so_far(self, step: StepSpec | None) -> int:
+        """Measured ok requests of the open step (lock held)."""
+        if step is None or step.end_ns >= 0:
+            return 0
+        return self._measured_ok[step.index]
+
+    def _measured(self, record: RequestRecord) -> bool:
+        """Sent after its step's warm-up (lock held)."""
+        index = record.step_index
+        return (
+            0 <= index < len(self._steps) and record.sent_ns >= self._steps[index].measure_start_ns
+        )
+
+    def _phase(self, settling: bool) -> str:
+        if self._auto is not None and self._auto.is_alive():
+            return "auto"
+        if settling:
+            return "settling"
+        current = self.current_step
+        return (
+            "holding" if current is not None and current.index == self._hold_step else "measuring"
+        )
+
+    def hold_until_precise(self, target_precision: float) -> None:
+        """Keep the current level (the step goes on); a new load ends the hold."""
+        current = self.current_step
+        self._hold_step = current.index if current is not None else None
+        self._hold_target = target_precision
+
+    def start_auto(self, from_level: float) -> None:
+        """Run the auto sweep (`SweepRunner.auto`) from this level on a thread."""
+        from gputui.sweep import InFlightTrace, SweepRunner
+
+        self.cancel_auto()
+        current = self.current_step
+        mode: LoadMode = current.mode if current is not None else "concurrency"
+        stop = threading.Event()
+        runner = SweepRunner(
+            self, stop, step_s=_AUTO_STEP_S, warmup_s=self.warmup_s, trace=InFlightTrace()
+        )
+        self._auto_stop = stop
+        self._auto = threading.Thread(
+            target=runner.auto,
+            args=(mode, self.sla),
+            kwargs={
+                "max_level": max(_AUTO_MAX_LEVEL, from_level),
+                "max_minutes": _AUTO_MAX_MINUTES,
+                "start": from_level,
+            },
+            name="gputui-auto",
+            daemon=True,
+        )
+        self._auto.start()
+
+    def cancel_auto(self) -> None:
+        """Stop the auto sweep (if one runs) and end a hold; the load stays where it is."""
+        self._hold_step = None
+        auto, self._auto = self._auto, None
+        self._auto_stop.set()
+        if auto is not None and auto is not threading.current_thread():
+            auto.join(timeout=5.0)
 
     # engine callbacks (reader thread) ---------------------------------------------------------
     def _on_batch(
@@ -436,6 +525,8 @@ class Session:
                     continue
                 self._records.setdefault(record.step_index, []).append(record)
                 self._received[record.step_index] += 1
+                if record.ok and self._measured(record):
+                    self._measured_ok[record.step_index] += 1
             self._window.add([r for r in records if r.error != REASON_CANCELLED])
             self._sent = sent_by_step
             self._update_cpu(status)

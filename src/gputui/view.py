@@ -25,6 +25,7 @@ from gputui.events import load_event as load_event
 from gputui.events import step_events as step_events
 from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import StatsFrame
@@ -71,6 +72,10 @@ class LiveView:
     label: str | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    control: str = "operator"
+    """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
+    target_precision: float = DEFAULT_TARGET_PRECISION
+    """The relative CI half-width a step is precise at (the header's ± turns ok under it)."""
     diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     """Each finished step's diagnosis by step index (`bottleneck`, `ttft_breakdown`, ...)."""
     knee_explanation: str | None = None
@@ -113,6 +118,8 @@ class ViewInputs:
     journal_path: Path | None = None
     stopped: bool = False
     diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    control: str = "operator"
+    target_precision: float = DEFAULT_TARGET_PRECISION
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -152,6 +159,8 @@ def build_view(inputs: ViewInputs) -> LiveView:
         stopped=inputs.stopped,
         diagnoses=inputs.diagnoses,
         knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
+        control=inputs.control,
+        target_precision=inputs.target_precision,
     )
 
 

@@ -13,7 +13,7 @@ from textual.pilot import Pilot
 import gputui.ui
 from gputui.live import LiveView
 from gputui.ui.widgets.live_panels import EventLog, StepsTable
-from tests.ui.conftest import replay_app, replay_views, wait_for
+from tests.ui.conftest import DIAG_FIXTURE, replay_app, replay_views, wait_for
 
 STYLES = Path(gputui.ui.__file__).parent / "styles" / "global.tcss"
 
@@ -47,7 +47,7 @@ class StepsApp(App[None]):
 )
 def test_steps_table_with_verdicts(snap_compare: Any, size: tuple[int, int], ascii: bool) -> None:
     """Bound by (SUSPECT, unsure SLA, ★, ┊), the TTFT bar per row or the newest step's, the knee."""
-    view = replay_views()[-1]
+    view = replay_views(DIAG_FIXTURE)[-1]
     assert snap_compare(StepsApp(view, ascii=ascii), terminal_size=size)
 
 
@@ -60,7 +60,7 @@ def _event_texts(pilot: Pilot[Any]) -> list[str]:
 
 
 async def test_a_changed_verdict_lands_in_the_event_log() -> None:
-    app, source = replay_app(at_knee=False)
+    app, source = replay_app(at_knee=False, fixture=DIAG_FIXTURE)
     async with app.run_test(size=(160, 48)) as pilot:
         seen: list[str] = []
         while source.advance():

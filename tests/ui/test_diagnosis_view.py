@@ -13,7 +13,7 @@ from gputui.ui.render.spans import texts
 from gputui.ui.render.tables import steps_lines
 from gputui.ui.screens.help import DIAGNOSIS
 from tests.support.steps import make_step
-from tests.ui.conftest import replay_views
+from tests.ui.conftest import DIAG_FIXTURE, replay_views
 
 
 def _verdict(name: str, **flags: bool) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def test_the_help_explains_every_verdict_once() -> None:
 
 
 def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
-    view = replay_views()[-1]
+    view = replay_views(DIAG_FIXTURE)[-1]
     assert view.diagnoses and view.knee is not None
     lines = texts(steps_lines(view, 150, 12))
     assert "bound by" in lines[0] and "░n ▒q █p ·c" in lines[0]  # a 20-cell bar: the short key

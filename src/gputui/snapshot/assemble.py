@@ -198,7 +198,12 @@ def session_file(folder: Path, label: str | None) -> Path:
     """A new snapshot's path in the sessions folder: `<UTC stamp>-<label>.json`."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
-    return folder / f"{stamp}-{slug}.json"
+    path = folder / f"{stamp}-{slug}.json"
+    copy = 2
+    while path.exists():  # two saves within a second never overwrite each other
+        path = folder / f"{stamp}-{slug}-{copy}.json"
+        copy += 1
+    return path
 
 
 def _extra_body(info: RunInfo) -> dict[str, Any]:

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from gputui.diagnosis.step import KEYS as DIAGNOSIS_KEYS
 from gputui.events import verdict_event
+from gputui.metrics.confidence import Bounds, Interval
 from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, step_precision
 from gputui.metrics.step import StepResult
 from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import WindowStats
 from gputui.session import StatsFrame
-from gputui.snapshot.models import CiInterval, Snapshot, Step
+from gputui.snapshot.models import Snapshot, Step
 from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
 from gputui.telemetry.samples import GpuSample, ServerSample
 from gputui.view import (
@@ -76,15 +78,15 @@ def step_result(step: Step) -> StepResult:
     )
 
 
-def _bounds(interval: CiInterval | None) -> tuple[float, float] | None:
-    """A closed snapshot interval as `metrics.confidence.Bounds` (None when open or absent)."""
+def _bounds(interval: Interval | None) -> Bounds | None:
+    """A saved rate or share interval (both ends are always finite for those)."""
     if interval is None or interval[0] is None or interval[1] is None:
         return None
-    return float(interval[0]), float(interval[1])
+    return interval[0], interval[1]
 
 
-def _verdict(text: str | None) -> Verdict | None:
-    return cast("Verdict", text) if text in ("pass", "fail", "inconclusive") else None
+def _verdict(value: str | None) -> Verdict | None:
+    return value if value in ("pass", "fail", "inconclusive") else None  # type: ignore[return-value]
 
 
 def step_diagnosis(step: Step) -> dict[str, Any]:
@@ -177,6 +179,10 @@ def replay_frame(seq: int, k: int, live: StepResult) -> StatsFrame:
         loop_lag_max_ms=0.4,
         rtt_last_s=0.0002,
         steps_finished=k,
+        measured_n=live.ttft_s.n,
+        precision=step_precision(live, DEFAULT_TARGET_PRECISION).worst
+        if live.ttft_s.p95_ci
+        else None,
     )
 
 

@@ -22,6 +22,8 @@ KEYS = (
     ("r", "switch concurrency (closed loop) <-> arrival rate (open loop) at about the same load"),
     ("space", "pause / resume sending; resuming starts a new step"),
     ("b", "fire a burst of requests on top of the load"),
+    ("h", "hold this level until its step is precise; load keys end it"),
+    ("a", "auto sweep from here, filling the chart; load keys end it"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),
