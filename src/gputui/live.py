@@ -108,6 +108,9 @@ class LiveController:
         if self._telemetry is not None:
             self._telemetry.start()
         self._session.start()
+        self._session.start_diagnosis(
+            self._telemetry, self.settings.metrics_url, model=self.settings.engine.client.model
+        )
         self._running = True
         self._starter = threading.Thread(target=self._connect, name="gputui-connect", daemon=True)
         self._starter.start()
@@ -304,11 +307,13 @@ class LiveController:
         frame = self._session.latest if self._session.started_ns else None
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
         steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
+        diagnoses = self._session.diagnoses()
         self._track_cpu()
         key = (
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
             len(steps),
+            len(diagnoses),
             self._session.events.count,
             self._shown_target_state(),
             self._mode,
@@ -339,6 +344,7 @@ class LiveController:
                 sla=self.settings.sla,
                 frame=frame,
                 steps=steps,
+                diagnoses=diagnoses,
                 events=self._session.events.items(),
                 telemetry=telemetry,
                 traces=self._telemetry.recent() if self._telemetry is not None else None,

@@ -180,12 +180,15 @@ def save_session(
 ) -> Snapshot:
     """The one way a session becomes a file: the TUI's save and quit and `gputui run` use it.
 
-    `finish` adds what a front end measured beside the Session (the diagnosis, a workload
-    source's conversation or trace sections) before the file is written.
+    `finish` adds what a front end measured beside the Session (a workload source's
+    conversation or trace sections); the Session's own diagnosis (`Session.start_diagnosis`) is
+    attached after it, so both front ends' files carry it.
     """
     snapshot = session_snapshot(session, info, sampler)
     if finish is not None:
         snapshot = finish(snapshot)
+    if session.diagnoser is not None:  # the steps' diagnoses and the knee's explanation
+        snapshot = session.diagnoser.attach(snapshot)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_snapshot(snapshot, path)
     return snapshot

@@ -20,6 +20,7 @@ from gputui.live import LiveView
 from gputui.metrics.step import StepResult
 from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt
+from gputui.ui.render.breakdown import knee_label
 from gputui.ui.render.chart import Axis, HLine, Mark, Series, VLine, Whisker, line_chart, nice_max
 from gputui.ui.render.spans import Line, fit
 
@@ -238,7 +239,7 @@ def sweep_lines(
         for b, role in ((sla.ttft_p95_s, "s2"), (sla.tpot_p95_s, "s3"))
         if b is not None
     ]
-    vlines = [VLine(knee.level, "knee", f"knee {knee.level:g}")] if knee else []
+    vlines = [VLine(knee.level, "knee", knee_label(view))] if knee else []
     point, ttft_glyph, tpot_glyph = _glyphs(ascii)
     chart = line_chart(
         [
