@@ -34,6 +34,10 @@ class LiveSettings:
     price_per_hour: float | None = None
     precision: str | None = None
     """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
+    metrics_url: str | None = None
+    """The server's /metrics, whose latency histograms the step diagnosis reads (issue 18)."""
+    target_precision: float = 0.05
+    """Relative CI half-width the hold key (`h`) waits for (issue 16's `--target-precision`)."""
 
 
 def backend_from_server(server_header: str) -> str | None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.commands import Burst, Load, Pause, Resume
 from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
@@ -30,7 +31,7 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
-from gputui.events import EventLog, EventWatcher, load_event, step_events
+from gputui.events import EventLog, EventWatcher, load_event, step_events, verdict_event
 from gputui.metrics.precision import mark_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
@@ -39,7 +40,7 @@ from gputui.metrics.window import RollingWindow, WindowStats
 from gputui.session_steady import SteadyStateMixin
 from gputui.settle import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.telemetry.sampler import TelemetryFrame
+from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
 if TYPE_CHECKING:
     from gputui.auto_control import AutoControl
@@ -51,6 +52,7 @@ SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
 """An event loop this late stamps tokens this late."""
+"""Bounds of the TUI's auto sweep (stand-ins until the adaptive Session owns them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +132,7 @@ class Session(SteadyStateMixin):
         self._received: Counter[int] = Counter()
         self._sent: dict[int, int] = {}
         self._finished: dict[int, StepResult] = {}
-        self._window = RollingWindow(window_s)
+        self._window = RollingWindow(window_s, ci=True)
         self._rtt_ns: list[int] = []
         self._rtt_at_ns: list[int] = []
         """When each RTT sample reached the session (per-step network share; diagnosis)."""
@@ -155,6 +157,9 @@ class Session(SteadyStateMixin):
         self.target_state = "ok"
         """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
         self._watcher = EventWatcher()
+        self.diagnoser: StepDiagnoser | None = None
+        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
+        self._last_verdict: str | None = None
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -181,6 +186,9 @@ class Session(SteadyStateMixin):
             if frame is None:
                 continue
             self.observe(frame)
+            diagnoser = self.diagnoser
+            if diagnoser is not None:
+                diagnoser.on_frame(frame)
             if self._on_frame is not None:
                 self._on_frame(frame)
 
@@ -263,6 +271,8 @@ class Session(SteadyStateMixin):
             self._engine_stopped = True
             finished = self._finish_ready_steps(force=True)
         self._deliver(finished)
+        if self.diagnoser is not None:
+            self.diagnoser.stop()
 
     # the journal -------------------------------------------------------------------------------
     def open_journal(
@@ -285,7 +295,7 @@ class Session(SteadyStateMixin):
                 journal.add_load(spec, self.started_ns, hidden=spec.index in self._hidden)
             for index in sorted(self._finished):
                 if index not in self._hidden:
-                    writer.add_step(self._finished[index])
+                    writer.add_step(self._finished[index], self.diagnoses().get(index))
             self._journal = writer
         writer.start()
         return journal.path
@@ -307,10 +317,58 @@ class Session(SteadyStateMixin):
         for result in finished:
             for kind, text in step_events(result):
                 self.events.add(kind, text)
+            diagnosis = self._diagnose(result)
+            self._verdict_changed(result, diagnosis)
             if writer is not None:
-                writer.add_step(result)
+                writer.add_step(result, diagnosis)
             if self._on_step_finished is not None:
                 self._on_step_finished(result)
+
+    # diagnosis (issue 18): what bound each finished step, for both front ends ----------------
+    def start_diagnosis(
+        self,
+        sampler: TelemetrySampler | None,
+        metrics_url: str | None,
+        *,
+        model: str | None,
+        measured_bandwidth_gbps: float | None = None,
+    ) -> StepDiagnoser:
+        """Diagnose every step finished from now on (call after `start`; `stop` ends it).
+
+        The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
+        sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
+        its diagnoses to the snapshot, and a verdict that changes between steps is an event.
+        """
+        diagnoser = StepDiagnoser(model=model, measured_bandwidth_gbps=measured_bandwidth_gbps)
+        diagnoser.start(self, sampler, metrics_url)
+        self.diagnoser = diagnoser
+        return diagnoser
+
+    def diagnoses(self) -> dict[int, dict[str, object]]:
+        """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
+        diagnoser = self.diagnoser
+        return dict(diagnoser.diagnoses) if diagnoser is not None else {}
+
+    def _diagnose(self, result: StepResult) -> dict[str, object] | None:
+        """The step's diagnosis (on the engine's reader thread: an error never escapes)."""
+        diagnoser = self.diagnoser
+        if diagnoser is None or result.index in self._hidden:
+            return None
+        try:
+            diagnosis = diagnoser.diagnose(result)
+        except Exception as exc:  # noqa: BLE001 - the reader thread must live on
+            self.events.add("warning", f"step {result.index + 1}: not diagnosed ({exc})")
+            return None
+        return diagnosis
+
+    def _verdict_changed(self, result: StepResult, diagnosis: dict[str, object] | None) -> None:
+        """A verdict unlike the previous step's is an event (after the step's own events)."""
+        verdict = (diagnosis or {}).get("bottleneck")
+        if isinstance(verdict, dict):
+            event = verdict_event(result, verdict, self._last_verdict)
+            if event is not None:
+                self.events.add(*event)
+            self._last_verdict = str(verdict.get("verdict"))
 
     # views ---------------------------------------------------------------------------------------
     @property

@@ -230,7 +230,7 @@ def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
         window = parse_window(args.trace_window) if args.trace_window else None
         fmt: TraceFormat | None = args.trace_format
         trace = load_trace(Path(args.trace), fmt, window=window, time_scale=args.time_scale or 1.0)
-        if args.workers > 1:
+        if (args.workers or 1) > 1:
             raise UsageError("--trace replays from one engine process: drop --workers")
         if args.input_tokens is None and args.input_dist is None and args.dataset is None:
             # The trace gives each length; these nominal ones only calibrate the prompt plan.
