@@ -25,6 +25,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import StatsFrame
 from gputui.telemetry.sampler import TelemetryFrame, Traces
+from gputui.workloads.live_progress import WorkloadProgress
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ class LiveView:
     label: str | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    workload: WorkloadProgress | None = None
+    """Conversations or a trace replay: their live account (the workload panel)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,7 @@ class ViewInputs:
     last_saved: Path | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    workload: WorkloadProgress | None = None
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -134,6 +138,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
         label=inputs.label,
         journal_path=inputs.journal_path,
         stopped=inputs.stopped,
+        workload=inputs.workload,
     )
 
 
