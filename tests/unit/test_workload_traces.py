@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from gputui.engine.workload import SourceExhausted
 from gputui.errors import UsageError
+from gputui.workloads.conversations import ConversationWorkload
+from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prompts import WORDS, make_plan
 from gputui.workloads.replay import TraceWorkload
 from gputui.workloads.source import PreparedWorkload
-from gputui.workloads.sources import add_workload_source_arguments, plan_workload_source
+from gputui.workloads.sources import (
+    add_workload_source_arguments,
+    plan_workload_source,
+    source_argv,
+)
 from gputui.workloads.traces import TraceError, detect_format, load_trace, parse_window
 
 EXAMPLES = Path(__file__).parents[2] / "scenarios" / "traces"
@@ -192,3 +199,23 @@ def test_sessions_set_the_users_and_conflict_with_a_trace() -> None:
         plan_workload_source(run_args("--sessions", "2", "--trace", "x.csv"))
     with pytest.raises(UsageError, match="need --trace"):
         plan_workload_source(run_args("--time-scale", "2"))
+
+
+def test_sessions_with_a_rate_cap_the_open_loop() -> None:
+    args = run_args("--sessions", "8", "--turns", "3")
+    args.rate = [2.0]
+    plan = plan_workload_source(args)
+    assert args.rate == [2.0] and args.concurrency is None  # the rate stays the load
+    lengths = FixedDist(tokens=64)
+    base = dataclasses.replace(plan_workload(), input=lengths, output=lengths)
+    workload = plan.engine_workload(base)
+    assert isinstance(workload, ConversationWorkload)
+    assert (workload.turns, workload.max_active) == (3, 8)
+
+
+def test_source_argv_gives_the_flags_back() -> None:
+    args = run_args("--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle")
+    argv = source_argv(args)
+    assert argv == ["--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle"]
+    again = run_args(*argv)
+    assert source_argv(again) == argv
