@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from gputui.errors import UsageError
 from gputui.workloads.conversations import ConversationWorkload
 from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prompts import WORDS, make_plan
-from gputui.workloads.replay import TraceWorkload
+from gputui.workloads.replay import GC_FORCE_FACTOR, GC_GAP_NS, TraceWorkload, _collect_if_due
 from gputui.workloads.source import PreparedWorkload
 from gputui.workloads.sources import (
     add_workload_source_arguments,
@@ -219,3 +220,25 @@ def test_source_argv_gives_the_flags_back() -> None:
     assert argv == ["--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle"]
     again = run_args(*argv)
     assert source_argv(again) == argv
+
+
+def test_the_replay_collects_garbage_only_in_gaps_or_when_it_piles_up() -> None:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        threshold = gc.get_threshold()[0]
+        junk: list[list[int]] = [[] for _ in range(threshold + 10)]  # tracked, past the threshold
+        before = gc.get_count()[0]
+        assert before >= threshold
+        _collect_if_due(GC_GAP_NS // 2)  # the next arrival is close: leave it
+        assert gc.get_count()[0] >= before
+        _collect_if_due(GC_GAP_NS)  # a gap: collect the young generation now
+        assert gc.get_count()[0] < threshold
+        junk += [[] for _ in range(GC_FORCE_FACTOR * threshold)]
+        _collect_if_due(0)  # no gap, but too much piled up: collect anyway
+        assert gc.get_count()[0] < threshold
+    finally:
+        if was:
+            gc.enable()
+    assert junk
