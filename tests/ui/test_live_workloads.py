@@ -18,10 +18,13 @@ from gputui.live import LiveController, LiveView
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot
+from gputui.ui.app import AppOptions, make_app
 from gputui.ui.command import live_controller
 from gputui.ui.render.spans import texts
 from gputui.ui.render.workload import workload_lines
+from gputui.ui.widgets.live_panels import WorkloadPanel
 from tests.integration.test_trace_replay import azure_trace
+from tests.ui.conftest import wait_for
 
 GPUTUI = [sys.executable, "-m", "gputui"]
 
@@ -125,3 +128,37 @@ def test_tui_source_flag_errors_are_one_line(argv: list[str], message: str) -> N
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
     assert message in result.stderr
+
+
+async def test_the_workload_panel_is_on_the_live_screen(
+    fixed_sim: SimProcess, tmp_path: Path
+) -> None:
+    trace = tmp_path / "azure.csv"
+    azure_trace(trace, 60, 1.5)
+    args = build_parser().parse_args(
+        ["tui", "--url", fixed_sim.url, "--model", "sim", "--trace", str(trace),
+         "--snapshot-dir", str(tmp_path)]
+    )  # fmt: skip
+    controller, _ = live_controller(args)
+    app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
+    app.animation_level = "none"
+    controller.start()
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+
+            def all_sent() -> bool:
+                w = controller.view().workload
+                return w is not None and w.sent >= 60
+
+            await wait_for(pilot, all_sent, timeout_s=20)
+            await pilot.pause(1.0)  # a refresh of the screen after the last account
+            panel = app.screen.query_one("#workload", WorkloadPanel)
+            assert panel.display and panel.border_title == "Trace replay"
+            shown = [
+                "".join(segment.text for segment in panel.render_line(y))
+                for y in range(panel.content_size.height)
+            ]
+            assert "60 of 60 sent" in shown[0], shown
+            assert "dispatch p99" in shown[1], shown
+    finally:
+        controller.stop(save=False)
