@@ -149,13 +149,19 @@ def run_gputui(
     session.set_load("concurrency", concurrency)
     time.sleep(seconds)
     session.stop(cancel=False, drain_timeout_s=60)
+    status = session.status
+    assert status is not None
+    cpu_s = status.cpu_s - before.cpu_s
+    return session_result(session, url, cpu_s, 100 * cpu_s / (status.wall_s - before.wall_s))
+
+
+def session_result(session: Session, url: str, cpu_s: float, cpu_percent: float) -> Result:
+    """A finished session's records set beside the server's own record of the same run."""
     records = session.all_records()
     ok = [r for r in records if r.ok]
     ttft = np.array([(r.first_token_ns - r.sent_ns) / 1e6 for r in ok if r.first_token_ns])
     gaps = np.concatenate([np.diff(r.token_ns) for r in ok]) / 1e6 if ok else np.zeros(0)
     truth = server_stats(url)
-    status = session.status
-    assert status is not None
     return Result(
         ttft_mean_ms=float(ttft.mean()),
         ttft_p99_ms=float(np.percentile(ttft, 99)),
@@ -163,9 +169,9 @@ def run_gputui(
         server_ttft_mean_ms=truth["ttft_ms"]["mean"],
         server_ttft_p99_ms=truth["ttft_ms"]["p99"],
         server_itl_mean_ms=truth["itl_ms"]["mean"],
-        cpu_percent=100 * (status.cpu_s - before.cpu_s) / (status.wall_s - before.wall_s),
+        cpu_percent=cpu_percent,
         tokens=sum(r.output_tokens for r in ok),
-        cpu_s=status.cpu_s - before.cpu_s,
+        cpu_s=cpu_s,
         failures=len(records) - len(ok),
         ttft_p50_ms=float(np.percentile(ttft, 50)),
         server_ttft_p50_ms=truth["ttft_ms"]["p50"],
@@ -207,27 +213,7 @@ def run_tui_live(url: str, concurrency: int, seconds: float, output_tokens: int)
 
         ui_cpu_s = asyncio.run(drive())
         controller.stop(save=False)
-    records = session.all_records()
-    ok = [r for r in records if r.ok]
-    ttft = np.array([(r.first_token_ns - r.sent_ns) / 1e6 for r in ok if r.first_token_ns])
-    gaps = np.concatenate([np.diff(r.token_ns) for r in ok]) / 1e6 if ok else np.zeros(0)
-    truth = server_stats(url)
-    status = session.status
-    assert status is not None
-    return Result(
-        ttft_mean_ms=float(ttft.mean()),
-        ttft_p99_ms=float(np.percentile(ttft, 99)),
-        itl_mean_ms=float(gaps.mean()),
-        server_ttft_mean_ms=truth["ttft_ms"]["mean"],
-        server_ttft_p99_ms=truth["ttft_ms"]["p99"],
-        server_itl_mean_ms=truth["itl_ms"]["mean"],
-        cpu_percent=100 * ui_cpu_s / seconds,
-        tokens=sum(r.output_tokens for r in ok),
-        cpu_s=ui_cpu_s,
-        failures=len(records) - len(ok),
-        ttft_p50_ms=float(np.percentile(ttft, 50)),
-        server_ttft_p50_ms=truth["ttft_ms"]["p50"],
-    )
+    return session_result(session, url, ui_cpu_s, 100 * ui_cpu_s / seconds)
 
 
 def tui_live(levels: list[int], seconds: float, repeats: int, output_tokens: int) -> None:

@@ -1,11 +1,12 @@
 """Make screenshots/*.svg from the replayed A100 sweep (deterministic: the same files every run).
 
 The replay is a real run against the built-in simulator (`gputui demo --concurrency
-1,2,4,8,16,32,64,128`), saved as tests/ui/fixtures/sweep-a100.json; `gputui.ui.replay` turns it into
-the live screen's views. The sessions screen lists the saved runs in tests/fixtures/snapshots (an
-RTX 4090 and an A100), copied to a temporary ~/sessions, and the overlay screenshot shows the RTX
-4090's sweep under the live A100 one. Usage: `python scripts/screenshots.py [OUT_DIR]` (default
-screenshots/).
+1,2,4,8,16,32,64,128 --step-seconds 12 --warmup-seconds 2 --label "demo a100-80gb-pcie
+llama-3.1-8b"`, with its intervals, verdicts and each step's diagnosis), saved as
+tests/ui/fixtures/sweep-a100-diag.json; `gputui.ui.replay` turns it into the live screen's views.
+The sessions screen lists the saved runs in tests/fixtures/snapshots (an RTX 4090 and an A100),
+copied to a temporary ~/sessions, and the overlay screenshot shows the RTX 4090's sweep under the
+live A100 one. Usage: `python scripts/screenshots.py [OUT_DIR]` (default screenshots/).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from gputui.ui.source import ReplaySource
 from gputui.ui.widgets.live_panels import StepsTable
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "tests" / "ui" / "fixtures" / "sweep-a100.json"
+FIXTURE = ROOT / "tests" / "ui" / "fixtures" / "sweep-a100-diag.json"
 SAVED = ROOT / "tests" / "fixtures" / "snapshots"
 SIZES = ((80, 24), (160, 48))
 

@@ -3,7 +3,8 @@
 Contract: `EventWatcher.observe` turns successive frames and telemetry into events (new errors, a
 saturated client, a target that stops answering and answers again, throttling, preemptions) and
 the target state they imply; `step_events` gives a finished step's warnings and a missed SLA;
-`load_event` a load change. The Session runs them on its own frame thread and keeps the
+`load_event` a load change, `verdict_event` a bottleneck verdict that differs from the previous
+step's (issue 18). The Session runs them on its own frame thread and keeps the
 `EventLog`; the replay (`ui.replay`) runs the same rules on its frames. Nothing here reads a clock.
 """
 
@@ -12,8 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gputui.metrics.step_quality import step_warnings
 
@@ -78,6 +80,28 @@ def step_events(step: StepResult) -> list[Event]:
     if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
         events.append(("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA"))
     return events
+
+
+def verdict_event(
+    step: StepResult, bottleneck: Mapping[str, Any], previous: str | None
+) -> Event | None:
+    """'step 4 (32): bound by queue (was decode-bandwidth)' when the verdict changed; else None.
+
+    The first verdict is an event too unless it is "none"; a suspect (client-bound) or throttled
+    step says so, since its figures then do not describe the server alone.
+    """
+    verdict = str(bottleneck.get("verdict"))
+    if verdict == previous or (previous is None and verdict == "none"):
+        return None
+    flags = []
+    if bottleneck.get("suspect") and verdict != "client":
+        flags.append("suspect: client-bound")
+    if bottleneck.get("throttled") and verdict != "throttled":
+        flags.append("measured while throttled")
+    was = f" (was {previous})" if previous is not None else ""
+    tail = f" [{', '.join(flags)}]" if flags else ""
+    kind: EventKind = "warning" if verdict in ("client", "throttled") else "info"
+    return kind, f"step {step.index + 1} ({step.level:g}): bound by {verdict}{was}{tail}"
 
 
 class EventWatcher:

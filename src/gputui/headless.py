@@ -19,7 +19,6 @@ from typing import Any
 
 import orjson
 
-from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
@@ -126,14 +125,12 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     sla = settings.sla
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
-    diagnoser = StepDiagnoser(model=model, measured_bandwidth_gbps=vram_bandwidth)
-    printer.explain = diagnoser.line
     session = Session(
         config,
         sla,
         warmup_s=warmup_s,
         on_step_finished=printer.step,
-        on_frame=diagnoser.also(trace.on_frame),
+        on_frame=trace.on_frame,
         workers=settings.workers,
         ray_address=settings.ray,
     )
@@ -185,7 +182,13 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     with stopper:
         sampler.start()
         session.start()
-        diagnoser.start(session, sampler, telemetry_config.metrics_url)
+        diagnoser = session.start_diagnosis(
+            sampler,
+            telemetry_config.metrics_url,
+            model=model,
+            measured_bandwidth_gbps=vram_bandwidth,
+        )
+        printer.explain = diagnoser.line
         _open_journal(session, journal_dir, journal_header(info, sla), printer)
         if bursts is not None:
             bursts.start()
@@ -210,7 +213,6 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if not interrupted:
             printer.note("last step done, waiting for requests in flight")
         session.stop(cancel=interrupted, drain_timeout_s=settings.request_timeout)
-        diagnoser.stop()
         sampler.stop()
     server_sample = sampler.latest().server
     burst_results = (
@@ -240,7 +242,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         info,
         sampler,
         out,
-        finish=lambda s: diagnoser.attach(source.finish(s, session.all_records())),
+        finish=lambda s: source.finish(s, session.all_records()),
     )
     session.close_journal(saved=True)
     printer.table(session.finished_steps())

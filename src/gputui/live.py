@@ -78,6 +78,8 @@ class LiveController:
         self._view_key: tuple[object, ...] = ()
         self._seq = 0
         self._last_saved: Path | None = None
+        self._last_label: str | None = None
+        """The label of the operator's last save, reused by the final snapshot on quit."""
         self._running = False
         self._connected = False
         self._starter: threading.Thread | None = None
@@ -92,6 +94,9 @@ class LiveController:
             workload_progress(settings.source, (), 0) if settings.source is not None else None
         )  # from the first view on, so the workload panel is laid out from the start
         self._progress_ns = 0
+        self._control = "operator"
+        self._job_seen = False
+        """Frames of the hold or the auto sweep have been seen (its end: a frame without it)."""
 
     @property
     def session(self) -> Session:
@@ -109,6 +114,9 @@ class LiveController:
         if self._telemetry is not None:
             self._telemetry.start()
         self._session.start()
+        self._session.start_diagnosis(
+            self._telemetry, self.settings.metrics_url, model=self.settings.engine.client.model
+        )
         self._running = True
         self._starter = threading.Thread(target=self._connect, name="gputui-connect", daemon=True)
         self._starter.start()
@@ -167,7 +175,7 @@ class LiveController:
                 self._running = False
                 if save and self._session.finished_steps():
                     path = self._save(
-                        label or self.settings.label,
+                        label or self._last_label or self.settings.label,
                         complete=reason is None,
                         interrupted_by=reason,
                     )
@@ -182,12 +190,14 @@ class LiveController:
     # commands (the UI's control API) ------------------------------------------------------------
     def step_up(self) -> None:
         """Multiply the load by the factor (concurrency: at least +1)."""
+        self._take_control()
         with self._lock:
             self._level = self._scaled(self._level, self._factor)
         self._apply()
 
     def step_down(self) -> None:
         """Divide the load by the factor (never below the minimum)."""
+        self._take_control()
         with self._lock:
             self._level = self._scaled(self._level, 1 / self._factor)
         self._apply()
@@ -203,6 +213,7 @@ class LiveController:
 
     def toggle_mode(self) -> None:
         """Switch closed loop <-> open loop at about the same load as now."""
+        self._take_control()
         frame = self._session.latest
         with self._lock:
             if self._mode == "concurrency":
@@ -215,6 +226,7 @@ class LiveController:
 
     def toggle_pause(self) -> bool:
         """Pause or resume sending; resuming starts a new step."""
+        self._take_control()
         with self._lock:
             self._paused = not self._paused
             paused = self._paused
@@ -230,16 +242,69 @@ class LiveController:
 
     def burst(self) -> int:
         """Fire the burst on top of the load."""
+        self._take_control()
         if self._running and self._connected:
             self._session.burst(self.settings.burst_size)
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
+
+    # hold and auto (issue 16): the Session runs them; any load command above takes control back
+    def hold_until_precise(self) -> None:
+        """Keep the current level until its step is precise (`target_precision`)."""
+        if not self._ready("hold"):
+            return
+        if self._control == "auto":
+            self.cancel_auto()  # hold where the sweep has got to
+        target = self.settings.target_precision
+        self._session.hold_until_precise(target)
+        self._control = "holding"
+        self._job_seen = False
+        self._event("info", f"holding {self._level:g} until ±{target * 100:g} %")
+
+    def start_auto(self) -> None:
+        """Start the auto sweep from the current level; the chart fills as its steps finish."""
+        if not self._ready("auto sweep"):
+            return
+        self._session.start_auto(self._level)
+        self._control = "auto"
+        self._job_seen = False
+        self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
+
+    def cancel_auto(self) -> None:
+        """End the auto sweep or the hold; the load stays at the level it had reached."""
+        if self._control == "operator":
+            return
+        self._session.cancel_auto()
+        was, self._control = self._control, "operator"
+        current = self._session.current_step
+        with self._lock:
+            if current is not None:
+                self._mode, self._level = current.mode, current.level
+        self._event("info", f"{'auto sweep' if was == 'auto' else 'hold'} ended: operator control")
+
+    @property
+    def control(self) -> str:
+        """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
+        return self._control
+
+    def _take_control(self) -> None:
+        """A load command ends the auto sweep or the hold first (from the level it reached)."""
+        if self._control != "operator":
+            self.cancel_auto()
+
+    def _ready(self, what: str) -> bool:
+        if self._running and self._connected and not self._paused:
+            return True
+        self._event("info", f"no {what}: not connected or paused")
+        return False
 
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot of everything finished so far (the session goes on)."""
         if not self._running or not self._session.finished_steps():
             self._event("info", "nothing to save yet: no step has finished")
             return None
+        if label:
+            self._last_label = label  # the quit's final snapshot keeps the name the user gave
         return self._save(label or self.settings.label, complete=False)
 
     # the view ------------------------------------------------------------------------------------
@@ -248,17 +313,20 @@ class LiveController:
         frame = self._session.latest if self._session.started_ns else None
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
         steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
+        diagnoses = self._session.diagnoses()
         self._track_cpu()
         key = (
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
             len(steps),
+            len(diagnoses),
             self._session.events.count,
             self._shown_target_state(),
             self._mode,
             self._level,
             self._factor,
             self._paused,
+            self._control,
             self._last_saved,
             self._stopped,
             int(self._elapsed_s()),
@@ -275,14 +343,15 @@ class LiveController:
                 model=client.model,
                 target_state=self._shown_target_state(),
                 backend=self._backend,
-                mode=self._mode,
-                level=self._level,
+                mode=frame.mode if self._control == "auto" and frame else self._mode,
+                level=frame.level if self._control == "auto" and frame else self._level,
                 factor=self._factor,
                 paused=self._paused,
                 session_s=self._elapsed_s(),
                 sla=self.settings.sla,
                 frame=frame,
                 steps=steps,
+                diagnoses=diagnoses,
                 events=self._session.events.items(),
                 telemetry=telemetry,
                 traces=self._telemetry.recent() if self._telemetry is not None else None,
@@ -295,6 +364,8 @@ class LiveController:
                 journal_path=self._session.journal_path,
                 stopped=self._stopped,
                 workload=self._progress,
+                control=self._control,
+                target_precision=self.settings.target_precision,
             )
         )
         self._view_key = key
@@ -325,6 +396,16 @@ class LiveController:
     def _on_frame(self, frame: StatsFrame) -> None:
         """Each new frame, on the Session's frame thread (after its events): history, trace."""
         self._trace.on_frame(frame)
+        control = self._control
+        if control != "operator":
+            if frame.step_phase == control:
+                self._job_seen = True
+            elif self._job_seen:  # the Session's job ended by itself (swept, or precise)
+                self._control = "operator"
+                done = "auto sweep finished" if control == "auto" else "hold ended"
+                self._event("info", f"{done}: operator control")
+                with self._lock:
+                    self._mode, self._level = frame.mode, frame.level
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
         self._update_progress()

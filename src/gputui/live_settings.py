@@ -41,6 +41,10 @@ class LiveSettings:
     source: SourcePlan | None = None
     """Conversations, a trace replay or a dataset order (`workloads.sources`): what its live
     panel shows and the keys its snapshot adds."""
+    metrics_url: str | None = None
+    """The server's /metrics, whose latency histograms the step diagnosis reads (issue 18)."""
+    target_precision: float = 0.05
+    """Relative CI half-width the hold key (`h`) waits for (issue 16's `--target-precision`)."""
 
 
 def backend_from_server(server_header: str) -> str | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.commands import Burst, Load, Pause, Resume
 from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
@@ -29,13 +30,13 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
-from gputui.events import EventLog, EventWatcher, load_event, step_events
+from gputui.events import EventLog, EventWatcher, load_event, step_events, verdict_event
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow, WindowStats
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.telemetry.sampler import TelemetryFrame
+from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
@@ -44,6 +45,10 @@ SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
 SATURATION_LAG_MS = 20.0
 """An event loop this late stamps tokens this late."""
+_AUTO_STEP_S = 15.0
+_AUTO_MAX_LEVEL = 256.0
+_AUTO_MAX_MINUTES = 10.0
+"""Bounds of the TUI's auto sweep (stand-ins until the adaptive Session owns them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,15 @@ class StatsFrame:
     busiest_worker_cpu_percent: float = 0.0
     client_saturated: bool = False
     """The client, not the server, may be limiting the measurement (see `SATURATION_*`)."""
+    # The current step's state (issue 16), for the header.
+    step_phase: str = "measuring"
+    """"settling" | "measuring" | "holding" (until precise) | "auto" (the auto sweep runs)."""
+    settle_remaining_s: float | None = None
+    """Seconds of warm-up left while settling; None once measuring."""
+    measured_n: int = 0
+    """Measured ok requests of the current step so far."""
+    precision: float | None = None
+    """Worst relative CI half-width of the step so far (0.032 = ±3.2 %); None: not known."""
 
 
 class Session:
@@ -107,7 +121,7 @@ class Session:
         self._received: Counter[int] = Counter()
         self._sent: dict[int, int] = {}
         self._finished: dict[int, StepResult] = {}
-        self._window = RollingWindow(window_s)
+        self._window = RollingWindow(window_s, ci=True)
         self._rtt_ns: list[int] = []
         self._rtt_at_ns: list[int] = []
         """When each RTT sample reached the session (per-step network share; diagnosis)."""
@@ -132,6 +146,15 @@ class Session:
         self.target_state = "ok"
         """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
         self._watcher = EventWatcher()
+        self.diagnoser: StepDiagnoser | None = None
+        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
+        self._last_verdict: str | None = None
+        self._measured_ok: Counter[int] = Counter()
+        """Measured ok requests per step, as they arrive (the header's n)."""
+        self._hold_step: int | None = None
+        self._hold_target: float | None = None
+        self._auto: threading.Thread | None = None
+        self._auto_stop = threading.Event()
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -158,6 +181,9 @@ class Session:
             if frame is None:
                 continue
             self.observe(frame)
+            diagnoser = self.diagnoser
+            if diagnoser is not None:
+                diagnoser.on_frame(frame)
             if self._on_frame is not None:
                 self._on_frame(frame)
 
@@ -223,6 +249,7 @@ class Session:
         `cancel` means the run was interrupted: in-flight requests are aborted (and excluded), and
         the step that was running is marked incomplete.
         """
+        self.cancel_auto()
         with self._lock:
             if cancel and self._steps and self._steps[-1].end_ns < 0:
                 self._interrupted_step = self._steps[-1].index
@@ -237,6 +264,8 @@ class Session:
             self._engine_stopped = True
             finished = self._finish_ready_steps(force=True)
         self._deliver(finished)
+        if self.diagnoser is not None:
+            self.diagnoser.stop()
 
     # the journal -------------------------------------------------------------------------------
     def open_journal(
@@ -259,7 +288,7 @@ class Session:
                 journal.add_load(spec, self.started_ns, hidden=spec.index in self._hidden)
             for index in sorted(self._finished):
                 if index not in self._hidden:
-                    writer.add_step(self._finished[index])
+                    writer.add_step(self._finished[index], self.diagnoses().get(index))
             self._journal = writer
         writer.start()
         return journal.path
@@ -281,10 +310,58 @@ class Session:
         for result in finished:
             for kind, text in step_events(result):
                 self.events.add(kind, text)
+            diagnosis = self._diagnose(result)
+            self._verdict_changed(result, diagnosis)
             if writer is not None:
-                writer.add_step(result)
+                writer.add_step(result, diagnosis)
             if self._on_step_finished is not None:
                 self._on_step_finished(result)
+
+    # diagnosis (issue 18): what bound each finished step, for both front ends ----------------
+    def start_diagnosis(
+        self,
+        sampler: TelemetrySampler | None,
+        metrics_url: str | None,
+        *,
+        model: str | None,
+        measured_bandwidth_gbps: float | None = None,
+    ) -> StepDiagnoser:
+        """Diagnose every step finished from now on (call after `start`; `stop` ends it).
+
+        The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
+        sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
+        its diagnoses to the snapshot, and a verdict that changes between steps is an event.
+        """
+        diagnoser = StepDiagnoser(model=model, measured_bandwidth_gbps=measured_bandwidth_gbps)
+        diagnoser.start(self, sampler, metrics_url)
+        self.diagnoser = diagnoser
+        return diagnoser
+
+    def diagnoses(self) -> dict[int, dict[str, object]]:
+        """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
+        diagnoser = self.diagnoser
+        return dict(diagnoser.diagnoses) if diagnoser is not None else {}
+
+    def _diagnose(self, result: StepResult) -> dict[str, object] | None:
+        """The step's diagnosis (on the engine's reader thread: an error never escapes)."""
+        diagnoser = self.diagnoser
+        if diagnoser is None or result.index in self._hidden:
+            return None
+        try:
+            diagnosis = diagnoser.diagnose(result)
+        except Exception as exc:  # noqa: BLE001 - the reader thread must live on
+            self.events.add("warning", f"step {result.index + 1}: not diagnosed ({exc})")
+            return None
+        return diagnosis
+
+    def _verdict_changed(self, result: StepResult, diagnosis: dict[str, object] | None) -> None:
+        """A verdict unlike the previous step's is an event (after the step's own events)."""
+        verdict = (diagnosis or {}).get("bottleneck")
+        if isinstance(verdict, dict):
+            event = verdict_event(result, verdict, self._last_verdict)
+            if event is not None:
+                self.events.add(*event)
+            self._last_verdict = str(verdict.get("verdict"))
 
     # views ---------------------------------------------------------------------------------------
     @property
@@ -336,6 +413,7 @@ class Session:
             window = self._window.stats(now)
             rtt = self._rtt_ns[-1] / 1e9 if self._rtt_ns else None
             finished = len(self._finished)
+            measured_n = self._measured_so_far(step)
         if step is None:
             return None
         self._seq += 1
@@ -358,9 +436,77 @@ class Session:
             workers=self.workers,
             busiest_worker_cpu_percent=busiest,
             client_saturated=busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS,
+            step_phase=self._phase(now < step.measure_start_ns),
+            settle_remaining_s=max(step.measure_start_ns - now, 0) / 1e9
+            if now < step.measure_start_ns
+            else None,
+            measured_n=measured_n,
         )
         self.latest = frame
         return frame
+
+    # step state and hold/auto (issue 16; TUI-side stand-ins until the adaptive Session lands) ----
+    def _measured_so_far(self, step: StepSpec | None) -> int:
+        """Measured ok requests of the open step (lock held)."""
+        if step is None or step.end_ns >= 0:
+            return 0
+        return self._measured_ok[step.index]
+
+    def _measured(self, record: RequestRecord) -> bool:
+        """Sent after its step's warm-up (lock held)."""
+        index = record.step_index
+        return (
+            0 <= index < len(self._steps) and record.sent_ns >= self._steps[index].measure_start_ns
+        )
+
+    def _phase(self, settling: bool) -> str:
+        if self._auto is not None and self._auto.is_alive():
+            return "auto"
+        if settling:
+            return "settling"
+        current = self.current_step
+        return (
+            "holding" if current is not None and current.index == self._hold_step else "measuring"
+        )
+
+    def hold_until_precise(self, target_precision: float) -> None:
+        """Keep the current level (the step goes on); a new load ends the hold."""
+        current = self.current_step
+        self._hold_step = current.index if current is not None else None
+        self._hold_target = target_precision
+
+    def start_auto(self, from_level: float) -> None:
+        """Run the auto sweep (`SweepRunner.auto`) from this level on a thread."""
+        from gputui.sweep import InFlightTrace, SweepRunner
+
+        self.cancel_auto()
+        current = self.current_step
+        mode: LoadMode = current.mode if current is not None else "concurrency"
+        stop = threading.Event()
+        runner = SweepRunner(
+            self, stop, step_s=_AUTO_STEP_S, warmup_s=self.warmup_s, trace=InFlightTrace()
+        )
+        self._auto_stop = stop
+        self._auto = threading.Thread(
+            target=runner.auto,
+            args=(mode, self.sla),
+            kwargs={
+                "max_level": max(_AUTO_MAX_LEVEL, from_level),
+                "max_minutes": _AUTO_MAX_MINUTES,
+                "start": from_level,
+            },
+            name="gputui-auto",
+            daemon=True,
+        )
+        self._auto.start()
+
+    def cancel_auto(self) -> None:
+        """Stop the auto sweep (if one runs) and end a hold; the load stays where it is."""
+        self._hold_step = None
+        auto, self._auto = self._auto, None
+        self._auto_stop.set()
+        if auto is not None and auto is not threading.current_thread():
+            auto.join(timeout=5.0)
 
     # engine callbacks (reader thread) ---------------------------------------------------------
     def _on_batch(
@@ -379,6 +525,8 @@ class Session:
                     continue
                 self._records.setdefault(record.step_index, []).append(record)
                 self._received[record.step_index] += 1
+                if record.ok and self._measured(record):
+                    self._measured_ok[record.step_index] += 1
             self._window.add([r for r in records if r.error != REASON_CANCELLED])
             self._sent = sent_by_step
             self._update_cpu(status)

@@ -89,9 +89,11 @@ class SweepRunner:
             self.session.set_load(mode, level)
             self.stop.wait(self.warmup_s + self.step_s)
 
-    def auto(self, mode: LoadMode, sla: Sla, *, max_level: float, max_minutes: float) -> str:
-        """Ramp then bisect (metrics.sweep_plan); returns why the sweep ended."""
-        planner = AutoSweep(max_level=max_level, sla=sla, mode=mode)
+    def auto(
+        self, mode: LoadMode, sla: Sla, *, max_level: float, max_minutes: float, start: float = 1.0
+    ) -> str:
+        """Ramp from `start` then bisect (metrics.sweep_plan); returns why the sweep ended."""
+        planner = AutoSweep(max_level=max_level, sla=sla, mode=mode, start=start)
         deadline_ns = time.perf_counter_ns() + int(max_minutes * 60e9)
         while not self.stop.is_set():
             level = planner.next_level(self.session.finished_steps())

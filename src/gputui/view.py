@@ -9,9 +9,13 @@ reads a clock or imports Textual.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
+from gputui.diagnosis.step import knee_explanation
 from gputui.engine.load import LoadMode
 from gputui.events import TARGET_DOWN as TARGET_DOWN
 from gputui.events import EventKind as EventKind
@@ -21,6 +25,7 @@ from gputui.events import load_event as load_event
 from gputui.events import step_events as step_events
 from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import StatsFrame
@@ -70,6 +75,21 @@ class LiveView:
     stopped: bool = False
     workload: WorkloadProgress | None = None
     """Conversations or a trace replay: their live account (the workload panel)."""
+    control: str = "operator"
+    """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
+    target_precision: float = DEFAULT_TARGET_PRECISION
+    """The relative CI half-width a step is precise at (the header's ± turns ok under it)."""
+    diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    """Each finished step's diagnosis by step index (`bottleneck`, `ttft_breakdown`, ...)."""
+    knee_explanation: str | None = None
+    """'knee at 32: bound by queue at 64; ...': the verdict of the first step past the knee."""
+
+    def diagnosis(self, step: StepResult) -> Mapping[str, Any]:
+        """The step's diagnosis (empty when it has none)."""
+        return self.diagnoses.get(step.index) or _EMPTY
+
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +121,9 @@ class ViewInputs:
     journal_path: Path | None = None
     stopped: bool = False
     workload: WorkloadProgress | None = None
+    diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    control: str = "operator"
+    target_precision: float = DEFAULT_TARGET_PRECISION
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -139,7 +162,25 @@ def build_view(inputs: ViewInputs) -> LiveView:
         journal_path=inputs.journal_path,
         stopped=inputs.stopped,
         workload=inputs.workload,
+        diagnoses=inputs.diagnoses,
+        knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
+        control=inputs.control,
+        target_precision=inputs.target_precision,
     )
+
+
+def _knee_explanation(
+    knee: Knee | None, steps: tuple[StepResult, ...], diagnoses: Mapping[int, Mapping[str, Any]]
+) -> str | None:
+    """The knee's explanation from the diagnosed steps (the one `gputui run` writes)."""
+    if knee is None or not diagnoses:
+        return None
+    rows = [
+        {"level": s.level, **diagnoses[s.index]}
+        for s in steps
+        if s.index in diagnoses and s.mode == knee.mode
+    ]
+    return knee_explanation(knee.level, rows)
 
 
 def best_step_index(steps: tuple[StepResult, ...], capacity: Capacity | None) -> int | None:

@@ -139,6 +139,16 @@ def test_tui_and_run_save_the_same_sections(a100_sim: SimProcess, tmp_path: Path
     tui_snap, run_snap = load_snapshot(tui), load_snapshot(run)
     assert [s.level for s in tui_snap.steps] == [s.level for s in run_snap.steps] == [2, 4, 8]
     assert tui_snap.precision == "bf16"  # the simulator's own
+    # The Session diagnoses every step for both front ends (issue 18): the TUI's file too.
+    for snap in (tui_snap, run_snap):
+        for step in snap.steps:
+            assert step.bottleneck is not None and step.bottleneck["verdict"], step.index
+            assert step.server_latency is not None and step.server_latency["source"] == "histograms"
+            b = step.ttft_breakdown
+            assert b is not None and step.ttft_s.mean is not None
+            parts = b["network_s"] + b["queue_s"] + b["prefill_s"] + b["client_s"]
+            assert parts == pytest.approx(step.ttft_s.mean, rel=0.05)
+            assert 0.0 < b["prefill_s"] < step.ttft_s.mean
 
     compared = subprocess.run(
         [*GPUTUI, "compare", "--format", "json", str(tui), str(run)],
@@ -148,6 +158,13 @@ def test_tui_and_run_save_the_same_sections(a100_sim: SimProcess, tmp_path: Path
     )
     assert compared.returncode == 0, compared.stderr
     rows = orjson.loads(compared.stdout)["rows"]
+    table = subprocess.run(
+        [*GPUTUI, "compare", str(tui), str(run)], capture_output=True, text=True, timeout=60
+    )
+    assert table.returncode == 0, table.stderr
+    bound = [line.split() for line in table.stdout.splitlines() if "bound by" in line]
+    assert bound and bound[0][:3] == ["snapshot", "bound", "by"], table.stdout
+    assert "not diagnosed" not in table.stdout, table.stdout
     assert len(rows) == 2
     for row in rows:
         assert row["gpu_name"] and "A100" in row["gpu_name"], row

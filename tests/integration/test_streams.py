@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from gputui.engine.client import ClientConfig, StreamingClient
-from gputui.engine.event_tokens import EventCounterSpec
+from gputui.engine.event_tokens import EventCounter, EventCounterSpec
+from gputui.engine.http import ConnectionPool
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.metrics.request_metrics import itl_counts, record_columns, request_metrics
@@ -215,3 +216,54 @@ async def test_speculative_decoding_per_token_itl_and_acceptance(sim: SimProcess
     # 0.7 per draft token, stopped at the first rejection: 1.77 of 4 accepted on average (44 %).
     assert sample.spec_accept_rate == pytest.approx(0.443, abs=0.06)
     assert sample.spec_accept_length == pytest.approx(1 + 1.77, abs=0.25)
+
+
+@pytest.mark.parametrize("sim", [FOUR], indirect=True, ids=["4-per-event"])
+async def test_texts_kept_for_counting_do_not_leave_the_client(sim: SimProcess) -> None:
+    """Only `keep_text` puts the answer on the record; the counter's texts stay in the client."""
+    counter = EventCounterSpec(kind="server", dialect="vllm")
+    records = await send_all(sim.url, 4, 66, event_counter=counter)
+    assert {r.event_tokens_method for r in records} == {"tokenizer"}
+    assert [r.output_text for r in records] == [None] * 4
+    client = StreamingClient(
+        ClientConfig(
+            target=parse_target(sim.url),
+            model="sim",
+            extra_body={"ignore_eos": True},
+            event_counter=counter,
+        )
+    )
+    try:
+        kept = await asyncio.wait_for(
+            client.send("hello world", 6, request_id=9, step_index=0, keep_text=True), 30
+        )
+    finally:
+        await client.aclose()
+    assert kept.output_text == " tok000 tok001 tok002 tok003 tok004 tok005"
+
+
+async def test_a_tokenize_that_never_answers_stops_counting_instead_of_hanging() -> None:
+    """A silent /tokenize costs one bounded wait; the counter then says why it stopped."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read the request, never answer
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = ConnectionPool("127.0.0.1", port, ssl_context=None, connect_timeout_s=2)
+    counter = EventCounter(
+        EventCounterSpec(kind="server"), pool, f"127.0.0.1:{port}", "sim", timeout_s=0.3
+    )
+    try:
+        started = asyncio.get_running_loop().time()
+        assert await asyncio.wait_for(counter.count(["a", "b"]), 10) is None
+        assert asyncio.get_running_loop().time() - started < 3
+        assert counter.broken == "/tokenize did not answer in 0.3 s"
+        assert await counter.count(["c"]) is None  # broken: no second wait
+    finally:
+        counter.close()
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()

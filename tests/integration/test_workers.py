@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from gputui.engine.client import ClientConfig
+from gputui.engine.commands import Burst, Load, Pause
 from gputui.engine.load import RequestShape
-from gputui.engine.pool import split_whole
+from gputui.engine.pool import split_command, split_whole
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.metrics.sla import Sla
@@ -27,6 +28,16 @@ from gputui.snapshot.store import load_snapshot
 def test_whole_shares(total: int, parts: int, shares: list[int]) -> None:
     assert split_whole(total, parts) == shares
     assert sum(split_whole(total, parts)) == total
+
+
+def test_commands_split_across_workers() -> None:
+    assert split_command(Load("concurrency", 7, 2), 2) == [
+        Load("concurrency", 4.0, 2),
+        Load("concurrency", 3.0, 2),
+    ]
+    assert split_command(Load("rate", 9.0, 0), 3) == [Load("rate", 3.0, 0)] * 3
+    assert split_command(Burst(1), 2) == [Burst(1), None]  # a worker with no share gets nothing
+    assert split_command(Pause(), 2) == [Pause(), Pause()]
 
 
 def test_two_workers_share_a_closed_loop_and_merge(fixed_sim: SimProcess) -> None:

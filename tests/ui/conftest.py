@@ -15,18 +15,20 @@ from gputui.ui.replay import load_views
 from gputui.ui.source import ReplaySource
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100.json"
+DIAG_FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100-diag.json"
+"""A sweep saved with each step's diagnosis (issue 18): verdicts, TTFT breakdowns, the knee's."""
 
 
-def replay_views() -> list[LiveView]:
+def replay_views(fixture: Path = FIXTURE) -> list[LiveView]:
     """The replayed sweep: one view per finished step, then back at the knee."""
-    return load_views(FIXTURE)
+    return load_views(fixture)
 
 
 def replay_app(
-    *, at_knee: bool = True, options: AppOptions | None = None
+    *, at_knee: bool = True, options: AppOptions | None = None, fixture: Path = FIXTURE
 ) -> tuple[GputuiApp, ReplaySource]:
     """An app over the replay, at its last view (the knee) or its first."""
-    source = ReplaySource(replay_views())
+    source = ReplaySource(replay_views(fixture))
     while at_knee and source.advance():
         pass
     app = make_app(source, options or AppOptions())

@@ -8,8 +8,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.ttft_breakdown import ttft_breakdown
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.snapshot.models import SlaBounds, Target, Workload
 from gputui.snapshot.recovery import discard, find_leftovers, read_journal, recover
@@ -148,3 +150,32 @@ def test_the_writer_journals_each_request_and_step_once(tmp_path: Path) -> None:
     writer.start()
     writer.stop(delete=True)  # a clean save: the journal is gone
     assert not writer.path.exists()
+
+
+def _diagnosis(verdict: str, queue_s: float) -> dict[str, Any]:
+    """A step's diagnosis as the Session makes it (the breakdown from ttft_breakdown itself)."""
+    return {
+        "ttft_breakdown": ttft_breakdown(0.1 + queue_s, 0.001, queue_s, 0.09),
+        "bottleneck": {"verdict": verdict, "evidence": ["41 waiting"], "suspect": False},
+    }
+
+
+def test_a_recovered_snapshot_keeps_the_live_diagnosis(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path, HEADER)
+    verdicts = [("decode-bandwidth", 0.0), ("decode-bandwidth", 0.01), ("queue", 0.4)]
+    for step, (verdict, queue_s) in zip(sample_steps(), verdicts, strict=True):
+        journal.add_step(step, _diagnosis(verdict, queue_s))
+    journal.add_requests([RequestRecord(1, 2, 10, 20, True, output_tokens=8)], 0)
+    journal.flush()
+    journal.close(delete=False)
+    out = recover(journal.path, tmp_path)
+    assert out is not None
+    snap = load_snapshot(out)
+    assert [s.bottleneck["verdict"] for s in snap.steps if s.bottleneck] == [v for v, _ in verdicts]
+    queue = snap.steps[2].ttft_breakdown
+    assert queue is not None and queue["queue_s"] == 0.4 and queue["ttft_s"] == 0.5
+    assert snap.knee is not None and snap.knee.explanation is not None
+    assert snap.knee.explanation.startswith(f"knee at {snap.knee.level:g}: bound by queue at 4")
+    assert "queue 400" in snap.knee.explanation
+    assert snap.model_extra is not None
+    assert "cut short has none" in snap.model_extra["recovered_from"]["diagnosis"]

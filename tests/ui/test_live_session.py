@@ -44,3 +44,35 @@ def test_step_warnings_reach_the_event_log(fixed_sim: SimProcess, tmp_path: Path
     assert any("step 1: the step" in w and "request lifetimes" in w for w in warnings), warnings
     assert len(view.throughput_history) >= 5  # 4 frames a second while nobody looked
     assert max(view.throughput_history) > 100  # 2 streams at 200 tok/s each, give or take
+
+
+def test_the_quit_snapshot_keeps_the_label_of_the_last_save(
+    fixed_sim: SimProcess, tmp_path: Path
+) -> None:
+    settings = LiveSettings(
+        engine=EngineConfig(
+            client=ClientConfig(target=parse_target(fixed_sim.url), model="sim"),
+            shape=RequestShape(16, 8),
+            probe_path="/health",
+        ),
+        sla=Sla(0.5, 0.05, 0.01),
+        warmup_s=0.1,
+        window_s=5.0,
+        snapshot_dir=tmp_path,
+    )
+    controller = LiveController(settings)
+    controller.start()
+    try:
+        deadline = time.monotonic() + 20
+        while controller.view().frame is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        controller.step_up()
+        while not controller.view().steps and time.monotonic() < deadline:
+            time.sleep(0.1)
+        saved = controller.save("A100 bf16")
+    finally:
+        final = controller.stop()
+    assert saved is not None and saved.name.endswith("-A100-bf16.json")
+    assert final is not None and final != saved and "-A100-bf16" in final.name
+    assert saved.exists() and final.exists()

@@ -135,12 +135,15 @@ def test_sla_roles() -> None:
 
 def test_panels_from_the_replayed_sweep() -> None:
     view = load_views(FIXTURE)[-1]
-    header = texts(header_lines(view, 100))
-    assert header[0].startswith("● 64 concurrent ×2  step 9 12s  in flight 64  0:01:16")
+    header = texts(header_lines(view, 130))
+    assert header[0].startswith(
+        "● 64 concurrent ×2  step 9 12s measuring n=65  in flight 64  0:01:16"
+    )
     assert "NVIDIA A100 80GB PCIe" in header[1]
 
     latency = texts(latency_lines(view, 60, 9))
     assert latency[0].split() == ["p50", "p90", "p95", "p99", "n"]
+    # a legacy step (no intervals): no ± column; the P95 is judged on its point estimate
     assert latency[1].split() == ["TTFT", "355ms", "514ms", "603ms", "608ms", "65"]
     assert latency[2].split()[0:2] == ["TPOT", "62.9ms!"]  # over the 35 ms bound
 

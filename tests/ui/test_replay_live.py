@@ -13,10 +13,17 @@ from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.live import LiveController, LiveSettings, LiveView
+from gputui.metrics.step import StepResult
 from gputui.snapshot.store import load_snapshot
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
-from gputui.ui.replay import replay_frame, replay_telemetry, step_result, views_from_snapshot
-from tests.ui.conftest import FIXTURE
+from gputui.ui.replay import (
+    replay_frame,
+    replay_telemetry,
+    step_diagnosis,
+    step_result,
+    views_from_snapshot,
+)
+from tests.ui.conftest import DIAG_FIXTURE, FIXTURE
 
 
 class _NoEngine:
@@ -24,6 +31,20 @@ class _NoEngine:
 
     def send(self, command: object) -> None:
         pass
+
+
+class _KeptDiagnoser:
+    """Stands in for the StepDiagnoser: each step's diagnosis is the one the snapshot kept."""
+
+    def __init__(self, kept: dict[int, dict[str, Any]]) -> None:
+        self._kept = kept
+        self.diagnoses: dict[int, dict[str, Any]] = {}
+
+    def diagnose(self, result: StepResult) -> dict[str, Any]:
+        kept = self._kept[result.index]
+        if kept:  # a step saved without a diagnosis has none, as in the replay
+            self.diagnoses[result.index] = kept
+        return kept
 
 
 @dataclass
@@ -51,12 +72,17 @@ def _shown(view: LiveView) -> dict[str, Any]:
         "telemetry": view.telemetry,
         "mode": view.mode,
         "level": view.level,
+        "diagnoses": dict(view.diagnoses),
+        "knee_explanation": view.knee_explanation,
         "events": [(e.kind, e.text) for e in view.events if not e.text.startswith("connected")],
     }
 
 
-def test_replay_and_live_controller_give_the_same_view(tmp_path: Path) -> None:
-    snapshot = load_snapshot(FIXTURE)
+@pytest.mark.parametrize(("fixture", "verdict_events"), [(FIXTURE, 0), (DIAG_FIXTURE, 4)])
+def test_replay_and_live_controller_give_the_same_view(
+    tmp_path: Path, fixture: Path, verdict_events: int
+) -> None:
+    snapshot = load_snapshot(fixture)
     replayed = views_from_snapshot(snapshot)
     steps = [step_result(s) for s in snapshot.steps if not s.incomplete]
     settings = LiveSettings(
@@ -73,6 +99,8 @@ def test_replay_and_live_controller_give_the_same_view(tmp_path: Path) -> None:
     session = controller.session  # the live Session: its event rules, steps and frames
     session._engine = cast(Any, _NoEngine())
     session.started_ns = 1
+    kept = {s.index: step_diagnosis(s) for s in snapshot.steps}
+    session.diagnoser = cast(Any, _KeptDiagnoser(kept))  # verdict events: the Session's rule
     controller._running = controller._connected = True
     controller._target_state = "ok"
     top = max(s.level for s in steps)
@@ -92,6 +120,7 @@ def test_replay_and_live_controller_give_the_same_view(tmp_path: Path) -> None:
         assert _shown(controller.view()) == _shown(expected), f"view {seq}"
     assert replayed[-1].best_step_index is not None
     assert any(e.kind == "throttle" for e in replayed[-1].events)
+    assert sum("bound by" in e.text for e in replayed[-1].events) == verdict_events
 
 
 @pytest.mark.parametrize("index", [0, -1])

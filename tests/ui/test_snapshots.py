@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
+from gputui.live import LiveView
 from gputui.ui.app import AppOptions
+from gputui.ui.replay import load_views
 from gputui.ui.screens.dialogs import SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.widgets.live_panels import StepsTable, SweepChart
+from gputui.ui.widgets.live_panels import LatencyTable, StepsTable, SweepChart
+from gputui.ui.widgets.panel import LivePanel
 from tests.ui.conftest import replay_app, wait_for
 
 SIZES = [(80, 24), (160, 48)]
@@ -59,3 +64,58 @@ def test_save_dialog(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, SaveSnapshotScreen))
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=open_save)
+
+
+CI_FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100-ci.json"
+"""A sweep saved with issue 16's intervals and verdicts (`gputui demo --headless`, 20 s steps)."""
+
+
+class PanelsApp(App[None]):
+    """Only the sweep chart and the latency table, over one replayed view.
+
+    The panels alone, so these snapshots change with the panels and not with the rest of the
+    live screen.
+    """
+
+    CSS_PATH = ["../../src/gputui/ui/styles/global.tcss"]  # noqa: RUF012 - Textual's own type
+    CSS = "#sweep { height: 2fr; } #latency { height: 1fr; }"
+
+    def __init__(self, view: LiveView, *, ascii: bool = False) -> None:
+        super().__init__()
+        self.shown = view
+        self.ascii = ascii
+
+    def compose(self) -> ComposeResult:
+        """The two panels."""
+        yield SweepChart(id="sweep", ascii=self.ascii)
+        yield LatencyTable(id="latency", ascii=self.ascii)
+
+    def on_mount(self) -> None:
+        """Draw the view."""
+        for panel in self.query(LivePanel):
+            panel.view = self.shown
+
+
+def _ci_view(index: int = -1) -> LiveView:
+    return load_views(CI_FIXTURE)[index]
+
+
+async def _panels_drawn(pilot: Pilot[Any]) -> None:
+    await wait_for(pilot, lambda: pilot.app.query_one(SweepChart).view is not None)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_sweep_whiskers_and_latency_plus_minus(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(PanelsApp(_ci_view()), terminal_size=size, run_before=_panels_drawn)
+
+
+def test_sweep_whiskers_ascii(snap_compare: Any) -> None:
+    app = PanelsApp(_ci_view(), ascii=True)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_panels_drawn)
+
+
+def test_the_ci_fixture_has_what_the_snapshots_show() -> None:
+    view = _ci_view()
+    assert {s.sla_verdict for s in view.steps} >= {"pass", "fail"}
+    assert all(s.output_tokens_per_s_ci is not None for s in view.steps)
+    assert all(s.ttft_s.p95_ci is not None for s in view.steps)

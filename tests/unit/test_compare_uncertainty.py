@@ -14,7 +14,7 @@ from gputui.metrics.confidence import difference_ci, significant
 from gputui.metrics.cost import cost_per_million_output_tokens_ci
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
-from gputui.snapshot.compare import build_comparison, name_snapshots
+from gputui.snapshot.compare import NamedSnapshot, build_comparison, name_snapshots
 from gputui.snapshot.compare_format import render
 from gputui.snapshot.models import (
     CapacityModel,
@@ -129,3 +129,11 @@ def test_difference_ci_by_hand() -> None:
     assert significant(100.0, (90.0, 110.0), 110.0, (100.0, 120.0)) is False
     assert significant(100.0, (90.0, None), 130.0, (120.0, 145.0)) is None  # open: cannot tell
     assert significant(100.0, None, 130.0, (120.0, 145.0)) is None
+
+
+def test_the_reference_is_the_first_row_not_its_name() -> None:
+    """Rows named alike (a caller's own names) still get their significance."""
+    base, far = _snap("a", 1000.0, 0.05, 7.0), _snap("a", 1500.0, 0.05, 7.0)
+    cmp = build_comparison([NamedSnapshot("a", base, None), NamedSnapshot("a", far, None)])
+    assert cmp.rows[0].output_tokens_per_s_vs_first_significant is None
+    assert cmp.rows[1].output_tokens_per_s_vs_first_significant is True

@@ -141,7 +141,8 @@ class StepDiagnoser:
         spec = next((s for s in specs if s.index == result.index), None)
         if spec is None or spec.end_ns < 0:
             return dict.fromkeys(KEYS)
-        records = [r for r in session.all_records() if r.step_index == result.index]
+        every = session.all_records()
+        records = [r for r in every if r.step_index == result.index]
         lo, hi = spec.measure_start_ns, spec.end_ns
         rtt = session.rtt_between(lo, hi) or session.rtt_between(spec.start_ns, hi)
         rtt_mean = float(np.mean(rtt)) / 1e9 if rtt else None
@@ -158,9 +159,11 @@ class StepDiagnoser:
         with self._lock:
             frames = list(self._frames)
         client = client_window(frames, records, lo, hi)
+        measured_ok = [r for r in records if r.ok and r.sent_ns >= lo]
         latency = self._server_latency(
             result,
-            session.all_records(),
+            every,
+            measured_ok,
             (lo, hi),
             rtt_ns=round((rtt_mean or 0.0) * 1e9),
             next_step=any(s.index > result.index for s in specs),
@@ -169,7 +172,6 @@ class StepDiagnoser:
         prefill = _latency_mean(latency, "prefill_s")
         if latency is not None and latency["source"] == "timings":
             queue = 0.0
-        measured_ok = [r for r in records if r.ok and r.sent_ns >= lo]
         connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
         connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
         breakdown = ttft_breakdown(result.ttft_s.mean, rtt_mean, queue, prefill, connect_mean)
@@ -248,14 +250,15 @@ class StepDiagnoser:
         self,
         result: StepResult,
         records: Sequence[RequestRecord],
+        measured: Sequence[RequestRecord],
         window: tuple[int, int],
         *,
         rtt_ns: int,
         next_step: bool,
     ) -> dict[str, Any] | None:
+        """`records`: the run's; `measured`: this step's ok ones sent in its window."""
         lo, hi = window
-        mine = [r for r in records if r.step_index == result.index]
-        timed = server_latency_from_timings([r for r in mine if r.sent_ns >= lo])
+        timed = server_latency_from_timings(measured)
         if timed is not None or self._recorder is None:
             return timed
         # Requests sent before the window (warm-up, earlier steps) that the server was still
@@ -265,15 +268,18 @@ class StepDiagnoser:
         # the first of them seen), when there is a next step.
         earlier = [r for r in records if r.sent_ns < lo and r.step_index <= result.index]
         later = [r for r in records if r.sent_ns >= hi]
-        measured = [r for r in records if r.step_index == result.index and r.ok and r.sent_ns >= lo]
         last_first = max((r.first_token_ns or 0 for r in earlier), default=0)
         last_end = max((r.end_ns for r in earlier), default=0)
         ttft_shift = round((result.ttft_s.mean or 0.0) * 1e9)
         e2e_shift = round((result.e2e_s.mean or 0.0) * 1e9)
         first_cap, end_cap = hi + ttft_shift, hi + e2e_shift
         if measured and next_step:
-            quickest = min(f - r.sent_ns for r in measured if (f := r.first_token_ns) is not None)
-            first_cap = min(first_cap, hi + max(quickest - rtt_ns, 0))
+            quickest = min(
+                (f - r.sent_ns for r in measured if (f := r.first_token_ns) is not None),
+                default=None,
+            )
+            if quickest is not None:  # ok requests can all be empty answers (no first token)
+                first_cap = min(first_cap, hi + max(quickest - rtt_ns, 0))
             end_cap = min(
                 end_cap, hi + max(min(r.end_ns - r.sent_ns for r in measured) - rtt_ns, 0)
             )

@@ -230,7 +230,7 @@ class StreamingClient:
             ):
                 continue  # a kept-alive connection the server had closed: retry on a new one
             self._pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
-            record = _record(exchange, reader, sent_ns, connect_ns, common)
+            record = _record(exchange, reader, sent_ns, connect_ns, common, keep_text=keep_text)
             if self._counter is not None and needs_counting(record):
                 record = await self._count_events(record, reader)
             key = self._config.api_key
@@ -291,8 +291,13 @@ def _record(
     sent_ns: int,
     connect_ns: int | None,
     common: dict[str, Any],
+    *,
+    keep_text: bool = False,
 ) -> RequestRecord:
-    """Judge a finished exchange: ok, or failed with exactly one reason."""
+    """Judge a finished exchange: ok, or failed with exactly one reason.
+
+    The answer goes in `output_text` only with `keep_text`: texts kept for counting stay here.
+    """
     end_ns = exchange.now_ns if exchange.error is None else time.perf_counter_ns()
     status = exchange.status_code
     error, detail = exchange.error, exchange.error_detail
@@ -331,7 +336,7 @@ def _record(
         if reader.reasoning_tokens is None
         else reader.reasoning_tokens,
         reasoning_from_usage=reader.reasoning_tokens is not None,
-        output_text="".join(reader.texts) if reader.texts is not None else None,
+        output_text="".join(reader.texts) if keep_text and reader.texts is not None else None,
         **common,
     )
     counts = counts_from_running(reader.running, len(reader.token_ns))

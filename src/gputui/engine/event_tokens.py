@@ -40,6 +40,8 @@ METHOD_TOKENIZER: Final = "tokenizer"
 _CACHE_LIMIT: Final = 100_000
 _PARALLEL: Final = 8
 """/tokenize requests in flight at once for one finished request's texts."""
+TOKENIZE_TIMEOUT_S: Final = 10.0
+"""A /tokenize that has not answered by then never will: counting stops (the user waits on it)."""
 
 Counts = npt.NDArray[np.int32]
 
@@ -60,9 +62,16 @@ class EventCounter:
     """Counts event texts with the server's /tokenize or a local tokenizer (cached per text)."""
 
     def __init__(
-        self, spec: EventCounterSpec, pool: ConnectionPool | None, host: str, model: str
+        self,
+        spec: EventCounterSpec,
+        pool: ConnectionPool | None,
+        host: str,
+        model: str,
+        *,
+        timeout_s: float = TOKENIZE_TIMEOUT_S,
     ) -> None:
         self._spec = spec
+        self._timeout_s = timeout_s
         self._pool = pool
         self._host = host
         self._model = model
@@ -121,7 +130,13 @@ class EventCounter:
             self.broken = f"/tokenize: {exc}"
             return None
         exchange = connection.start(request, None)
-        await exchange.done
+        try:
+            await asyncio.wait_for(asyncio.shield(exchange.done), self._timeout_s)
+        except TimeoutError:
+            exchange.abort("timeout", "")
+            pool.release(connection, reusable=False)
+            self.broken = f"/tokenize did not answer in {self._timeout_s:g} s"
+            return None
         pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
         if exchange.error or exchange.status_code != 200:
             self.broken = f"/tokenize answered {exchange.error or exchange.status_code}"

@@ -34,6 +34,20 @@ def load_shares(mode: LoadMode, level: float, parts: int) -> list[float]:
     return [float(level) / parts] * parts
 
 
+def split_command(command: Command, parts: int) -> list[Command | None]:
+    """What each of `parts` workers gets: its share of a load or burst (None: nothing), else all.
+
+    One rule for the process pool and the Ray pool.
+    """
+    match check_command(command):
+        case Load(mode, level, step):
+            return [Load(mode, share, step) for share in load_shares(mode, level, parts)]
+        case Burst(total):
+            return [Burst(share) if share else None for share in split_whole(total, parts)]
+        case _:
+            return [command] * parts
+
+
 def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
     """One status for the pool: sums of work, the worst lag, the oldest step."""
     return EngineStatus(
@@ -143,20 +157,11 @@ class WorkerPool:
 
     def send(self, command: Command) -> None:
         """Split load and burst commands across the workers; broadcast the rest."""
-        count = len(self._handles)
-        match check_command(command):
-            case Load(mode, level, step):
-                for handle, share in zip(
-                    self._handles, load_shares(mode, level, count), strict=True
-                ):
-                    handle.send(Load(mode, share, step))
-            case Burst(total):
-                for handle, share in zip(self._handles, split_whole(total, count), strict=True):
-                    if share:
-                        handle.send(Burst(share))
-            case _:
-                for handle in self._handles:
-                    handle.send(command)
+        for handle, part in zip(
+            self._handles, split_command(command, len(self._handles)), strict=True
+        ):
+            if part is not None:
+                handle.send(part)
 
     def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
         """Stop every worker (in parallel) and merge their final statuses."""

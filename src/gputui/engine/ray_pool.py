@@ -18,9 +18,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from gputui.engine.commands import Burst, Command, Load, Stop, check_command
+from gputui.engine.commands import Command, Stop
 from gputui.engine.handle import BatchCallback
-from gputui.engine.pool import WorkerBook, load_shares, merge_status, split_whole
+from gputui.engine.pool import WorkerBook, merge_status, split_command
 from gputui.engine.process import EngineConfig, EngineStatus, run_engine
 from gputui.engine.records import RequestRecord
 from gputui.errors import EngineFailed, UsageError
@@ -134,18 +134,9 @@ class RayPool:
 
     def send(self, command: Command) -> None:
         """Split load and bursts across the actors; broadcast the rest."""
-        match check_command(command):
-            case Load(mode, level, step):
-                shares = load_shares(mode, level, self._count)
-                for actor, share in zip(self._actors, shares, strict=True):
-                    actor.command.remote(Load(mode, share, step))
-            case Burst(total):
-                for actor, share in zip(self._actors, split_whole(total, self._count), strict=True):
-                    if share:
-                        actor.command.remote(Burst(share))
-            case _:
-                for actor in self._actors:
-                    actor.command.remote(command)
+        for actor, part in zip(self._actors, split_command(command, self._count), strict=True):
+            if part is not None:
+                actor.command.remote(part)
 
     def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
         """Stop every actor, wait for their last batches, release them."""

@@ -165,10 +165,12 @@ def _chunk(records: list[RequestRecord]) -> _Chunk:
 class RollingWindow:
     """Statistics of the records that ended in the last `window_s` seconds (see the module)."""
 
-    def __init__(self, window_s: float) -> None:
+    def __init__(self, window_s: float, *, ci: bool = False) -> None:
         if window_s <= 0:
             raise ValueError(f"window_s must be positive, got {window_s}")
         self.window_s = float(window_s)
+        self.ci = ci
+        """Give the latency summaries their P50/P95/P99 intervals (the table's ±; ~1 ms each)."""
         self._window_ns = round(window_s * _NS_PER_S)
         self.clear()
 
@@ -271,10 +273,10 @@ class RollingWindow:
         return WindowStats(
             window_s=self.window_s,
             span_s=max(span_ns, 0) / _NS_PER_S,
-            ttft_s=summarize_sorted(self._ttft.values),
-            tpot_s=summarize_sorted(self._tpot.values),
-            itl_s=summarize_sorted(self._itl.values),
-            e2e_s=summarize_sorted(self._e2e.values),
+            ttft_s=summarize_sorted(self._ttft.values, ci=self.ci),
+            tpot_s=summarize_sorted(self._tpot.values, ci=self.ci),
+            itl_s=summarize_sorted(self._itl.values, ci=self.ci),
+            e2e_s=summarize_sorted(self._e2e.values, ci=self.ci),
             output_tokens_per_s=self._tokens(start_ns, now_ns) * per_s,
             requests_per_s=self._ok * per_s,
             error_rate=error_rate(self._ok, self._failed),

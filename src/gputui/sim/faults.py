@@ -46,7 +46,8 @@ from typing import Any, Final
 
 import orjson
 
-from gputui.sim.sinks import BufferedSink, StreamSink, error_response, http_chunk, http_response
+from gputui.sim.http_responses import error_response, http_response
+from gputui.sim.sinks import BufferedSink, StreamSink, http_chunk
 
 RESET: Final = "reset"
 STALL: Final = "stall"

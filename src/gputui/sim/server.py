@@ -1,12 +1,12 @@
 """The simulator's HTTP/1.1 server: an OpenAI-compatible API in front of a `Profile`.
 
-Contract: one `asyncio.Protocol` per connection, parsed by llhttp (`httptools.HttpRequestParser`);
-keep-alive, one connection serving many sequential requests (pipelined requests wait their turn). A
-request's arrival is stamped with `perf_counter_ns()` in `on_message_begin`, i.e. when its first
-byte is parsed, and every later timing is measured from that stamp. Completion requests become a
-`SimRequest` and a `TokenSink` (see `sinks.py`) handed to the profile, which decides when tokens are
-written; everything else is answered at once. A client that disconnects mid-response is counted as
-cancelled and its profile work is released.
+Contract: one `asyncio.Protocol` per connection (`http_connection.HttpConnection`), parsed by
+llhttp; keep-alive, one connection serving many sequential requests (pipelined ones wait their
+turn). A request's arrival is stamped with `perf_counter_ns()` in `on_message_begin`, i.e. when its
+first byte is parsed, and every later timing is measured from that stamp. Completion requests
+become a `SimRequest` and a `TokenSink` (see `sinks.py`) handed to the profile, which decides when
+tokens are written; everything else is answered at once. A client that disconnects mid-response is
+counted as cancelled and its profile work is released.
 
 Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
 `POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`,
@@ -35,15 +35,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-import socket
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, cast
 
-import httptools
 import orjson
 
 from gputui.sim.faults import (
@@ -55,16 +51,12 @@ from gputui.sim.faults import (
     FaultySink,
     http_fault_response,
 )
-from gputui.sim.netdelay import DelayedTransport, NetworkDelay
+from gputui.sim.http_connection import HttpConnection, ParsedRequest
+from gputui.sim.http_responses import error_response, http_response, json_response
+from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
-from gputui.sim.sinks import (
-    BufferedSink,
-    StreamSink,
-    error_response,
-    http_response,
-    json_response,
-)
+from gputui.sim.sinks import BufferedSink, StreamSink
 from gputui.sim.stream_style import StreamStyle
 from gputui.sim.styled_sink import StyledStreamSink
 from gputui.sim.tokenizer import encode
@@ -73,20 +65,10 @@ from gputui.sim.truth import TruthRecorder
 DEFAULT_MODEL_NAME: Final = "sim-model"
 DEFAULT_MAX_MODEL_LEN: Final = 32768
 DEFAULT_MAX_TOKENS: Final = 16
-_MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 
 
 class RequestError(ValueError):
     """A request the API rejects with HTTP 400; the message goes to the client."""
-
-
-@dataclass(slots=True)
-class _Request:
-    method: str
-    path: str
-    body: bytes
-    arrival_ns: int
-    keep_alive: bool
 
 
 def _text_of(content: Any) -> str:
@@ -175,7 +157,7 @@ class SimServer:
         for conn in list(self.connections):
             conn.close()
 
-    def handle(self, conn: HttpConnection, request: _Request) -> None:
+    def handle(self, conn: HttpConnection, request: ParsedRequest) -> None:
         """Answer `request` on `conn`; completion requests finish later, through their sink."""
         keep_alive = request.keep_alive
         path = request.path
@@ -199,7 +181,9 @@ class SimServer:
             except RequestError as exc:
                 conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
 
-    def _start_completion(self, conn: HttpConnection, request: _Request, *, chat: bool) -> None:
+    def _start_completion(
+        self, conn: HttpConnection, request: ParsedRequest, *, chat: bool
+    ) -> None:
         body = _json_object(request.body)
         prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
         max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
@@ -366,130 +350,3 @@ def _not_allowed(allowed: str, keep_alive: bool) -> bytes:
         keep_alive=keep_alive,
         extra_headers=b"allow: %s\r\n" % allowed.encode(),
     )
-
-
-class HttpConnection(asyncio.Protocol):
-    """One client connection: parse requests, answer them one at a time, in order."""
-
-    def __init__(self, server: SimServer) -> None:
-        self._server = server
-        self._parser = httptools.HttpRequestParser(self)
-        self.transport: asyncio.Transport
-        self.active: StreamSink | BufferedSink | FaultySink | None = None
-        """The response in progress; None when idle."""
-        self._pending: deque[_Request] = deque()
-        self._keep_alive = True
-        """Whether the connection stays open after the response in progress."""
-        self._dispatching = False
-        self._closing = False
-        self._arrival_ns = 0
-        self._url: list[bytes] = []
-        self._body: list[bytes] = []
-        self._body_len = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-        network = self._server.network
-        if network is not None:
-            self.transport = DelayedTransport(
-                self.transport, network, asyncio.get_running_loop(), self._server.network_rng
-            )
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._server.connections.add(self)
-
-    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 - asyncio's signature
-        self._closing = True
-        self._server.connections.discard(self)
-        self._pending.clear()
-        sink, self.active = self.active, None
-        if sink is not None and not sink.closed:
-            self._server.cancelled(sink)
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail("Protocol upgrades are not supported")
-        except httptools.HttpParserError as exc:
-            self._fail(f"Malformed HTTP request: {exc}")
-
-    def close(self) -> None:
-        """Close the connection; an unfinished response counts as cancelled."""
-        self._closing = True
-        self.transport.close()
-
-    # httptools parser callbacks
-    def on_message_begin(self) -> None:
-        self._arrival_ns = time.perf_counter_ns()
-        self._url.clear()
-        self._body.clear()
-        self._body_len = 0
-
-    def on_url(self, url: bytes) -> None:
-        self._url.append(url)
-
-    def on_body(self, body: bytes) -> None:
-        self._body_len += len(body)
-        if self._body_len > _MAX_BODY_BYTES:
-            raise httptools.HttpParserError("request body too large")
-        self._body.append(body)
-
-    def on_message_complete(self) -> None:
-        path = b"".join(self._url).split(b"?", 1)[0].decode("latin-1")
-        request = _Request(
-            method=self._parser.get_method().decode("latin-1"),
-            path=path,
-            body=b"".join(self._body),
-            arrival_ns=self._arrival_ns,
-            keep_alive=self._parser.should_keep_alive(),
-        )
-        self._pending.append(request)
-        if self.active is None and not self._dispatching:
-            self._dispatch()
-
-    # responses
-    def respond(self, data: bytes) -> None:
-        """Write a complete response at once."""
-        self.transport.write(data)
-        if not self._keep_alive:
-            self.close()
-
-    def response_done(self) -> None:
-        """A sink completed its response: serve the next pipelined request or close."""
-        self.active = None
-        if not self._keep_alive:
-            self.close()
-        elif not self._dispatching:
-            self._dispatch()
-
-    def _dispatch(self) -> None:
-        self._dispatching = True
-        try:
-            while self._pending and self.active is None and not self._closing:
-                request = self._pending.popleft()
-                self._keep_alive = request.keep_alive
-                self._serve(request)
-        finally:
-            self._dispatching = False
-
-    def _serve(self, request: _Request) -> None:
-        try:
-            self._server.handle(self, request)
-        except Exception as exc:  # noqa: BLE001 - a profile bug must answer 500, not kill the loop
-            sink, self.active = self.active, None
-            if sink is None:
-                self._keep_alive = False
-                self.respond(error_response(500, f"{type(exc).__name__}: {exc}", keep_alive=False))
-            else:
-                sink.abort()
-                self.close()
-            asyncio.get_running_loop().call_exception_handler(
-                {"message": "gputui sim: request failed", "exception": exc}
-            )
-
-    def _fail(self, message: str) -> None:
-        if self.active is None:
-            self.transport.write(error_response(400, message, keep_alive=False))
-        self.close()

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import orjson
 
+from gputui.sim.http_responses import json_response
 from gputui.sim.truth import RequestTruth, TruthRecorder
 
 TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
@@ -152,6 +153,7 @@ class StreamSink(_SinkBase):
     __slots__ = (
         "_arrival_ns",
         "_continuous",
+        "_event_head",
         "_first_answer_ns",
         "_first_ns",
         "_first_reasoning_ns",
@@ -200,25 +202,18 @@ class StreamSink(_SinkBase):
         self._first_ns: int | None = None
         self._first_reasoning_ns: int | None = None
         self._first_answer_ns: int | None = None
-        model_json = orjson.dumps(model)
-        if chat:
-            self._prefix = (
-                b'data: {"id":"%s","object":"chat.completion.chunk","created":%d,'
-                % (
-                    self._id.encode(),
-                    self._created,
-                )
-                + b'"model":%s,"choices":[{"index":0,"delta":{"content":"' % model_json
+        self._event_head = (
+            b'data: {"id":"%s","object":"%s","created":%d,"model":%s,'
+            % (
+                self._id.encode(),
+                b"chat.completion.chunk" if chat else b"text_completion",
+                self._created,
+                orjson.dumps(model),
             )
-        else:
-            self._prefix = (
-                b'data: {"id":"%s","object":"text_completion","created":%d,'
-                % (
-                    self._id.encode(),
-                    self._created,
-                )
-                + b'"model":%s,"choices":[{"index":0,"text":"' % model_json
-            )
+            + b'"choices":[{"index":0,'
+        )
+        """Every event's bytes up to its choice's fields (fixed per request)."""
+        self._prefix = self._event_head + (b'"delta":{"content":"' if chat else b'"text":"')
         suffix = self._suffix(None)
         self._head = (
             b"%x\r\n" % (len(self._prefix) + len(TOKEN_TEXTS[0]) + len(suffix)) + self._prefix
@@ -240,17 +235,19 @@ class StreamSink(_SinkBase):
     def _usage_suffix(self, finish_reason: str | None, emitted: int) -> bytes:
         """The end of a token event with the running usage (continuous_usage_stats)."""
         reason = b"null" if finish_reason is None else b'"%s"' % finish_reason.encode()
+        return b'%s,"logprobs":null,"finish_reason":%s}]%s}\n\n' % (
+            b'"}' if self.chat else b'"',
+            reason,
+            self._running_usage(emitted),
+        )
+
+    def _running_usage(self, emitted: int) -> bytes:
+        """`,"usage":{...}` with the counts so far, as vLLM's continuous_usage_stats puts it."""
         prompt = self._prompt_tokens
-        return (
-            b'%s,"logprobs":null,"finish_reason":%s}],"usage":{"prompt_tokens":%d,'
-            b'"total_tokens":%d,"completion_tokens":%d}}\n\n'
-            % (
-                b'"}' if self.chat else b'"',
-                reason,
-                prompt,
-                prompt + emitted,
-                emitted,
-            )
+        return b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
+            prompt,
+            prompt + emitted,
+            emitted,
         )
 
     def emit_tokens(
@@ -430,61 +427,3 @@ class BufferedSink(_SinkBase):
         }
         self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
         self._complete()
-
-
-_REASONS: Final = {
-    200: b"OK",
-    400: b"Bad Request",
-    404: b"Not Found",
-    405: b"Method Not Allowed",
-    429: b"Too Many Requests",
-    500: b"Internal Server Error",
-    503: b"Service Unavailable",
-}
-
-
-def http_response(
-    status: int,
-    body: bytes,
-    content_type: bytes,
-    *,
-    keep_alive: bool,
-    extra_headers: bytes = b"",
-) -> bytes:
-    """A complete fixed-length HTTP/1.1 response."""
-    connection = b"" if keep_alive else b"connection: close\r\n"
-    return b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n%s" % (
-        status,
-        _REASONS[status],
-        content_type,
-        len(body),
-        connection,
-        extra_headers,
-        body,
-    )
-
-
-def json_response(status: int, body: Any, *, keep_alive: bool, extra_headers: bytes = b"") -> bytes:
-    """A JSON response."""
-    return http_response(
-        status,
-        orjson.dumps(body),
-        b"application/json",
-        keep_alive=keep_alive,
-        extra_headers=extra_headers,
-    )
-
-
-def error_response(
-    status: int, message: str, *, keep_alive: bool, extra_headers: bytes = b""
-) -> bytes:
-    """An OpenAI-style error response, as vLLM sends it."""
-    kind = {
-        400: "BadRequestError",
-        404: "NotFoundError",
-        405: "MethodNotAllowed",
-        429: "RateLimitError",
-        503: "ServiceUnavailableError",
-    }.get(status, "InternalServerError")
-    body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
-    return json_response(status, body, keep_alive=keep_alive, extra_headers=extra_headers)

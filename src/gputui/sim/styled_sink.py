@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-import orjson
-
 from gputui.sim.sinks import FINISH_LENGTH, TOKEN_TEXTS, StreamSink, http_chunk
 from gputui.sim.stream_style import StreamStyle
 from gputui.sim.truth import TruthRecorder
@@ -30,7 +28,6 @@ class StyledStreamSink(StreamSink):
     """Server-sent events shaped by a `StreamStyle` (see the module docstring)."""
 
     __slots__ = (
-        "_event_head",
         "_events",
         "_generated",
         "_group",
@@ -78,16 +75,6 @@ class StyledStreamSink(StreamSink):
         """Tokens the profile has produced, sent or held for the next event."""
         self._events = 0
         self._tool_named = False
-        self._event_head = (
-            b'data: {"id":"%s","object":"%s","created":%d,"model":%s,'
-            % (
-                self._id.encode(),
-                b"chat.completion.chunk" if chat else b"text_completion",
-                self._created,
-                orjson.dumps(model),
-            )
-            + b'"choices":[{"index":0,'
-        )
 
     def emit_tokens(
         self,
@@ -188,12 +175,7 @@ class StyledStreamSink(StreamSink):
             body = b'"delta":{"content":"%s"},"logprobs":null' % text
         reason = b"null" if finish is None else b'"%s"' % finish.encode()
         if self._continuous:
-            prompt = self._prompt_tokens
-            usage = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
-                prompt,
-                prompt + emitted,
-                emitted,
-            )
+            usage = self._running_usage(emitted)
         else:
             usage = b"" if self.chat else b',"usage":null'
         # -1: "the write about to happen"; `_stamp` puts that write's time in.

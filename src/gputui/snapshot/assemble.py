@@ -180,12 +180,15 @@ def save_session(
 ) -> Snapshot:
     """The one way a session becomes a file: the TUI's save and quit and `gputui run` use it.
 
-    `finish` adds what a front end measured beside the Session (the diagnosis, a workload
-    source's conversation or trace sections) before the file is written.
+    `finish` adds what a front end measured beside the Session (a workload source's
+    conversation or trace sections); the Session's own diagnosis (`Session.start_diagnosis`) is
+    attached after it, so both front ends' files carry it.
     """
     snapshot = session_snapshot(session, info, sampler)
     if finish is not None:
         snapshot = finish(snapshot)
+    if session.diagnoser is not None:  # the steps' diagnoses and the knee's explanation
+        snapshot = session.diagnoser.attach(snapshot)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_snapshot(snapshot, path)
     return snapshot
@@ -195,7 +198,12 @@ def session_file(folder: Path, label: str | None) -> Path:
     """A new snapshot's path in the sessions folder: `<UTC stamp>-<label>.json`."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "session").strip("-")[:40] or "session"
-    return folder / f"{stamp}-{slug}.json"
+    path = folder / f"{stamp}-{slug}.json"
+    copy = 2
+    while path.exists():  # two saves within a second never overwrite each other
+        path = folder / f"{stamp}-{slug}-{copy}.json"
+        copy += 1
+    return path
 
 
 def _extra_body(info: RunInfo) -> dict[str, Any]:

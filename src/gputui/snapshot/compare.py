@@ -437,5 +437,5 @@ def build_comparison(
 def _with_ratios(
     row: CompareRow, tok_s: float | None, cost: float | None, first: CompareRow
 ) -> CompareRow:
-    row = replace(row, output_tokens_per_s_vs_first=tok_s, cost_vs_first=cost)
-    return row if row.label == first.label else with_significance(row, first)
+    rated = replace(row, output_tokens_per_s_vs_first=tok_s, cost_vs_first=cost)
+    return rated if row is first else with_significance(rated, first)

@@ -27,7 +27,7 @@ import os
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,9 +143,14 @@ class Journal:
             }
         )
 
-    def add_step(self, result: StepResult) -> None:
-        """Queue a finished step."""
-        self._append({"kind": "step", "step": step_from_result(result).model_dump(mode="json")})
+    def add_step(self, result: StepResult, diagnosis: Mapping[str, Any] | None = None) -> None:
+        """Queue a finished step, with its diagnosis (issue 18) when it has one."""
+        step = step_from_result(result).model_dump(mode="json")
+        if diagnosis:
+            step.update(
+                orjson.loads(orjson.dumps(dict(diagnosis), option=orjson.OPT_SERIALIZE_NUMPY))
+            )
+        self._append({"kind": "step", "step": step})
 
     def flush(self) -> None:
         """Write what is queued and fsync it (blocking: call it off the event loop)."""
@@ -187,7 +192,7 @@ class JournalWriter:
         self._on_error = on_error
         self._written: dict[int, int] = {}
         """Requests already journalled, by step (the session's records only ever grow)."""
-        self._steps: deque[StepResult] = deque()
+        self._steps: deque[tuple[StepResult, Mapping[str, Any] | None]] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._forever, name="gputui-journal", daemon=True)
 
@@ -200,9 +205,9 @@ class JournalWriter:
         """Start polling."""
         self._thread.start()
 
-    def add_step(self, result: StepResult) -> None:
+    def add_step(self, result: StepResult, diagnosis: Mapping[str, Any] | None = None) -> None:
         """A step finished (from any thread): journalled at the next poll."""
-        self._steps.append(result)
+        self._steps.append((result, diagnosis))
 
     def _forever(self) -> None:
         while not self._stop.wait(self._interval_s):
@@ -219,7 +224,7 @@ class JournalWriter:
                 self.journal.add_requests(records[done:], self._origin_ns)
                 self._written[index] = len(records)
         while self._steps:
-            self.journal.add_step(self._steps.popleft())
+            self.journal.add_step(*self._steps.popleft())
         try:
             self.journal.flush()
         except OSError as exc:

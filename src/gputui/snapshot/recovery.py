@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from gputui.diagnosis.step import knee_explanation
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
@@ -35,6 +36,13 @@ from gputui.snapshot.models import (
 )
 from gputui.snapshot.sections import PlanSection
 from gputui.snapshot.store import save_snapshot
+
+DIAGNOSIS_NOTE = (
+    "finished steps keep the diagnosis made live (server_latency, ttft_breakdown, e2e_breakdown, "
+    "roofline, bottleneck); a step cut short has none: the journal keeps no server histograms, "
+    "telemetry or client frames to rebuild it from"
+)
+"""What a recovered snapshot says of its steps' diagnosis (issue 18)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +205,9 @@ def find_leftovers(folder: Path) -> list[LeftoverJournal]:
 def recover(path: Path, folder: Path) -> Path | None:
     """Rebuild and save the snapshot of a leftover journal, then delete it.
 
-    The finished steps come back as they were; a step the crash cut short is rebuilt from its
-    journalled requests (marked incomplete; no ITL, the journal keeps no token stamps), and
+    The finished steps come back as they were, with their diagnosis and the knee's explanation
+    (`DIAGNOSIS_NOTE`); a step the crash cut short is rebuilt from its journalled requests (marked
+    incomplete; no ITL, the journal keeps no token stamps; no diagnosis), and
     `totals` counts every journalled request. Returns the snapshot's path, or None when the
     session measured nothing (the journal is deleted all the same).
     """
@@ -213,6 +222,10 @@ def recover(path: Path, folder: Path) -> Path | None:
     knee = knee_from_steps(steps, mode=mode)
     capacity = qualified_capacity(steps, sla.to_sla())
     label = header.get("label")
+    knee_model = KneeModel.from_knee(knee.knee) if knee.knee else None
+    if knee_model is not None:  # the diagnosed steps explain it, as in a saved snapshot
+        text = knee_explanation(knee_model.level, [s.model_dump() for s in steps])
+        knee_model = knee_model.model_copy(update={"explanation": text})
     snapshot = Snapshot(
         label=label,
         complete=False,
@@ -226,7 +239,7 @@ def recover(path: Path, folder: Path) -> Path | None:
         price_per_hour=header.get("price_per_hour"),
         precision=header.get("precision"),
         interrupted_by="lost (recovered from the journal)",
-        knee=KneeModel.from_knee(knee.knee) if knee.knee else None,
+        knee=knee_model,
         knee_reason=knee.reason,
         capacity=CapacityModel.from_capacity(capacity.capacity) if capacity.capacity else None,
         capacity_reason=capacity.reason,
@@ -237,6 +250,7 @@ def recover(path: Path, folder: Path) -> Path | None:
         "requests": len(contents.requests),
         "steps": len(contents.steps),
         "steps_cut_short": len(steps) - len(contents.steps),
+        "diagnosis": DIAGNOSIS_NOTE,
     }
     snapshot = Snapshot.model_validate(
         {

@@ -240,6 +240,7 @@ def live_controller(
     )
     config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)
+    settings = dataclasses.replace(settings, metrics_url=config.metrics_url)
     return LiveController(settings, sampler), values
 
 

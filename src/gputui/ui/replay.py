@@ -1,21 +1,28 @@
 """Deterministic `LiveView` sequences for snapshot tests and screenshots, built from a saved sweep.
 
 `views_from_snapshot(snapshot)` replays a real run's finished steps one by one (view k shows the
-first k steps, the next step live), then a last view back at the knee. The live window of each view
-is the next step's own figures, and the GPU and server telemetry is a fixed, plausible trace (a
-card warming up and reaching its power cap as the load grows): no clock and no randomness, so the
-same snapshot always gives the same screens. The views come out of the live screen's own builder
-(`gputui.view.build_view`) and event rules, so what the SVG tests and screenshots check is what the
-live controller shows for the same frames.
+first k steps, the next step live), then a last view back at the knee. Steps that carry a
+diagnosis (`bottleneck`, `ttft_breakdown`, ...) replay it, and a changed verdict is an event as
+live. The live window of each view is the next step's own figures, and the GPU and server
+telemetry is a fixed, plausible trace (a card warming up and reaching its power cap as the load
+grows): no clock and no randomness, so the same snapshot always gives the same screens. The
+views come out of the live screen's own builder (`gputui.view.build_view`) and event rules, so
+what the SVG tests and screenshots check is what the live controller shows for the same frames.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
+from gputui.diagnosis.step import KEYS as DIAGNOSIS_KEYS
+from gputui.events import verdict_event
+from gputui.metrics.confidence import Bounds, Interval
 from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, step_precision
 from gputui.metrics.step import StepResult
+from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import WindowStats
 from gputui.session import StatsFrame
 from gputui.snapshot.models import Snapshot, Step
@@ -62,7 +69,29 @@ def step_result(step: Step) -> StepResult:
         incomplete=step.incomplete,
         output_tokens_from_usage=step.output_tokens_from_usage,
         short_outputs=step.short_outputs,
+        output_tokens_per_s_ci=_bounds(step.output_tokens_per_s_ci),
+        requests_per_s_ci=_bounds(step.requests_per_s_ci),
+        error_rate_ci=_bounds(step.error_rate_ci),
+        goodput_share=step.goodput_share,
+        goodput_share_ci=_bounds(step.goodput_share_ci),
+        sla_verdict=_verdict(step.sla_verdict),
     )
+
+
+def _bounds(interval: Interval | None) -> Bounds | None:
+    """A saved rate or share interval (both ends are always finite for those)."""
+    if interval is None or interval[0] is None or interval[1] is None:
+        return None
+    return interval[0], interval[1]
+
+
+def _verdict(value: str | None) -> Verdict | None:
+    return value if value in ("pass", "fail", "inconclusive") else None  # type: ignore[return-value]
+
+
+def step_diagnosis(step: Step) -> dict[str, Any]:
+    """The diagnosis a snapshot step carries (issue 18), as the live Session keeps it."""
+    return {k: v for k in DIAGNOSIS_KEYS if (v := getattr(step, k, None)) is not None}
 
 
 def _window(step: StepResult, window_s: float) -> WindowStats:
@@ -150,6 +179,10 @@ def replay_frame(seq: int, k: int, live: StepResult) -> StatsFrame:
         loop_lag_max_ms=0.4,
         rtt_last_s=0.0002,
         steps_finished=k,
+        measured_n=live.ttft_s.n,
+        precision=step_precision(live, DEFAULT_TARGET_PRECISION).worst
+        if live.ttft_s.p95_ci
+        else None,
     )
 
 
@@ -164,7 +197,10 @@ def views_from_snapshot(
 ) -> list[LiveView]:
     """The replay: view k has the first k steps finished and step k+1 live; then the knee."""
     sla = snapshot.sla.to_sla()
-    steps = [step_result(s) for s in snapshot.steps if not s.incomplete]
+    kept = [s for s in snapshot.steps if not s.incomplete]
+    steps = [step_result(s) for s in kept]
+    diagnoses = {s.index: d for s in kept if (d := step_diagnosis(s))}
+    verdicts: list[str | None] = [None]
     top = max(s.level for s in steps)
     per_step_s = steps[0].duration_s + steps[0].warmup_s
     views: list[LiveView] = []
@@ -182,6 +218,12 @@ def views_from_snapshot(
             events += [
                 LiveEvent(round(k * per_step_s + 0.5, 1), *e) for e in step_events(steps[k - 1])
             ]
+            verdict = (diagnoses.get(steps[k - 1].index) or {}).get("bottleneck")
+            if verdict:
+                change = verdict_event(steps[k - 1], verdict, verdicts[-1])
+                if change is not None:
+                    events.append(LiveEvent(round(k * per_step_s + 0.5, 1), *change))
+                verdicts.append(str(verdict["verdict"]))
         events.append(LiveEvent(round(k * per_step_s + 1.0, 1), *load_event(live.mode, live.level)))
         telemetry, traces = replay_telemetry(live, top, seq)
         history = [
@@ -207,6 +249,7 @@ def views_from_snapshot(
                     sla=sla,
                     frame=frame,
                     steps=done,
+                    diagnoses={s.index: diagnoses[s.index] for s in done if s.index in diagnoses},
                     events=tuple(events),
                     telemetry=telemetry,
                     traces=traces,

@@ -46,6 +46,18 @@ class LiveSource(Protocol):
         """Fire a burst; returns its size."""
         ...
 
+    def hold_until_precise(self) -> None:
+        """Keep the current level until its step is precise."""
+        ...
+
+    def start_auto(self) -> None:
+        """Start the auto sweep from the current level."""
+        ...
+
+    def cancel_auto(self) -> None:
+        """End the auto sweep or the hold (the load stays where it is)."""
+        ...
+
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot now (blocking: call from a worker thread)."""
         ...
@@ -83,10 +95,12 @@ class ReplaySource:
     def step_up(self) -> None:
         """Recorded."""
         self.calls.append("step_up")
+        self._operator()
 
     def step_down(self) -> None:
         """Recorded."""
         self.calls.append("step_down")
+        self._operator()
 
     def cycle_factor(self, direction: int) -> float:
         """Recorded; the factor stays."""
@@ -96,16 +110,44 @@ class ReplaySource:
     def toggle_mode(self) -> None:
         """Recorded."""
         self.calls.append("toggle_mode")
+        self._operator()
 
     def toggle_pause(self) -> bool:
         """Recorded."""
         self.calls.append("toggle_pause")
+        self._operator()
         return not self.view().paused
 
     def burst(self) -> int:
         """Recorded."""
         self.calls.append("burst")
+        self._operator()
         return 16
+
+    def hold_until_precise(self) -> None:
+        """Recorded; the view shows the hold."""
+        self.calls.append("hold_until_precise")
+        self._control("holding")
+
+    def start_auto(self) -> None:
+        """Recorded; the view shows the auto sweep."""
+        self.calls.append("start_auto")
+        self._control("auto")
+
+    def cancel_auto(self) -> None:
+        """Recorded; the operator has control again."""
+        self.calls.append("cancel_auto")
+        self._control("operator")
+
+    def _operator(self) -> None:
+        """A load command takes control back, as the live controller's do."""
+        if self.view().control != "operator":
+            self._control("operator")
+
+    def _control(self, control: str) -> None:
+        self._views[self._index] = replace(
+            self.view(), control=control, seq=self.view().seq + 100_000
+        )
 
     def save(self, label: str | None = None) -> Path | None:
         """Recorded; nothing is written."""

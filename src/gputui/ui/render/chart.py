@@ -2,8 +2,10 @@
 
 `line_chart` draws series against a left axis and, optionally, a second (right) axis, each linear
 or logarithmic, plus dashed horizontal lines (e.g. SLA bounds, on either axis), dashed vertical
-lines (e.g. the knee) and a marker character on each data point. A series may be dashed (`dash`:
-dots on, dots off), so that series stay apart by glyph and line style without colour (--no-color).
+lines (e.g. the knee), whiskers (a 95 % interval: a solid vertical line with capped ends, an open
+end a short dotted stub) and a marker character on each data point. A series may be
+dashed (`dash`: dots on, dots off), so that series stay apart by glyph and line style without
+colour (--no-color).
 Layout: tick labels in a gutter on each side, the x tick labels on the last row. When two things
 land in one braille cell, the one drawn later gives the cell its role; markers and labels are drawn
 last, over everything.
@@ -80,6 +82,17 @@ class VLine:
     x: float
     role: str
     label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Whisker:
+    """A vertical interval [lo, hi] at `x` (a 95 % CI): capped ends; None = open to the edge."""
+
+    x: float
+    lo: float | None
+    hi: float | None
+    role: str
+    axis: AxisSide = "left"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +230,7 @@ def line_chart(
     x_ticks: Sequence[float] = (),
     ascii: bool = False,
     axis_role: str = "dim",
+    whiskers: Sequence[Whisker] = (),
 ) -> list[Line]:
     """The chart, exactly `height` lines of exactly `width` cells (see the module docstring)."""
     rows = height - 1
@@ -246,6 +260,8 @@ def line_chart(
         xx = px(v.x)
         for y in range(0, hpx, 2):
             canvas.dot(xx, y, v.role, dash_v or "|")
+    for w in whiskers:
+        _whisker(canvas, px(w.x), w, py)
     for s in series:
         pts = [(px(a), py(b, s.axis)) for a, b in s.points]
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
@@ -276,6 +292,41 @@ def line_chart(
     for line in out:
         line[:] = [(text, role) for text, role in line if text]
     return [_role_axis(line, axis_role) for line in out]
+
+
+def _whisker(canvas: Canvas, x: int, w: Whisker, py: Callable[[float, AxisSide], int]) -> None:
+    """One interval: solid between its ends, capped where an end lies on the plot.
+
+    An open end (None) is a short dotted stub past the other end, uncapped: "more, unknown",
+    without a full-height line that would read as a grid line.
+    """
+    edge = canvas.height_px - 1
+    reach = max(canvas.height_px // 12, 3)
+    top = py(w.hi, w.axis) if w.hi is not None else None
+    bottom = py(w.lo, w.axis) if w.lo is not None else None
+    if top is None and bottom is None:
+        return
+    char = ":" if canvas.ascii else "*"
+    solid_top = top if top is not None else bottom
+    solid_bottom = bottom if bottom is not None else top
+    if solid_top is None or solid_bottom is None:
+        return
+    for y in range(
+        max(min(solid_top, solid_bottom), 0), min(max(solid_top, solid_bottom), edge) + 1
+    ):
+        canvas.dot(x, y, w.role, char)
+    if top is None:
+        for y in range(solid_top - 2, solid_top - reach - 1, -2):
+            canvas.dot(x, y, w.role, char)
+    if bottom is None:
+        for y in range(solid_bottom + 2, solid_bottom + reach + 1, 2):
+            canvas.dot(x, y, w.role, char)
+    if canvas.ascii:
+        return
+    for end in (top, bottom):
+        if end is not None and 0 <= end <= edge:  # an end off the plot (clipped) has no cap
+            for dx in (-1, 1):
+                canvas.dot(x + dx, end, w.role)
 
 
 def _x_labels(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from gputui.live import LiveView
+from gputui.session import StatsFrame
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 
@@ -52,10 +54,7 @@ def header_lines(view: LiveView, width: int) -> list[Line]:
         first.append(("  ❚❚ paused", "warn"))
     if frame is not None:
         first += [("  step ", "label"), (f"{frame.step_index + 1}", "")]
-        first += [
-            (f" {frame.step_elapsed_s:.0f}s", ""),
-            (" warm-up" if frame.in_warmup else "", "warn"),
-        ]
+        first += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
         first += [("  in flight ", "label"), (str(frame.in_flight), "")]
     first += [("  ", ""), (fmt.clock(view.session_s), "")]
     engine_cpu = f"{frame.client_cpu_percent:.0f}%" if frame is not None else "-"
@@ -64,11 +63,47 @@ def header_lines(view: LiveView, width: int) -> list[Line]:
     if view.last_saved is not None:
         first += [("  saved ", "label"), (view.last_saved.name, "ok")]
     second: Line = [("  ", ""), (view.target_url, "accent"), ("  ", ""), (view.model, "")]
+    second += capacity_bracket(view)
     second += [("  backend ", "label"), (backend_name(view), "")]
     second += [("  GPU ", "label"), (gpu_names(view), "")]
     if view.label:
         second += [("  label ", "label"), (view.label, "")]
     return [fit(first, width), fit(second, width)]
+
+
+VERDICT_ROLES = {"pass": "ok", "fail": "crit", "inconclusive": "inconclusive"}
+
+
+def capacity_bracket(view: LiveView) -> Line:
+    """The highest level that passed and the next one tested above: "capacity 16 (32: fail)"."""
+    capacity = view.capacity
+    if capacity is None:
+        return []
+    unit = "/s" if capacity.mode == "rate" else ""
+    line: Line = [("  capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
+    if capacity.above_level is not None and capacity.above_verdict is not None:
+        role = VERDICT_ROLES.get(capacity.above_verdict, "")
+        line.append((f" ({capacity.above_level:g}: {capacity.above_verdict})", role))
+    return line
+
+
+def step_state(view: LiveView, frame: StatsFrame) -> Line:
+    """Who drives the load (AUTO, HOLD) and where its step is: "settling 2.1 s", "n=143 ±3.2 %"."""
+    line: Line = []
+    if "auto" in (view.control, frame.step_phase):
+        line.append((" AUTO", "accent"))
+    elif "holding" in (view.control, frame.step_phase):
+        line.append((" HOLD", "accent"))
+    if frame.settle_remaining_s is not None or frame.in_warmup:
+        left = frame.settle_remaining_s
+        line.append((" settling" + (f" {left:.1f} s" if left is not None else ""), "warn"))
+        return line
+    line += [(" measuring", "label"), (f" n={frame.measured_n}", "")]
+    if frame.precision is not None:
+        precise = frame.precision <= view.target_precision
+        text = "inf" if math.isinf(frame.precision) else f"{frame.precision * 100:.1f} %"
+        line.append((f" ±{text}", "ok" if precise else "inconclusive"))
+    return line
 
 
 def events_lines(view: LiveView, width: int, height: int) -> list[Line]:

@@ -4,6 +4,9 @@ Every finished complete step of the current mode is a point; the current step is
 from the rolling window; the SLA bounds are dashed lines on the latency axis, the knee a dashed
 vertical line, and the SLA-qualified capacity a star. Each series has its own colour, marker and
 line style (throughput solid ●, TTFT dotted ▲, TPOT dashed ▼), so the chart reads without colour.
+Each step's 95 % intervals of those three figures are whiskers through its markers (capped ends;
+an open end, too few samples, is a short dotted stub), and a step whose SLA verdict is
+inconclusive (an interval straddles a bound) has its own marker (◐, ASCII "?") and role.
 Saved sessions can be overlaid (`SweepOverlay`): their curves are drawn first, dimmer, sparser,
 with a hollow marker of their own, and each is named in the legend.
 """
@@ -14,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.live import LiveView
+from gputui.metrics.step import StepResult
 from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt
-from gputui.ui.render.chart import Axis, HLine, Mark, Series, VLine, line_chart, nice_max
+from gputui.ui.render.breakdown import knee_label
+from gputui.ui.render.chart import Axis, HLine, Mark, Series, VLine, Whisker, line_chart, nice_max
 from gputui.ui.render.spans import Line, fit
 
 _DEFAULT_LATENCY = (0.005, 2.0)
@@ -27,6 +32,8 @@ _OVERLAY_MARKERS_ASCII = ("+", "x", "#")
 _TTFT_DASH = (1, 1)
 _TPOT_DASH = (3, 2)
 _OVERLAY_DASH = (1, 3)
+_WHISKER_REACH = 1.4
+"""How far past the points' range a whisker may stretch an axis (a factor)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +52,40 @@ def overlay_marker(index: int, *, ascii: bool = False) -> str:
     return markers[index % len(markers)]
 
 
+def _inconclusive_glyph(ascii: bool) -> str:
+    """The throughput marker of a step whose SLA verdict is inconclusive."""
+    return "?" if ascii else "◐"
+
+
+def _whiskers(steps: list[StepResult]) -> list[Whisker]:
+    """The 95 % intervals of each step's output tok/s, P95 TTFT and P95 TPOT."""
+    out: list[Whisker] = []
+    for s in steps:
+        if s.output_tokens_per_s_ci is not None:
+            lo, hi = s.output_tokens_per_s_ci
+            out.append(Whisker(s.level, lo, hi, "s1"))
+        for summary, role in ((s.ttft_s, "s2"), (s.tpot_s, "s3")):
+            if summary.p95 is not None and summary.p95_ci is not None:
+                out.append(Whisker(s.level, *summary.p95_ci, role, axis="right"))
+    return out
+
+
 def _glyphs(ascii: bool) -> tuple[str, str, str]:
     """Markers of throughput, TTFT and TPOT."""
     return ("o", "^", "v") if ascii else ("●", "▲", "▼")
 
 
-def _legend(ascii: bool, *, knee: bool, best: bool) -> Line:
+def _legend(
+    ascii: bool, *, knee: bool, best: bool, ci: bool = False, inconclusive: bool = False
+) -> Line:
     point, ttft, tpot = _glyphs(ascii)
     live, star = ("@", "*") if ascii else ("◆", "★")
     parts: Line = [(f"{point} out tok/s", "s1"), ("  ", ""), (f"{ttft} P95 TTFT", "s2")]
     parts += [("  ", ""), (f"{tpot} P95 TPOT", "s3"), ("  ", ""), ("-- SLA", "dim")]
+    if ci:
+        parts += [("  ", ""), (": 95% CI" if ascii else "┿ 95% CI", "dim")]
+    if inconclusive:
+        parts += [("  ", ""), (f"{_inconclusive_glyph(ascii)} inconclusive", "inconclusive")]
     if knee:
         parts += [("  ", ""), ("| knee" if ascii else "┊ knee", "knee")]
     if best:
@@ -72,11 +103,24 @@ def _overlay_legend(ascii: bool, overlays: tuple[SweepOverlay, ...], mode: str) 
     return parts
 
 
+_SHORT = {" out tok/s": " tok/s", " P95 TTFT": " TTFT", " P95 TPOT": " TPOT", " 95% CI": " CI"}
+"""Shorter legend labels, for when even single spaces do not fit."""
+
+
 def _tight(line: Line, width: int) -> Line:
-    """One space between legend items instead of two when two do not fit."""
+    """One space between legend items instead of two when two do not fit; then short labels."""
     if sum(len(text) for text, _ in line) <= width:
         return line
-    return [(" " if text == "  " and role == "" else text, role) for text, role in line]
+    tight = [(" " if text == "  " and role == "" else text, role) for text, role in line]
+    if sum(len(text) for text, _ in tight) <= width:
+        return tight
+    out: Line = []
+    for text, role in tight:
+        for long, short in _SHORT.items():
+            if text.endswith(long):
+                text = text[: -len(long)] + short
+        out.append((text, role))
+    return out
 
 
 def _x_axis(levels: list[float]) -> Axis:
@@ -130,9 +174,16 @@ def sweep_lines(
     levels += [x for o in drawn for x in o.curve.levels]
     knee = view.knee if view.knee is not None and view.knee.mode == view.mode else None
     best = view.steps[view.best_step_index] if view.best_step_index is not None else None
-    legend = [
-        fit(_tight(_legend(ascii, knee=knee is not None, best=best is not None), width), width)
-    ]
+    whiskers = _whiskers(steps)
+    unsure = [s for s in steps if s.sla_verdict == "inconclusive"]
+    key = _legend(
+        ascii,
+        knee=knee is not None,
+        best=best is not None,
+        ci=bool(whiskers),
+        inconclusive=bool(unsure),
+    )
+    legend = [fit(_tight(key, width), width)]
     if overlays:
         legend.append(fit(_overlay_legend(ascii, overlays, view.mode), width))
     rows = height - len(legend)
@@ -154,6 +205,8 @@ def sweep_lines(
         for value, role in ((window.ttft_s.p95, "s2"), (window.tpot_s.p95, "s3")):
             if value is not None:
                 marks.append(Mark(frame.level, value, live_char, role, axis="right"))
+    glyph = _inconclusive_glyph(ascii)
+    marks += [Mark(s.level, s.output_tokens_per_s, glyph, "inconclusive") for s in unsure]
     if best is not None and best.mode == view.mode:
         marks.append(Mark(best.level, best.output_tokens_per_s, "*" if ascii else "★", "best"))
 
@@ -164,13 +217,29 @@ def sweep_lines(
     ghost_right = [y for g in ghosts if g.axis == "right" for _, y in g.points]
     latencies = [v for _, v in ttft + tpot] + [m.y for m in marks if m.axis == "right"] + bounds
     left_values = [y for _, y in throughput] + [m.y for m in marks if m.axis == "left"]
+    # Whisker ends widen the axes a little, never so far that the points flatten: a wider
+    # interval is clipped at the edge, uncapped (it reads as "beyond").
+    top_point = max(left_values, default=0.0)
+    left_values += [
+        min(w.hi, top_point * _WHISKER_REACH)
+        for w in whiskers
+        if w.axis == "left" and w.hi is not None
+    ]
+    if latencies:
+        lat_lo, lat_hi = min(latencies), max(latencies)
+        for w in whiskers:
+            if w.axis == "right":
+                ends = [v for v in (w.lo, w.hi) if v is not None and v > 0]
+                latencies += [
+                    min(max(v, lat_lo / _WHISKER_REACH), lat_hi * _WHISKER_REACH) for v in ends
+                ]
     peak = max([*left_values, *ghost_left, 1.0])
     hlines = [
         HLine(b, role)
         for b, role in ((sla.ttft_p95_s, "s2"), (sla.tpot_p95_s, "s3"))
         if b is not None
     ]
-    vlines = [VLine(knee.level, "knee", f"knee {knee.level:g}")] if knee else []
+    vlines = [VLine(knee.level, "knee", knee_label(view))] if knee else []
     point, ttft_glyph, tpot_glyph = _glyphs(ascii)
     chart = line_chart(
         [
@@ -189,5 +258,6 @@ def sweep_lines(
         marks=marks,
         x_ticks=sorted(set(levels)),
         ascii=ascii,
+        whiskers=whiskers,
     )
     return [*legend, *chart]

@@ -1,15 +1,22 @@
 """Text tables: the rolling latency table (with sparklines) and the finished steps table.
 
 Values over an SLA bound are drawn in the "crit" role and followed by "!", values above 80 % of it
-in "warn", so the verdict reads in colour and in monochrome alike.
+in "warn", so the verdict reads in colour and in monochrome alike. A P95 with its 95 % interval is
+judged by the interval (`metrics.verdict.bound_verdict`): one that straddles its bound is
+"inconclusive", in its own role and followed by "?"; the ±p95 column is half the interval's width.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 from gputui.live import LiveView
+from gputui.metrics.confidence import Interval
+from gputui.metrics.step import StepResult
 from gputui.metrics.summary import Summary
+from gputui.metrics.verdict import bound_verdict
+from gputui.ui.render import breakdown
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 from gputui.ui.render.spark import sparkline
@@ -32,13 +39,54 @@ def _cell(value: float | None, bound: float | None, width: int) -> tuple[str, st
     return (fmt.duration(value) + mark).rjust(width), role
 
 
+def p95_cell(summary: Summary | None, bound: float | None, width: int) -> tuple[str, str]:
+    """The P95 against its bound by its 95 % interval: "!" fail, "?" inconclusive (straddles)."""
+    ci = summary.p95_ci if summary is not None else None
+    value = summary.p95 if summary is not None else None
+    if ci is None or bound is None or value is None:
+        return _cell(value, bound, width)
+    verdict = bound_verdict(ci, bound)
+    if verdict == "inconclusive":
+        return (fmt.duration(value) + "?").rjust(width), "inconclusive"
+    if verdict == "fail":
+        return (fmt.duration(value) + "!").rjust(width), "crit"
+    return (fmt.duration(value) + " ").rjust(width), sla_role(value, bound)
+
+
+def half_width(interval: Interval | None) -> str:
+    """A P95 interval as "±18.2ms" (half its width), "open" when it has an open end."""
+    if interval is None:
+        return fmt.NONE
+    lo, hi = interval
+    if lo is None or hi is None:
+        return "open"
+    return "±" + fmt.duration((hi - lo) / 2)
+
+
+def _latency_columns(width: int, *, ci: bool) -> tuple[tuple[str, ...], int, int]:
+    """The percentile columns that fit, their width and the n column's (± only with intervals)."""
+    full = ("p50", "p90", "p95", "ci", "p99") if ci else ("p50", "p90", "p95", "p99")
+    for columns, col, n_w in (
+        (full, 9, 7),
+        (full, 8, 7),
+        (tuple(c for c in full if c != "p90"), 8, 6),
+    ):
+        if 6 + len(columns) * col + n_w <= width:
+            return columns, col, n_w
+    return tuple(c for c in full if c != "p90"), 8, 6
+
+
 def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
-    """Percentiles of the rolling window, then throughput and error-rate sparklines."""
+    """Percentiles (P95 with its ± and verdict) of the rolling window, then rate sparklines."""
     frame = view.frame
-    col = 9 if width >= 52 else 8
+    window = frame.window if frame else None
+    ci = window is not None and any(
+        s is not None and s.p95_ci is not None for s in (window.ttft_s, window.tpot_s)
+    )
+    columns, col, n_w = _latency_columns(width, ci=ci)
     lines: list[Line] = []
-    head = "".join(p.rjust(col) for p in _PERCENTILES)
-    lines.append([("".ljust(6), "label"), (head + "n".rjust(7), "label")])
+    head = "".join(("±p95" if c == "ci" else c).rjust(col) for c in columns)
+    lines.append([("".ljust(6), "label"), (head + "n".rjust(n_w), "label")])
     sla = view.sla
     rows: list[tuple[str, Callable[[LiveView], Summary | None], float | None]] = [
         ("TTFT", lambda v: v.frame.window.ttft_s if v.frame else None, sla.ttft_p95_s),
@@ -52,12 +100,16 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
     for name, get, bound in rows:
         summary = get(view)
         line: Line = [(name.ljust(6), "label")]
-        for p in _PERCENTILES:
-            value = getattr(summary, p) if summary is not None else None
-            line.append(_cell(value, bound, col))
-        line.append((str(summary.n if summary else 0).rjust(6), "dim"))
+        for c in columns:
+            if c == "ci":
+                interval = summary.p95_ci if summary is not None else None
+                line.append((half_width(interval).rjust(col), "dim"))
+            elif c == "p95":
+                line.append(p95_cell(summary, bound, col))
+            else:
+                line.append(_cell(getattr(summary, c) if summary is not None else None, bound, col))
+        line.append((str(summary.n if summary else 0).rjust(n_w), "dim"))
         lines.append(line)
-    window = frame.window if frame else None
     spark_w = max(width - 24, 4)
     tput = fmt.rate(window.output_tokens_per_s if window else None)
     lines.append(
@@ -97,36 +149,131 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
     ]
 
 
-def _steps_columns(width: int) -> list[tuple[str, int]]:
-    columns = [("#", 3), ("level", 6), ("ok/fail", 9), ("tok/s", 7), ("TTFT95", 9)]
-    columns += [("TPOT95", 9), ("err", 6)]
-    optional = [("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)]
-    used = sum(w for _, w in columns) + 18
-    for column in optional:
+_BAR_MIN = 20
+_TTFT_W = 8
+"""The bar column starts with the step's mean TTFT; the bar splits it (100 % = that TTFT)."""
+_BAR_FIRST = 28
+"""Cells the bar takes before the optional columns (ITL95, E2E95, goodput, req/s)."""
+_BAR_MAX = 40
+_SLA_CELLS = {"pass": ("  ok    ", "ok"), "fail": ("  FAIL  ", "crit")}
+_UNSURE = ("  unsure", "inconclusive")
+"""An SLA verdict the confidence intervals cannot decide (issue 16): its own role."""
+_BASE = [("#", 3), ("level", 6), ("ok/fail", 8), ("tok/s", 7), ("TTFT95", 8), ("TPOT95", 8)]
+_BASE += [("err", 6)]
+_MARKS = {
+    "partial": (" partial", " part."),
+    "best": (" ★ capacity", " ★"),
+    "knee": (" ┊ knee", " ┊"),
+}
+"""Each row mark's text, in full and narrow (when the full marks and verdicts do not fit)."""
+
+
+def _steps_columns(
+    width: int, used: int, *, diagnosed: bool, intervals: set[str]
+) -> tuple[list[tuple[str, int]], int]:
+    """The value columns that fit beside `used` cells, and the TTFT bar's width (0: none).
+
+    A ± column comes only when some step has that interval (`intervals`).
+    """
+    columns = list(_BASE)
+    used += sum(w for _, w in columns)
+    for column, after in ((("±TTFT", 8), "TTFT95"), (("±tok/s", 7), "tok/s")):
+        if column[0] in intervals and used + column[1] <= width:
+            columns.insert(next(i for i, c in enumerate(columns) if c[0] == after) + 1, column)
+            used += column[1]
+    bar = 0
+    if diagnosed and used + _BAR_MIN + 1 <= width:
+        bar = min(_BAR_FIRST, width - used - 1)
+        used += bar + 1
+    for column in (("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)):
         if used + column[1] <= width:
             columns.append(column)
             used += column[1]
-    return columns
+    if bar:
+        bar = min(_BAR_MAX, bar + width - used)
+    return columns, bar
 
 
-def steps_lines(view: LiveView, width: int, height: int) -> list[Line]:
-    """One row per finished step (newest at the bottom when they do not all fit)."""
-    columns = _steps_columns(width)
-    header: Line = [("".join(name.rjust(w) for name, w in columns) + "  SLA", "label")]
+def _half(interval: tuple[float | None, float | None] | None) -> float | None:
+    if interval is None or interval[0] is None or interval[1] is None:
+        return None
+    return (interval[1] - interval[0]) / 2
+
+
+def _sla_cell(step: StepResult) -> tuple[str, str]:
+    verdict = step.sla_verdict
+    if verdict == "inconclusive":
+        return _UNSURE
+    if verdict is None:
+        verdict = "pass" if step.sla_ok else "fail"
+    return _SLA_CELLS[verdict]
+
+
+def _marks(view: LiveView, i: int, narrow: bool) -> str:
+    step, knee = view.steps[i], view.knee
+    kinds = [
+        kind
+        for kind, on in (
+            ("partial", step.incomplete),
+            ("best", i == view.best_step_index),
+            ("knee", knee is not None and i == knee.index),
+        )
+        if on
+    ]
+    return "".join(_MARKS[k][1 if narrow else 0] for k in kinds)
+
+
+def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
+    """One row per finished step (newest at the bottom when they do not all fit).
+
+    After the SLA verdict ("unsure" when its confidence intervals straddle a bound) and the row's
+    marks (★ capacity, ┊ knee) come what bound the step (`bound by`, issue 18) and its TTFT
+    decomposition bar, when diagnosed. A narrow table shortens the marks and verdict names.
+    """
+    diagnosed = any(view.diagnosis(s).get("bottleneck") for s in view.steps)
+    narrow = False
+    for narrow in (False, True):
+        bound = {s.index: breakdown.bound_by(view.diagnosis(s), short=narrow) for s in view.steps}
+        marks = [_marks(view, i, narrow) for i in range(len(view.steps))]
+        marks_w = max((len(m) for m in marks), default=0)
+        cells = [len(t) for t, _ in bound.values()]
+        bound_w = max([len("bound by"), *cells]) + 2 if diagnosed else 0
+        used = len(_UNSURE[0]) + marks_w + bound_w
+        if used + sum(w for _, w in _BASE) <= width:
+            break
+    intervals = {
+        name
+        for name, ci in (
+            ("±TTFT", [_half(s.ttft_s.p95_ci) for s in view.steps]),
+            ("±tok/s", [_half(s.output_tokens_per_s_ci) for s in view.steps]),
+        )
+        if any(half is not None for half in ci)
+    }
+    columns, bar_w = _steps_columns(width, used, diagnosed=diagnosed, intervals=intervals)
+    head = "".join(name.rjust(w) for name, w in columns) + "  SLA".ljust(len(_UNSURE[0]))
+    head += " " * marks_w
+    if diagnosed:
+        head += "  " + "bound by".ljust(bound_w - 2)
+    header: Line = [(head, "label")]
+    if bar_w:
+        legend = breakdown.legend(ascii=ascii, short=bar_w - _TTFT_W < 29)
+        header += [(" " + "TTFT".rjust(_TTFT_W - 1) + " ", "label"), *legend]
     if not view.steps:
         rows = [fit(header, width), fit([("  no finished step yet", "dim")], width)]
         return rows + [fit([], width) for _ in range(height - 2)]
     sla = view.sla
-    knee_index = view.knee.index if view.knee is not None else None
     body: list[Line] = []
     for i, step in enumerate(view.steps):
+        ttft_half, rate_half = _half(step.ttft_s.p95_ci), _half(step.output_tokens_per_s_ci)
         values: dict[str, tuple[str, str]] = {
             "#": (str(step.index + 1), "dim"),
             "level": (f"{step.level:g}" + ("/s" if step.mode == "rate" else ""), ""),
             "ok/fail": (f"{step.requests_ok}/{step.requests_failed}", ""),
             "tok/s": (fmt.rate(step.output_tokens_per_s), "s1"),
-            "TTFT95": _cell(step.ttft_s.p95, sla.ttft_p95_s, 0),
-            "TPOT95": _cell(step.tpot_s.p95, sla.tpot_p95_s, 0),
+            "±tok/s": ("" if rate_half is None else "±" + fmt.rate(rate_half), "dim"),
+            "TTFT95": p95_cell(step.ttft_s, sla.ttft_p95_s, 0),
+            "±TTFT": ("" if ttft_half is None else "±" + fmt.duration(ttft_half), "dim"),
+            "TPOT95": p95_cell(step.tpot_s, sla.tpot_p95_s, 0),
             "err": (fmt.percent(step.error_rate, 1), "crit" if step.requests_failed else "dim"),
             "ITL95": (fmt.duration(step.itl_s.p95), ""),
             "E2E95": (fmt.duration(step.e2e_s.p95), ""),
@@ -134,19 +281,33 @@ def steps_lines(view: LiveView, width: int, height: int) -> list[Line]:
             "req/s": (fmt.rate(step.requests_per_s), ""),
         }
         line: Line = [(values[name][0].rjust(w), values[name][1]) for name, w in columns]
-        verdict = "  ok " if step.sla_ok else "  FAIL"
-        line.append((verdict, "ok" if step.sla_ok else "crit"))
-        if step.incomplete:
-            line.append((" partial", "dim"))
+        line.append(_sla_cell(step))
         if i == view.best_step_index:
-            line.append((" ★ capacity", "best"))
             line = [
                 (text, "best" if role in ("", "s1", "dim", "ok") else role) for text, role in line
             ]
-        if i == knee_index:
-            line.append((" ┊ knee", "knee"))
+        knee_row = view.knee is not None and i == view.knee.index
+        line.append((marks[i].ljust(marks_w), "knee" if knee_row else "best"))
+        if diagnosed:
+            text, role = bound[step.index]
+            line.append(("  " + text.ljust(bound_w - 2), role))
+        if bar_w:
+            b = view.diagnosis(step).get("ttft_breakdown")
+            ttft = float(b["ttft_s"]) if b else 0.0
+            line.append((" " + (fmt.duration(ttft) if b else "").rjust(_TTFT_W - 1) + " ", ""))
+            line += breakdown.decomposition_bar(b, bar_w - _TTFT_W, ttft, ascii=ascii)
         body.append(line)
-    keep = max(height - 1, 0)
+    # Rows first; spare lines under them: the newest step's bar (when no row has one), the knee.
+    spare = height - 1 - len(body)
+    footer: list[Line] = []
+    newest = view.diagnosis(view.steps[-1]).get("ttft_breakdown")
+    if not bar_w and newest and spare >= 1:
+        label = f"step {view.steps[-1].index + 1}"
+        footer.append(breakdown.step_bar_line(label, newest, width, ascii=ascii))
+    if view.knee_explanation and spare - len(footer) >= 1:
+        wrapped = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[: spare - len(footer)]
+        footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(wrapped)]
+    keep = max(height - 1 - len(footer), 0)
     shown = body[-keep:] if keep else []
-    lines = [fit(header, width)] + [fit(line, width) for line in shown]
+    lines = [fit(header, width)] + [fit(line, width) for line in [*shown, *footer]]
     return lines + [fit([], width) for _ in range(height - len(lines))]

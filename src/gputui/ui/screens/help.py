@@ -12,6 +12,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from gputui.metrics.bottleneck import VERDICTS
+from gputui.ui.render.breakdown import GLYPHS
+
 KEYS = (
     ("up / +", "multiply the load by the step factor: a new step (its warm-up is not measured)"),
     ("down / -", "divide the load by the step factor: a new step"),
@@ -19,6 +22,8 @@ KEYS = (
     ("r", "switch concurrency (closed loop) <-> arrival rate (open loop) at about the same load"),
     ("space", "pause / resume sending; resuming starts a new step"),
     ("b", "fire a burst of requests on top of the load"),
+    ("h", "hold this level until its step is precise; load keys end it"),
+    ("a", "auto sweep from here, filling the chart; load keys end it"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),
@@ -52,10 +57,16 @@ PANELS = (
     ),
     (
         "Steps",
-        "one row per finished step with its aggregates (warm-up excluded); ★ marks the "
-        "highest load that met every SLA bound, ┊ the knee",
+        "one row per finished step with its aggregates (warm-up excluded), ± the 95 % interval "
+        "of P95 TTFT and tok/s, the SLA verdict (unsure: the intervals straddle a bound), what "
+        "bound it and its TTFT bar (below); ★ marks the highest load that met every SLA bound, "
+        "┊ the knee",
     ),
-    ("Events", "errors by reason, throttling, preemption bursts, SLA breaches, with session time"),
+    (
+        "Events",
+        "errors by reason, throttling, preemption bursts, SLA breaches, a changed bound-by "
+        "verdict, with session time",
+    ),
 )
 
 METRICS = (
@@ -70,6 +81,20 @@ METRICS = (
     ("capacity", "the highest load whose step met the P95 TTFT, P95 TPOT and error-rate bounds"),
     ("KV", "fraction of the server's KV cache in use; full means queueing and preemption"),
 )
+
+DIAGNOSIS = (
+    *((name, text) for name, text in VERDICTS.items()),
+    ("SUSPECT", "the client was over its CPU, loop-lag or dispatch bound: its timings queue too"),
+    ("THROTTLED", "the step (and a capacity taken from it) was measured while the GPU throttled"),
+    (
+        "TTFT bar",
+        f"mean TTFT = {GLYPHS['network']} network (RTT probe) + {GLYPHS['queue']} server queue + "
+        f"{GLYPHS['prefill']} server prefill (the server's histograms) + {GLYPHS['client']} "
+        "client (the rest); bars share one scale",
+    ),
+    ("knee", "the knee mark names the verdict of the first step past it, with its evidence"),
+)
+"""What the steps table's "bound by" says: each verdict from `metrics.bottleneck.VERDICTS`."""
 
 NODE = (
     ("gputui vram-check", "write and verify the card's VRAM, measure its bandwidth"),
@@ -104,6 +129,9 @@ class HelpScreen(Screen[None]):
             yield Static(_table("Keys", KEYS), classes="help-table")
             yield Static(_table("Panels", PANELS), classes="help-table")
             yield Static(_table("Metrics", METRICS), classes="help-table")
+            yield Static(
+                _table("Bound by (first rule that holds)", DIAGNOSIS), classes="help-table"
+            )
             yield Static(_table("Node (before the run)", NODE), classes="help-table")
         yield Footer()
 

@@ -93,6 +93,20 @@ class LiveScreen(Screen[None]):
             tooltip="Saved sessions: overlay one on the sweep chart, or delete",
         ),
         Binding(
+            "h",
+            "hold",
+            "Hold",
+            id="hold_until_precise",
+            tooltip="Keep this level until its step is precise (any load key takes control back)",
+        ),
+        Binding(
+            "a",
+            "auto",
+            "Auto",
+            id="start_auto",
+            tooltip="Auto sweep from this level to the knee and the SLA bound (load keys stop it)",
+        ),
+        Binding(
             "x",
             "clear_overlays",
             "Clear overlays",
@@ -221,6 +235,14 @@ class LiveScreen(Screen[None]):
         """Fire a burst."""
         size = self.gapp.source.burst()
         self.notify(f"burst of {size} requests", timeout=2)
+
+    def action_hold(self) -> None:
+        """Hold the level until precise."""
+        self.gapp.source.hold_until_precise()
+
+    def action_auto(self) -> None:
+        """Start the auto sweep from the current level."""
+        self.gapp.source.start_auto()
 
     def action_save(self) -> None:
         """Ask for a label, then save."""

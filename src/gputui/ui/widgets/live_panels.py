@@ -66,12 +66,12 @@ class StepsTable(LivePanel):
     """One row per finished step; the SLA-qualified best step highlighted."""
 
     def data_key(self, view: LiveView) -> object:
-        """Only a finished step changes it."""
-        return (len(view.steps), view.best_step_index, view.knee)
+        """Only a finished step (or its diagnosis) changes it."""
+        return (len(view.steps), len(view.diagnoses), view.best_step_index, view.knee)
 
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
         """The steps table."""
-        return steps_lines(view, width, height)
+        return steps_lines(view, width, height, ascii=self.ascii)
 
 
 class EventLog(LivePanel):

@@ -17,6 +17,8 @@ from gputui.ui.render.spans import Line
 ROLES = (
     *("ok", "warn", "crit", "dim", "label", "accent", "s1", "s2", "s3", "knee", "live", "best"),
     *("o1", "o2", "o3"),
+    "inconclusive",
+    *("bnet", "bqueue", "bprefill", "bclient"),
 )
 """Roles a render function may give a span; each is a component class styled in global.tcss."""
 

@@ -1,0 +1,105 @@
+"""The TTFT decomposition as a stacked bar (issue 18), and a step's "bound by" cell.
+
+A step's mean TTFT splits into network, server queue, server prefill and the client's rest
+(`metrics.ttft_breakdown`). The bar draws each part with its own glyph and role, so it reads
+without colour too: network `░` (`~`), queue `▒` (`=`), prefill `█` (`#`), client `·` (`.`).
+Bars of one table share a scale (`scale_s`, the longest TTFT), so their lengths compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gputui.live import LiveView
+from gputui.ui.render import format as fmt
+from gputui.ui.render.spans import Line
+
+PARTS = ("network", "queue", "prefill", "client")
+GLYPHS = {"network": "░", "queue": "▒", "prefill": "█", "client": "·"}
+ASCII_GLYPHS = {"network": "~", "queue": "=", "prefill": "#", "client": "."}
+ROLES = {"network": "bnet", "queue": "bqueue", "prefill": "bprefill", "client": "bclient"}
+
+
+def decomposition_bar(
+    breakdown: Mapping[str, Any] | None, width: int, scale_s: float, *, ascii: bool = False
+) -> Line:
+    """`width` cells: each part's share of `scale_s`, largest remainder rounding; blank if none."""
+    if not breakdown or width <= 0 or scale_s <= 0:
+        return [(" " * max(width, 0), "")]
+    glyphs = ASCII_GLYPHS if ascii else GLYPHS
+    seconds = {p: max(float(breakdown.get(f"{p}_s") or 0.0), 0.0) for p in PARTS}
+    total = sum(seconds.values())
+    cells = min(width, max(1, round(width * total / scale_s))) if total > 0 else 0
+    exact = {p: cells * v / total for p, v in seconds.items()} if total > 0 else {}
+    counts = {p: int(x) for p, x in exact.items()}
+    by_rest = sorted(exact, key=lambda p: exact[p] - counts[p], reverse=True)
+    for p in by_rest[: cells - sum(counts.values())]:
+        counts[p] += 1
+    line: Line = [(glyphs[p] * counts[p], ROLES[p]) for p in PARTS if counts.get(p)]
+    line.append((" " * (width - cells), ""))
+    return line
+
+
+def legend(*, ascii: bool = False, short: bool = False) -> Line:
+    """The bar's key: '░net ▒queue █prefill ·client' (short: '░n ▒q █p ·c')."""
+    glyphs = ASCII_GLYPHS if ascii else GLYPHS
+    names = {"network": "net", "queue": "queue", "prefill": "prefill", "client": "client"}
+    line: Line = []
+    for p in PARTS:
+        line += [(glyphs[p], ROLES[p]), ((names[p][0] if short else names[p]) + " ", "label")]
+    return line
+
+
+SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
+SHORT |= {"server-overhead": "srv-overhead"}
+"""Verdict names in a narrow steps table (the help screen spells them out)."""
+
+
+def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str, str]:
+    """The verdict and its role: 'SUSPECT' marks a client-bound step, 'THROTTLED' a throttled one.
+
+    Either flag means the step's figures are not the server's alone, so both read in monochrome
+    (upper case) and in colour (crit, warn). `short` abbreviates the long names (`SHORT`).
+    """
+    verdict = diagnosis.get("bottleneck")
+    if not isinstance(verdict, Mapping):
+        return "-", "dim"
+    name = str(verdict.get("verdict", "-"))
+    suspect = bool(verdict.get("suspect")) or name == "client"
+    throttled = bool(verdict.get("throttled")) or name == "throttled"
+    flags = (" SUSPECT" if suspect else "") + (
+        " THROTTLED" if throttled and name != "throttled" else ""
+    )
+    role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
+    return (SHORT.get(name, name) if short else name) + flags, role
+
+
+def knee_label(view: LiveView) -> str:
+    """The knee mark's text: 'knee 32 · queue', the verdict of the first step past the knee."""
+    knee = view.knee
+    if knee is None:
+        return ""
+    past = sorted(
+        (s for s in view.steps if s.mode == knee.mode and s.level > knee.level),
+        key=lambda s: s.level,
+    )
+    verdicts = [v for s in past if isinstance(v := view.diagnosis(s).get("bottleneck"), Mapping)]
+    tail = f" · {verdicts[0]['verdict']}" if verdicts else ""
+    return f"knee {knee.level:g}{tail}"
+
+
+def step_bar_line(
+    label: str, breakdown: Mapping[str, Any], width: int, *, ascii: bool = False
+) -> Line:
+    """'step 8 mean TTFT 939ms ▒▒▒▒██· ▒queue 669ms █prefill 251ms ░net 2ms ·client 18ms'."""
+    glyphs = ASCII_GLYPHS if ascii else GLYPHS
+    ttft = float(breakdown["ttft_s"])
+    bar_w = max(min(24, width // 4), 8)
+    line: Line = [(f"{label} ", "label"), (f"mean TTFT {fmt.duration(ttft)} ", "")]
+    line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
+    for p in ("queue", "prefill", "network", "client"):
+        value = float(breakdown.get(f"{p}_s") or 0.0)
+        name = "net" if p == "network" else p
+        line += [(f" {glyphs[p]}", ROLES[p]), (f"{name} {fmt.duration(value)}", "dim")]
+    return line

@@ -1,0 +1,94 @@
+"""Issue 18 in the TUI: the verdict event rule, the decomposition bar, the verdicts in the table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputui.events import verdict_event
+from gputui.metrics.bottleneck import VERDICTS
+from gputui.metrics.ttft_breakdown import ttft_breakdown
+from gputui.ui.render.breakdown import bound_by, decomposition_bar, knee_label
+from gputui.ui.render.format import duration
+from gputui.ui.render.spans import texts
+from gputui.ui.render.tables import steps_lines
+from gputui.ui.screens.help import DIAGNOSIS
+from tests.support.steps import make_step
+from tests.ui.conftest import DIAG_FIXTURE, replay_views
+
+
+def _verdict(name: str, **flags: bool) -> dict[str, Any]:
+    return {"verdict": name, "evidence": [], "suspect": False, "throttled": False, **flags}
+
+
+def test_a_verdict_event_only_when_it_changes() -> None:
+    step = make_step(32, index=3)
+    assert verdict_event(step, _verdict("none"), None) is None  # nothing bounds it yet
+    assert verdict_event(step, _verdict("queue"), "queue") is None
+    assert verdict_event(step, _verdict("queue"), "decode-bandwidth") == (
+        "info",
+        "step 4 (32): bound by queue (was decode-bandwidth)",
+    )
+    assert verdict_event(step, _verdict("decode-bandwidth"), None) == (
+        "info",
+        "step 4 (32): bound by decode-bandwidth",
+    )
+    kind, text = verdict_event(step, _verdict("queue", suspect=True), "none") or ("", "")
+    assert kind == "info" and text.endswith("[suspect: client-bound]")
+    assert verdict_event(step, _verdict("throttled", throttled=True), "queue") == (
+        "warning",
+        "step 4 (32): bound by throttled (was queue)",
+    )
+
+
+def test_the_bar_splits_the_ttft_by_part_with_distinct_glyphs() -> None:
+    # TTFT 620 ms = network 3 + queue 410 + prefill 180 + client 27 (the issue's example).
+    b = ttft_breakdown(0.620, 0.003, 0.410, 0.180)
+    line = decomposition_bar(b, 31, 0.620)
+    assert "".join(t for t, _ in line) == "▒" * 21 + "█" * 9 + "·"  # 3 ms: under half a cell
+    assert [r for t, r in line if t.strip()] == ["bqueue", "bprefill", "bclient"]
+    # Half the scale: half the cells, the rest blank; ASCII glyphs for --ascii.
+    half = decomposition_bar(b, 20, 1.24, ascii=True)
+    assert "".join(t for t, _ in half) == "=" * 7 + "###" + " " * 10
+    assert "".join(t for t, _ in decomposition_bar(None, 5, 1.0)) == "     "
+
+
+def test_bound_by_marks_suspect_and_throttled_steps() -> None:
+    assert bound_by({"bottleneck": _verdict("client", suspect=True)}) == ("client SUSPECT", "crit")
+    assert bound_by({"bottleneck": _verdict("queue", throttled=True)}) == (
+        "queue THROTTLED",
+        "warn",
+    )
+    assert bound_by({"bottleneck": _verdict("throttled", throttled=True)}) == ("throttled", "warn")
+    assert bound_by({}) == ("-", "dim")
+
+
+def test_the_help_explains_every_verdict_once() -> None:
+    names = [name for name, _ in DIAGNOSIS]
+    assert names[: len(VERDICTS)] == list(VERDICTS)
+    assert dict(DIAGNOSIS[: len(VERDICTS)]) == VERDICTS
+
+
+def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
+    view = replay_views(DIAG_FIXTURE)[-1]
+    assert view.diagnoses and view.knee is not None
+    lines = texts(steps_lines(view, 150, 12))
+    assert "bound by" in lines[0] and "░n ▒q █p ·c" in lines[0]  # a 20-cell bar: the short key
+    assert "░net ▒queue █prefill ·client" in texts(steps_lines(view, 200, 12))[0]
+    rows = lines[1 : 1 + len(view.steps)]
+    for step, row in zip(view.steps, rows, strict=True):
+        verdict = view.diagnosis(step)["bottleneck"]["verdict"]
+        assert f"  {verdict}" in row, row
+        assert "█" in row  # every step has a prefill part
+    past = next(s for s in view.steps if s.level > view.knee.level)
+    first_past = view.diagnosis(past)["bottleneck"]["verdict"]
+    assert knee_label(view) == f"knee {view.knee.level:g} · {first_past}"
+    assert view.knee_explanation is not None
+    knee_line = next(line for line in lines if line.startswith("┊ knee at"))
+    assert knee_line.startswith(f"┊ knee at {view.knee.level:g}: bound by {first_past}")
+    # Too narrow for a bar per row: the newest step's bar under the rows, its parts in ms.
+    narrow = texts(steps_lines(view, 78, 12))
+    assert all("█" not in row for row in narrow[1 : 1 + len(view.steps)])
+    newest = view.diagnosis(view.steps[-1])["ttft_breakdown"]
+    bar_line = narrow[1 + len(view.steps)]
+    assert bar_line.startswith(f"step {len(view.steps)} mean TTFT {duration(newest['ttft_s'])} ▒")
+    assert f"▒queue {duration(newest['queue_s'])}" in bar_line

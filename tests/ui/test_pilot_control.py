@@ -1,0 +1,124 @@
+"""Pilot tests of issue 16's keys: `h` holds, `a` runs the auto sweep; load keys end both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import gputui.session
+from gputui.engine.client import ClientConfig
+from gputui.engine.load import RequestShape
+from gputui.engine.process import EngineConfig
+from gputui.engine.target import parse_target
+from gputui.live import LiveController, LiveSettings
+from gputui.metrics.sla import Sla
+from gputui.metrics.window import RollingWindow
+from gputui.session import StatsFrame
+from gputui.sim.runner import SimProcess
+from gputui.ui.app import AppOptions, make_app
+from gputui.ui.widgets.live_panels import SessionHeader
+from tests.ui.conftest import replay_app, wait_for
+
+_NO_FRAME = StatsFrame(
+    seq=0,
+    mode="concurrency",
+    level=0.0,
+    step_index=-1,
+    step_elapsed_s=0.0,
+    in_warmup=False,
+    in_flight=0,
+    paused=False,
+    window=RollingWindow(1.0).stats(1),
+    client_cpu_percent=0.0,
+    loop_lag_max_ms=0.0,
+    rtt_last_s=None,
+    steps_finished=0,
+)
+
+
+def _frame(controller: LiveController) -> StatsFrame:
+    """The latest frame (before the first one: a frame of nothing, level 0)."""
+    frame = controller.view().frame
+    return frame if frame is not None else _NO_FRAME
+
+
+def _controller(url: str, folder: Path) -> LiveController:
+    settings = LiveSettings(
+        engine=EngineConfig(
+            client=ClientConfig(target=parse_target(url), model="sim"),
+            shape=RequestShape(16, 8),
+            probe_path="/health",
+        ),
+        sla=Sla(5.0, 0.5, 0.5),  # lenient: the fixed sim passes, so the ramp goes on
+        warmup_s=0.2,
+        window_s=5.0,
+        snapshot_dir=folder,
+        journal=False,
+        target_precision=0.1,
+    )
+    return LiveController(settings)
+
+
+async def test_auto_sweep_fills_the_chart_and_a_load_key_takes_control_back(
+    fixed_sim: SimProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gputui.session, "_AUTO_STEP_S", 0.6)
+    controller = _controller(fixed_sim.url, tmp_path)
+    app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
+    app.animation_level = "none"
+    controller.start()
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = controller.view
+            await wait_for(pilot, lambda: _frame(controller).level == 1)
+            await pilot.press("plus")
+            await wait_for(pilot, lambda: _frame(controller).level == 2)
+
+            await pilot.press("a")  # the auto sweep, from 2
+            assert controller.control == "auto" and view().control == "auto"
+            # It ramps 2, 4, 8 ... by itself; each finished step is a point on the chart.
+            await wait_for(pilot, lambda: {2, 4} <= {s.level for s in view().steps})
+            shown = view()
+            assert shown.frame is not None and shown.frame.step_phase == "auto"
+            assert shown.level == shown.frame.level  # the header follows the sweep
+            header = app.screen.query_one(SessionHeader)
+            await wait_for(pilot, lambda: "AUTO" in header.render_line(0).text)
+
+            await pilot.press("plus")  # a load key: the operator has the load again
+            assert controller.control == "operator"
+            reached = view().level / 2
+            assert reached >= 4  # stepped up from where the sweep had got to, not from 2
+            await wait_for(pilot, lambda: _frame(controller).level == reached * 2)
+            await pilot.pause(0.8)
+            frame = view().frame
+            assert frame is not None
+            assert frame.level == reached * 2 and frame.step_phase != "auto"  # it stopped
+
+            await pilot.press("h")  # hold this level
+            assert controller.control == "holding"
+            await wait_for(pilot, lambda: _frame(controller).step_phase == "holding")
+            await wait_for(pilot, lambda: _frame(controller).measured_n > 0)
+            await pilot.press("minus")
+            assert controller.control == "operator"
+            await wait_for(pilot, lambda: _frame(controller).level == reached)
+    finally:
+        controller.stop(save=False)
+
+
+async def test_hold_and_auto_keys_reach_the_source_and_load_keys_end_them() -> None:
+    app, source = replay_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("a")
+        assert source.view().control == "auto"
+        header = app.screen.query_one(SessionHeader)
+        await wait_for(pilot, lambda: header.view is not None and header.view.control == "auto")
+        assert "AUTO" in header.render_line(0).text
+        await pilot.press("space")
+        assert source.view().control == "operator"
+        await pilot.press("h")
+        assert source.view().control == "holding"
+        await wait_for(pilot, lambda: "HOLD" in header.render_line(0).text)
+        await pilot.press("r")
+        assert source.view().control == "operator"
+        assert source.calls == ["start_auto", "toggle_pause", "hold_until_precise", "toggle_mode"]
