@@ -2,7 +2,8 @@
 
 The simulator runs in its own process on 127.0.0.1 (an ephemeral port), so a fresh machine without
 a GPU gets the whole experience: the live TUI on it (every `gputui tui` flag but --url), or with
---concurrency LEVELS (or --headless) the scripted headless sweep that finds the knee.
+--concurrency LEVELS (or --headless) the scripted headless sweep that finds the knee. The
+conversation and trace flags (`workloads.sources`) work in both.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from gputui.sim.device import ModelDoesNotFit
     from gputui.sim.gpu_profile import GpuProfileSpec
     from gputui.sim.runner import start_background
+    from gputui.workloads.sources import source_argv
 
     spec = GpuProfileSpec(gpu=args.gpu, model=args.model, precision=args.precision)
     try:
@@ -55,12 +57,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 sim.url,
                 "--model",
                 spec.served_model_name or args.model,
-                "--concurrency",
-                args.concurrency or "1,2,4,8,16,32,64",
-                "--step-seconds",
-                args.step_seconds,
-                "--warmup-seconds",
-                str(2.0 if args.warmup_seconds is None else args.warmup_seconds),
+                *_load_argv(args),
                 "--input-tokens",
                 str(args.input_tokens or 512),
                 "--output-tokens",
@@ -76,6 +73,18 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 "--precision",
                 args.precision,
                 *(["--price-per-hour", str(args.price_per_hour)] if args.price_per_hour else []),
+                *source_argv(args),
             ]
         )
         return run_command(run_args, parser)
+
+
+def _load_argv(args: argparse.Namespace) -> list[str]:
+    """The headless sweep's load: the demo's ramp, or what --sessions or --trace implies."""
+    if args.trace is not None:  # one step as long as the trace, every request counted
+        return []
+    argv = ["--step-seconds", args.step_seconds]
+    argv += ["--warmup-seconds", str(2.0 if args.warmup_seconds is None else args.warmup_seconds)]
+    if args.concurrency or args.sessions is None:
+        argv += ["--concurrency", args.concurrency or "1,2,4,8,16,32,64"]
+    return argv

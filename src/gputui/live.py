@@ -38,9 +38,11 @@ from gputui.view import EventKind as EventKind
 from gputui.view import LiveEvent as LiveEvent
 from gputui.view import LiveView as LiveView
 from gputui.view import ViewInputs, build_view
+from gputui.workloads.live_progress import WorkloadProgress, workload_progress
 
 _RETRY_S = 2.0
 _HISTORY = 240
+_PROGRESS_NS = 1_000_000_000
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
 
 
@@ -88,6 +90,10 @@ class LiveController:
         self._error_rate: deque[float] = deque(maxlen=_HISTORY)
         self._cpu_mark = (time.process_time(), time.perf_counter())
         self._ui_cpu: float | None = None
+        self._progress: WorkloadProgress | None = (
+            workload_progress(settings.source, (), 0) if settings.source is not None else None
+        )  # from the first view on, so the workload panel is laid out from the start
+        self._progress_ns = 0
         self._control = "operator"
         self._job_seen = False
         """Frames of the hold or the auto sweep have been seen (its end: a frame without it)."""
@@ -324,6 +330,7 @@ class LiveController:
             self._last_saved,
             self._stopped,
             int(self._elapsed_s()),
+            self._progress,
         )
         if self._view is not None and key == self._view_key:
             return self._view
@@ -356,6 +363,7 @@ class LiveController:
                 last_saved=self._last_saved,
                 journal_path=self._session.journal_path,
                 stopped=self._stopped,
+                workload=self._progress,
                 control=self._control,
                 target_precision=self.settings.target_precision,
             )
@@ -400,6 +408,16 @@ class LiveController:
                     self._mode, self._level = frame.mode, frame.level
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
+        self._update_progress()
+
+    def _update_progress(self) -> None:
+        """Once a second, the conversations' or replay's live account (the workload panel)."""
+        plan = self.settings.source
+        now = time.perf_counter_ns()
+        if plan is None or now - self._progress_ns < _PROGRESS_NS:
+            return
+        self._progress_ns = now
+        self._progress = workload_progress(plan, self._session.all_records(), now)
 
     def _track_cpu(self) -> None:
         """The UI process's CPU over the last second."""
@@ -461,7 +479,14 @@ class LiveController:
     ) -> Path:
         path = session_file(self.settings.snapshot_dir, label)
         info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
-        save_session(self._session, info, self._telemetry, path)
+        plan = self.settings.source
+        save_session(
+            self._session,
+            info,
+            self._telemetry,
+            path,
+            finish=(lambda s: plan.finish(s, self._session.all_records())) if plan else None,
+        )
         self._last_saved = path
         self._event("info", f"saved {path.name}")
         return path

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig
 from gputui.metrics.sla import Sla
+
+if TYPE_CHECKING:
+    from gputui.workloads.sources import SourcePlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,9 @@ class LiveSettings:
     price_per_hour: float | None = None
     precision: str | None = None
     """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
+    source: SourcePlan | None = None
+    """Conversations, a trace replay or a dataset order (`workloads.sources`): what its live
+    panel shows and the keys its snapshot adds."""
     metrics_url: str | None = None
     """The server's /metrics, whose latency histograms the step diagnosis reads (issue 18)."""
     target_precision: float = 0.05

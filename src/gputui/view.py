@@ -30,6 +30,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import StatsFrame
 from gputui.telemetry.sampler import TelemetryFrame, Traces
+from gputui.workloads.live_progress import WorkloadProgress
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,8 @@ class LiveView:
     label: str | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    workload: WorkloadProgress | None = None
+    """Conversations or a trace replay: their live account (the workload panel)."""
     control: str = "operator"
     """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
     target_precision: float = DEFAULT_TARGET_PRECISION
@@ -117,6 +120,7 @@ class ViewInputs:
     last_saved: Path | None = None
     journal_path: Path | None = None
     stopped: bool = False
+    workload: WorkloadProgress | None = None
     diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     control: str = "operator"
     target_precision: float = DEFAULT_TARGET_PRECISION
@@ -157,6 +161,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
         label=inputs.label,
         journal_path=inputs.journal_path,
         stopped=inputs.stopped,
+        workload=inputs.workload,
         diagnoses=inputs.diagnoses,
         knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
         control=inputs.control,

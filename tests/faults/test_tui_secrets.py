@@ -48,7 +48,7 @@ def test_the_key_is_in_no_file_and_not_on_screen(tmp_path: Path) -> None:
         wait_for(journal.read_bytes, lambda b: b'"kind":"step"' in b, 10)
         journalled = journal.read_bytes()
         tui.keys("?")
-        screens.append(tui.wait(lambda s: "open / close this help" in s))
+        screens.append(tui.wait(lambda s: "live serving-load experiments" in s))
         tui.keys("Escape")
         tui.wait(lambda s: "in flight" in s)
         tui.keys("o")

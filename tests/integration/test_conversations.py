@@ -42,9 +42,9 @@ def counters(url: str) -> dict[str, float]:
 
 
 async def talk(
-    url: str, workload: ConversationWorkload, *, mode: LoadMode, level: float
+    url: str, workload: ConversationWorkload, *, mode: LoadMode, level: float, until: int = USERS
 ) -> list[RequestRecord]:
-    """Run until USERS conversations finished all turns (bounded in time), then stop."""
+    """Run until `until` conversations finished all turns (bounded in time), then stop."""
     records: list[RequestRecord] = []
     client = StreamingClient(
         ClientConfig(
@@ -58,7 +58,7 @@ async def talk(
     load.set_load(mode, level, 0)
     deadline = time.perf_counter() + 60
     while time.perf_counter() < deadline:
-        if sum(1 for r in records if r.turn == TURNS and r.ok) >= USERS:
+        if sum(1 for r in records if r.turn == TURNS and r.ok) >= until:
             break
         await asyncio.sleep(0.05)
     load.set_load(mode, 0, 1)  # no new conversation; those under way finish every turn
@@ -76,7 +76,12 @@ def complete(records: list[RequestRecord]) -> dict[int, list[RequestRecord]]:
 
 
 def run_once(
-    *, caching: bool, mode: LoadMode = "concurrency", level: float = USERS
+    *,
+    caching: bool,
+    mode: LoadMode = "concurrency",
+    level: float = USERS,
+    max_active: int | None = None,
+    until: int = USERS,
 ) -> tuple[list[RequestRecord], dict[str, float]]:
     spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b", prefix_caching=caching)
     with start_background(spec) as sim:
@@ -87,8 +92,8 @@ def run_once(
             endpoint="chat",
             backend="gputui-sim",
         )
-        workload = ConversationWorkload(prepared.spec, TURNS)
-        records = asyncio.run(talk(sim.url, workload, mode=mode, level=level))
+        workload = ConversationWorkload(prepared.spec, TURNS, max_active=max_active)
+        records = asyncio.run(talk(sim.url, workload, mode=mode, level=level, until=until))
         return records, counters(sim.url)
 
 
@@ -160,3 +165,21 @@ def test_open_loop_conversations_start_at_a_rate() -> None:
     starts = sorted(t[0].sent_ns for t in talks.values())[:USERS]
     rate = (len(starts) - 1) / ((starts[-1] - starts[0]) / 1e9)
     assert 6.0 < rate < 10.0, rate  # constant arrivals at 8/s
+
+
+def test_open_loop_sessions_cap_the_conversations_under_way() -> None:
+    """`--sessions 4 --rate 40`: 40 new conversations a second, never more than 4 at once."""
+    cap = 4
+    records, _ = run_once(caching=True, mode="rate", level=40.0, max_active=cap, until=2 * cap)
+    talks = complete(records)
+    assert len(talks) >= 2 * cap
+    spans = [(t[0].sent_ns, t[-1].end_ns) for t in talks.values()]
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    under_way = peak = 0
+    for _, change in edges:
+        under_way += change
+        peak = max(peak, under_way)
+    assert peak == cap  # the cap is reached and held, not exceeded
+    # later arrivals waited for a free slot: their scheduled time is kept, so the wait is seen
+    waits = sorted((t[0].sent_ns - (t[0].queued_ns or t[0].sent_ns)) / 1e9 for t in talks.values())
+    assert waits[0] < 0.05 and waits[-1] > 0.5, waits

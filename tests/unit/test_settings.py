@@ -32,6 +32,12 @@ BAD = [
     ("--price-per-hour", "inf"),
     ("--endpoint", "embeddings"),
     ("--gpu-telemetry", "cuda"),
+    ("--sessions", "0"),
+    ("--turns", "x"),
+    ("--time-scale", "0"),
+    ("--time-scale", "nan"),
+    ("--trace-format", "parquet"),
+    ("--dataset-order", "random"),
 ]
 
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 from pathlib import Path
 
 import pytest
 
 from gputui.engine.workload import SourceExhausted
 from gputui.errors import UsageError
+from gputui.workloads.conversations import ConversationWorkload
+from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prompts import WORDS, make_plan
-from gputui.workloads.replay import TraceWorkload
+from gputui.workloads.replay import GC_FORCE_FACTOR, GC_GAP_NS, TraceWorkload, _collect_if_due
 from gputui.workloads.source import PreparedWorkload
-from gputui.workloads.sources import add_workload_source_arguments, plan_workload_source
+from gputui.workloads.sources import (
+    add_workload_source_arguments,
+    plan_workload_source,
+    source_argv,
+)
 from gputui.workloads.traces import TraceError, detect_format, load_trace, parse_window
 
 EXAMPLES = Path(__file__).parents[2] / "scenarios" / "traces"
@@ -192,3 +200,45 @@ def test_sessions_set_the_users_and_conflict_with_a_trace() -> None:
         plan_workload_source(run_args("--sessions", "2", "--trace", "x.csv"))
     with pytest.raises(UsageError, match="need --trace"):
         plan_workload_source(run_args("--time-scale", "2"))
+
+
+def test_sessions_with_a_rate_cap_the_open_loop() -> None:
+    args = run_args("--sessions", "8", "--turns", "3")
+    args.rate = [2.0]
+    plan = plan_workload_source(args)
+    assert args.rate == [2.0] and args.concurrency is None  # the rate stays the load
+    lengths = FixedDist(tokens=64)
+    base = dataclasses.replace(plan_workload(), input=lengths, output=lengths)
+    workload = plan.engine_workload(base)
+    assert isinstance(workload, ConversationWorkload)
+    assert (workload.turns, workload.max_active) == (3, 8)
+
+
+def test_source_argv_gives_the_flags_back() -> None:
+    args = run_args("--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle")
+    argv = source_argv(args)
+    assert argv == ["--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle"]
+    again = run_args(*argv)
+    assert source_argv(again) == argv
+
+
+def test_the_replay_collects_garbage_only_in_gaps_or_when_it_piles_up() -> None:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        threshold = gc.get_threshold()[0]
+        junk: list[list[int]] = [[] for _ in range(threshold + 10)]  # tracked, past the threshold
+        before = gc.get_count()[0]
+        assert before >= threshold
+        _collect_if_due(GC_GAP_NS // 2)  # the next arrival is close: leave it
+        assert gc.get_count()[0] >= before
+        _collect_if_due(GC_GAP_NS)  # a gap: collect the young generation now
+        assert gc.get_count()[0] < threshold
+        junk += [[] for _ in range(GC_FORCE_FACTOR * threshold)]
+        _collect_if_due(0)  # no gap, but too much piled up: collect anyway
+        assert gc.get_count()[0] < threshold
+    finally:
+        if was:
+            gc.enable()
+    assert junk

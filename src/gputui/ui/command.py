@@ -43,6 +43,7 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
         add_workload_arguments,
     )
     from gputui.telemetry.setup import add_telemetry_arguments
+    from gputui.workloads.sources import add_workload_source_arguments
 
     add_target_arguments(parser, url=not demo)
     add_telemetry_arguments(parser)
@@ -68,6 +69,7 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
     add_client_arguments(parser)
     add_record_arguments(parser, precision=not demo)
     add_precision_arguments(parser)
+    add_workload_source_arguments(parser)
     out = parser.add_argument_group("display")
     out.add_argument("--no-color", action="store_true", help="monochrome")
     out.add_argument("--ascii", action="store_true", help="ASCII charts and borders")
@@ -143,6 +145,30 @@ def _prepared_workload(
     return prepared.spec
 
 
+def _fixed_workload(target: Any, model: str, values: dict[str, Any], backend: str | None) -> Any:
+    """The fixed lengths as a token-exact workload: conversations and replays write prompts."""
+    from gputui.workloads.distributions import FixedDist
+    from gputui.workloads.prepare import prepare_workload
+    from gputui.workloads.scenario import WorkloadConfig
+
+    config = WorkloadConfig(
+        input=FixedDist(tokens=values["input_tokens"]),
+        output=FixedDist(tokens=values["output_tokens"]),
+        ignore_eos=values["ignore_eos"],
+    )
+    prepared = prepare_workload(
+        config,
+        target=target,
+        model=model,
+        endpoint=values["endpoint"],
+        api_key=os.environ.get(values["api_key_env"]) or None,
+        backend=backend,
+    )
+    if not prepared.exact:
+        sys.stderr.write(f"gputui: prompt lengths: {prepared.method}\n")
+    return prepared.spec
+
+
 def live_controller(
     args: argparse.Namespace,
     *,
@@ -159,7 +185,9 @@ def live_controller(
     from gputui.live import LiveController, LiveSettings
     from gputui.metrics.sla import Sla
     from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
+    from gputui.workloads.sources import tui_source_plan
 
+    source = tui_source_plan(args)
     values = resolve(args)
     target = parse_target(url or args.url)
     model = model or args.model
@@ -169,6 +197,14 @@ def live_controller(
         api_key = os.environ.get(values["api_key_env"]) or None
         model = preflight(target, None, api_key=api_key, timeout_s=values["connect_timeout"]).model
     workload = _prepared_workload(args, target, model, values)
+    driven = source.trace is not None or source.conversations or source.dataset_order != "sample"
+    if driven:
+        base = (
+            workload
+            if workload is not None
+            else _fixed_workload(target, model, values, "gputui-sim" if simulated else None)
+        )
+        workload = source.engine_workload(base)
     extra_body: dict[str, Any] = {"ignore_eos": True} if values["ignore_eos"] else {}
     settings = LiveSettings(
         engine=EngineConfig(
@@ -202,6 +238,7 @@ def live_controller(
         ray_address=values["ray"],
         price_per_hour=values["price_per_hour"],
         precision=values["precision"],
+        source=source if driven else None,
     )
     config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)

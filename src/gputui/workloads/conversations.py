@@ -2,8 +2,12 @@
 
 Contract (engine.driven): `ConversationWorkload` is picklable; its source drives the load itself.
 Closed loop (`concurrency` N): N users, each holding one conversation at a time and starting a new
-one when it ends. Open loop (`rate` R): conversations start at R per second on the run's arrival
-process. A conversation has `turns` turns; turn t sends the history (every earlier user message
+one when it ends. Open loop (`rate` R): R new conversations a second start on the run's arrival
+process, each running all its turns; `max_active` (`--sessions N`) caps how many are under way:
+an arrival that finds N talking waits for one to end, as the engine's open loop waits at
+`max_in_flight`, and keeps its scheduled time (turn 1's `queued_ns`), so the client-side queue
+shows in the record instead of silently lowering the rate.
+A conversation has `turns` turns; turn t sends the history (every earlier user message
 and every answer exactly as the server streamed it) plus a new user message, waits for the whole
 answer, thinks for a draw of `think_ms` and sends turn t + 1. A failed turn ends its conversation.
 
@@ -16,6 +20,7 @@ Lengths come from (seed, conversation id, turn), so two runs with one seed send 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -39,6 +44,8 @@ class ConversationWorkload:
     turns: int
     think_ms: LengthDist | None = None
     """Think time between a turn's answer and the next turn, in ms; None: none."""
+    max_active: int | None = None
+    """Open loop: at most this many conversations under way (None: no cap)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.turns < _TURN_KEYS:
@@ -79,6 +86,8 @@ class ConversationSource:
         hi = base.input_bounds()[1]
         self._body = BodyText(base.plan.words, base.seed, base.plan.body_words(hi))
         self._users: set[int] = set()
+        self._active = 0
+        self._ended = asyncio.Event()
 
     def next(self, request_id: int) -> RequestSpec:
         """A one-turn request (a burst on top of the conversations)."""
@@ -94,12 +103,23 @@ class ConversationSource:
             return
         if level <= 0:
             return
+        cap = self._spec.max_active
         next_ns = time.perf_counter_ns()
         while not load.stopping:
             next_ns += load.gap_ns(level)
             if not await load.wait(next_ns - time.perf_counter_ns()):
                 return
+            if cap is not None and not await self._free_slot(load, cap):
+                return
+            self._active += 1
             load.spawn(self._one_conversation(load, next_ns))
+
+    async def _free_slot(self, load: LoadControl, cap: int) -> bool:
+        """Wait until fewer than `cap` conversations are under way; False once stopping."""
+        while self._active >= cap and not load.stopping:
+            self._ended.clear()
+            await self._ended.wait()
+        return not load.stopping
 
     async def _user(self, load: LoadControl, slot: int) -> None:
         try:
@@ -112,7 +132,11 @@ class ConversationSource:
             self._users.discard(slot)
 
     async def _one_conversation(self, load: LoadControl, queued_ns: int) -> None:
-        await self._conversation(load, queued_ns)
+        try:
+            await self._conversation(load, queued_ns)
+        finally:
+            self._active -= 1
+            self._ended.set()
 
     async def _conversation(self, load: LoadControl, queued_ns: int | None) -> bool:
         """Talk for every turn; False when the first turn failed."""

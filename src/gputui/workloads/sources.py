@@ -1,11 +1,13 @@
 """`gputui run`'s conversation, trace and dataset-order flags, and what they add to a run.
 
-Contract: `add_workload_source_arguments(parser)` declares the flags once.
-`plan_workload_source(args)` runs before the scenario fills the other flags: it reads
-`--sessions/--turns/--think-time` (or the scenario's `workload.sessions/turns/think_time`) and
-`--trace` (a malformed trace is a one-line UsageError, exit 2), and fills the load plan a source
-implies when no load flag was given: `--sessions N` is a closed loop of N users; a trace is one
-step as long as the trace, without warm-up (every request counts).
+Contract: `add_workload_source_arguments(parser)` declares the flags once, for `run`, `tui` and
+`demo`. `read_source_plan(args)` reads `--sessions/--turns/--think-time` (or the scenario's
+`workload.sessions/turns/think_time`) and `--trace` (a malformed trace is a one-line UsageError,
+exit 2) before the scenario fills the other flags; `plan_workload_source` (run) and
+`tui_source_plan` (the TUI) then fill the load plan a source implies when no load flag was given:
+`--sessions N` is a closed loop of N users; with `--rate R` (the TUI: `--start-mode rate`), R new
+conversations start a second and N caps how many are under way; a trace is one step as long as
+the trace (the TUI: the load it starts with), without warm-up (every request counts).
 `SourcePlan.engine_workload(spec)` wraps the prepared workload; `SourcePlan.finish(snapshot,
 records)` adds the optional snapshot keys (per step `turns`, `prefix_cache_hit_rate`,
 `conversations`, `dispatch_lateness`; top level `conversations`, `trace`) and `lines(snapshot)`
@@ -38,15 +40,15 @@ from gputui.workloads.traces import TRACE_FORMATS, Trace, TraceFormat, load_trac
 
 
 def add_workload_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """The multi-turn, trace-replay and dataset-order flags of `gputui run`."""
+    """The multi-turn, trace-replay and dataset-order flags of `run`, `tui` and `demo`."""
     group = parser.add_argument_group("conversations, traces and dataset order")
     group.add_argument(
         "--sessions",
         type=positive_int,
         default=None,
         metavar="N",
-        help="multi-turn: N simulated users, each holding one conversation (a closed loop of N; "
-        "with --rate, conversations start at that rate instead)",
+        help="multi-turn: N simulated users, each holding one conversation (a closed loop of N); "
+        "with --rate R, R new conversations a second, at most N under way at once",
     )
     group.add_argument(
         "--turns", type=positive_int, default=None, metavar="K", help="turns per conversation"
@@ -111,7 +113,9 @@ class SourcePlan:
             return TraceWorkload(spec, self.trace)
         if self.conversations:
             try:
-                return ConversationWorkload(spec, self.turns, self.think_ms)
+                return ConversationWorkload(
+                    spec, self.turns, self.think_ms, max_active=self.sessions
+                )
             except ValueError as exc:
                 raise UsageError(f"--sessions/--turns: {exc}") from None
         return spec
@@ -210,8 +214,31 @@ def trace_summary(trace: Trace, records: Sequence[RequestRecord]) -> dict[str, A
     }
 
 
-def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
-    """Read the source flags (and scenario keys) and fill the load plan they imply."""
+SOURCE_FLAGS: tuple[str, ...] = (
+    "sessions",
+    "turns",
+    "think_time",
+    "trace",
+    "trace_format",
+    "time_scale",
+    "trace_window",
+    "dataset_order",
+)
+"""The destinations of `add_workload_source_arguments`' flags."""
+
+
+def source_argv(args: argparse.Namespace) -> list[str]:
+    """The source flags given in `args`, as a command line (the demo's headless run)."""
+    argv: list[str] = []
+    for name in SOURCE_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+    return argv
+
+
+def read_source_plan(args: argparse.Namespace) -> SourcePlan:
+    """The source flags (and scenario keys) of any front end, checked; fills no load plan."""
     sessions, turns, think = args.sessions, args.turns, None
     if args.think_time is not None and args.think_time.strip() != "0":
         think = parse_dist(args.think_time, "--think-time")
@@ -222,7 +249,6 @@ def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
         sessions = sessions if sessions is not None else work.sessions
         turns = turns if turns is not None else work.turns
         think = think if think is not None else work.think_time
-    load_given = bool(args.concurrency or args.rate or args.auto or args.validate_rate)
     trace = None
     if args.trace is not None:
         if sessions is not None or (turns or 1) > 1:
@@ -230,25 +256,21 @@ def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
         window = parse_window(args.trace_window) if args.trace_window else None
         fmt: TraceFormat | None = args.trace_format
         trace = load_trace(Path(args.trace), fmt, window=window, time_scale=args.time_scale or 1.0)
-        if (args.workers or 1) > 1:
+        if (getattr(args, "workers", None) or 1) > 1:
             raise UsageError("--trace replays from one engine process: drop --workers")
-        if args.input_tokens is None and args.input_dist is None and args.dataset is None:
+        no_dist = (
+            getattr(args, "input_dist", None) is None and getattr(args, "dataset", None) is None
+        )
+        if args.input_tokens is None and no_dist:
             # The trace gives each length; these nominal ones only calibrate the prompt plan.
             n = len(trace.entries)
             args.input_tokens = max(round(sum(e.input_tokens for e in trace.entries) / n), 1)
-            if args.output_tokens is None and args.output_dist is None:
+            if args.output_tokens is None and getattr(args, "output_dist", None) is None:
                 args.output_tokens = max(round(sum(e.output_tokens for e in trace.entries) / n), 1)
-        if not load_given:
-            duration = trace.duration_s
-            args.rate = [round(len(trace.entries) / duration, 3) if duration > 0 else 1.0]
-        if args.step_seconds is None:
-            args.step_seconds = trace.duration_s + 1.0
-        if args.warmup_seconds is None:
+        if args.warmup_seconds is None:  # every request of a replay counts
             args.warmup_seconds = 0.0
     elif args.trace_format or args.time_scale or args.trace_window:
         raise UsageError("--trace-format, --time-scale and --trace-window need --trace")
-    elif sessions is not None and not load_given:
-        args.concurrency = [sessions]
     return SourcePlan(
         turns=turns or 1,
         sessions=sessions,
@@ -256,6 +278,39 @@ def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
         trace=trace,
         dataset_order=args.dataset_order or "sample",
     )
+
+
+def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
+    """`gputui run`: read the source flags and fill the load plan they imply."""
+    plan = read_source_plan(args)
+    load_given = bool(args.concurrency or args.rate or args.auto or args.validate_rate)
+    trace = plan.trace
+    if trace is not None:
+        if not load_given:
+            duration = trace.duration_s
+            args.rate = [round(len(trace.entries) / duration, 3) if duration > 0 else 1.0]
+        if args.step_seconds is None:
+            args.step_seconds = trace.duration_s + 1.0
+    elif plan.sessions is not None and not load_given:
+        args.concurrency = [plan.sessions]
+    return plan
+
+
+def tui_source_plan(args: argparse.Namespace) -> SourcePlan:
+    """`gputui tui` and `demo`: read the source flags and fill the starting load they imply.
+
+    A trace starts in open loop (the replay keeps its own clock whatever the level); `--sessions
+    N` starts N users in closed loop unless `--start-mode rate` asks for conversations at a rate.
+    """
+    plan = read_source_plan(args)
+    if plan.trace is not None:
+        args.start_mode = "rate"
+        if args.start_level is None:
+            duration = plan.trace.duration_s
+            args.start_level = round(len(plan.trace.entries) / duration, 3) if duration else 1.0
+    elif plan.sessions is not None and args.start_level is None and args.start_mode != "rate":
+        args.start_mode, args.start_level = "concurrency", float(plan.sessions)
+    return plan
 
 
 def _ms(seconds: float | None) -> str:

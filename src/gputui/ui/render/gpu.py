@@ -1,7 +1,9 @@
 """The GPU panel: per-GPU traces and VRAM, then the server's KV cache and queue.
 
 Per GPU: temperature, SM clock and power traces, utilisation, throttle reasons and a VRAM bar; then
-the server's KV-cache gauge with running, waiting and preempted requests.
+the server's KV-cache gauge with running, waiting and preempted requests, and, when /metrics
+counts speculative decoding, its acceptance rate: over the recent scrapes (the counters' growth
+across the trace history), else the server's cumulative or gauge figure, labelled as such.
 
 With room, each GPU gets a block of six lines; without, one line each. A missing source shows its
 state ("n/a: NVML: not found"), never a guess.
@@ -13,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from gputui.live import LiveView
 from gputui.telemetry.samples import GpuSample, ServerSample
+from gputui.telemetry.spec_decode import run_spec_decode
 from gputui.ui.render import format as fmt
 from gputui.ui.render.bars import gauge, level_role
 from gputui.ui.render.spans import Line, fit
@@ -119,7 +122,31 @@ def _gpu_line(sample: GpuSample, width: int, ascii: bool) -> Line:
     return line + rest
 
 
-def _server_lines(server: ServerSample | None, width: int, ascii: bool, state: str) -> list[Line]:
+def _spec_line(server: ServerSample, history: Sequence[ServerSample]) -> Line | None:
+    """Speculative decoding's acceptance, when the server reports it."""
+    if server.spec_accept_rate is None and server.spec_draft_tokens_total is None:
+        return None
+    spec = run_spec_decode(history) if history else None
+    recent = spec is not None and spec.get("draft_tokens") is not None
+    rate = spec["acceptance_rate"] if recent and spec else server.spec_accept_rate
+    length = spec["mean_accepted_length"] if recent and spec else server.spec_accept_length
+    if rate is None:
+        return None
+    line: Line = [("spec  ", "label"), (f"accept {fmt.percent(rate, 1)}", "accent")]
+    if length is not None:
+        line.append((f"  {length:.2f} tok/step", ""))
+    if not recent and server.spec_draft_tokens_total is not None:
+        line.append(("  since server start", "dim"))
+    return line
+
+
+def _server_lines(
+    server: ServerSample | None,
+    width: int,
+    ascii: bool,
+    state: str,
+    history: Sequence[ServerSample] = (),
+) -> list[Line]:
     if server is None:
         return [[("KV    ", "label"), (f"n/a: {state}", "dim")]]
     usage = server.kv_cache_usage
@@ -134,7 +161,8 @@ def _server_lines(server: ServerSample | None, width: int, ascii: bool, state: s
         counts[2] = (counts[2][0], "")
     if not server.preemptions_total:
         counts[3] = (counts[3][0], "")
-    return [kv, counts]
+    spec = _spec_line(server, history)
+    return [kv, counts] if spec is None else [kv, counts, spec]
 
 
 def _state(view: LiveView, kind: str) -> str:
@@ -151,7 +179,8 @@ def gpu_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -
     telemetry = view.telemetry
     gpus = telemetry.gpus if telemetry is not None else ()
     server = telemetry.server if telemetry is not None else None
-    tail = _server_lines(server, width, ascii, _state(view, "server"))
+    server_history = view.traces.server if view.traces is not None else ()
+    tail = _server_lines(server, width, ascii, _state(view, "server"), server_history)
     lines: list[Line] = []
     if not gpus:
         lines.append([("GPU   ", "label"), (f"n/a: {_state(view, 'gpu')}", "dim")])

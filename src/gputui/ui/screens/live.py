@@ -22,6 +22,7 @@ from gputui.ui.widgets.live_panels import (
     SessionHeader,
     StepsTable,
     SweepChart,
+    WorkloadPanel,
 )
 from gputui.ui.widgets.panel import LivePanel
 
@@ -154,6 +155,7 @@ class LiveScreen(Screen[None]):
                 yield SweepChart(id="sweep", ascii=ascii).data_bind(LiveScreen.overlays)
                 with Vertical(id="side"):
                     yield LatencyTable(id="latency", ascii=ascii)
+                    yield WorkloadPanel(id="workload", ascii=ascii)
                     yield EventLog(id="events", ascii=ascii)
             with Horizontal(id="bottom"):
                 yield GpuPanel(id="gpu", ascii=ascii)

@@ -10,6 +10,7 @@ from gputui.ui.render.spans import Line
 from gputui.ui.render.status import events_lines, header_lines
 from gputui.ui.render.sweep import SweepOverlay, sweep_lines
 from gputui.ui.render.tables import latency_lines, steps_lines
+from gputui.ui.render.workload import workload_lines
 from gputui.ui.widgets.panel import LivePanel
 
 
@@ -83,3 +84,27 @@ class EventLog(LivePanel):
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
         """The newest events."""
         return events_lines(view, width, height)
+
+
+class WorkloadPanel(LivePanel):
+    """Conversations by turn (TTFT, prefix-cache hit rate) or a trace replay's clock and lateness.
+
+    Shown only when the session drives conversations or a replay.
+    """
+
+    def data_key(self, view: LiveView) -> object:
+        """Only a new live account changes it."""
+        return view.workload
+
+    def watch_view(self, view: LiveView | None) -> None:
+        """Show the panel only for conversations or a replay, titled after which."""
+        progress = view.workload if view is not None else None
+        self.display = progress is not None
+        if progress is not None:
+            self.border_title = (
+                "Trace replay" if progress.kind == "trace" else "Conversations · by turn"
+            )
+
+    def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
+        """The workload panel."""
+        return workload_lines(view, width, height, ascii=self.ascii)
