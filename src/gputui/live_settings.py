@@ -20,7 +20,8 @@ class LiveSettings:
 
     engine: EngineConfig
     sla: Sla
-    warmup_s: float = 5.0
+    warmup_s: float | None = None
+    """None: each step measures once its load has settled (the Session's steady-state rule)."""
     window_s: float = 30.0
     start_mode: LoadMode = "concurrency"
     start_level: float = 1.0

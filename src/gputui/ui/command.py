@@ -26,7 +26,7 @@ TUI_DEFAULTS: dict[str, Any] = {
     "start_level": 1.0,
     "factor": 2.0,
     "burst_size": 16,
-    "warmup_seconds": 3.0,
+    "warmup_seconds": None,
     "window_seconds": 15.0,
 }
 """The TUI's own flags that may also come from --scenario (the shared ones: `gputui.settings`)."""
@@ -56,7 +56,7 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
         "--warmup-seconds",
         type=non_negative_float,
         default=None,
-        help="excluded from each step (3)",
+        help="excluded from each step (default: until the load has settled)",
     )
     load.add_argument(
         "--window-seconds",
