@@ -292,7 +292,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     printer.summary(snapshot)
     if args.repeats > 1:
         sys.stdout.write("".join(f"{line}\n" for line in spread_lines(repeats.spread())))
-    spec_line = spec_decode_line((snapshot.telemetry or {}).get("spec_decode"))
+    spec = (snapshot.telemetry.model_extra or {}).get("spec_decode") if snapshot.telemetry else None
+    spec_line = spec_decode_line(spec if isinstance(spec, dict) else None)
     sys.stdout.write(f"{spec_line}\n" if spec_line else "")
     sys.stdout.write("".join(f"{line}\n" for line in source.lines(snapshot)))
     sys.stdout.write("".join(f"{line}\n" for line in length_lines(snapshot.workload)))

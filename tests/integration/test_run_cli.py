@@ -240,9 +240,10 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
     assert 3.0 < eight.output_tokens_per_s / one.output_tokens_per_s < 8.0
     # The simulated GPU is seen the way a real node is: through dcgm-exporter's metric names.
     assert snap.hardware is not None
-    assert snap.hardware["gpus"][0]["name"] == "NVIDIA A100 80GB PCIe"
-    assert snap.telemetry is not None
-    temps = [p["temperature_c"] for p in snap.telemetry["gpu"]]
+    assert snap.hardware.gpus is not None
+    assert snap.hardware.gpus[0].name == "NVIDIA A100 80GB PCIe"
+    assert snap.telemetry is not None and snap.telemetry.gpu is not None
+    temps = [p["temperature_c"] for p in snap.telemetry.gpu]
     assert len(temps) >= 3
     assert all(20 < t < 95 for t in temps)
     # The simulator speaks vLLM's metric names, but names itself in /v1/models (engine.backend).

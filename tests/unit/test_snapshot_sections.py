@@ -7,7 +7,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gputui.snapshot.sections import BurstSection, PlanSection, ValidationSection
+from gputui.snapshot.models import Snapshot
+from gputui.snapshot.sections import (
+    BurstSection,
+    HardwareSection,
+    PlanSection,
+    TelemetrySection,
+    ValidationSection,
+)
 from gputui.snapshot.store import load_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +35,10 @@ def test_old_files_load_and_resave_their_sections_unchanged(path: Path) -> None:
             assert again[key] == raw[key], key
     if snap.plan is not None:
         assert isinstance(snap.plan, PlanSection)
+    if "hardware" in raw and raw["hardware"] is not None:
+        assert isinstance(snap.hardware, HardwareSection)
+    if "telemetry" in raw and raw["telemetry"] is not None:
+        assert isinstance(snap.telemetry, TelemetrySection)
 
 
 def test_sections_are_typed_and_keep_unknown_keys() -> None:
@@ -38,3 +49,38 @@ def test_sections_are_typed_and_keep_unknown_keys() -> None:
     assert burst.model_dump() == {"at_s": 30.1, "count": 16, "recovery_s": None}
     with pytest.raises(ValueError, match="count"):
         BurstSection.model_validate({"count": "many"})
+
+
+def test_hardware_and_telemetry_are_typed_with_extras() -> None:
+    raw = orjson.loads(FILES[0].read_bytes())
+    raw["hardware"] = {
+        "gpus": [{"index": 0, "name": "RTX 4090", "memory_total_bytes": 24 * 2**30}],
+        "acceptance": {"verdict": "pass"},
+    }
+    raw["telemetry"] = {"gpu": [{"t_s": 0.5, "index": 0}], "spec_decode": {"drafts": 3}}
+    snap = Snapshot.model_validate(raw)
+    assert snap.hardware is not None and snap.hardware.gpus is not None
+    assert snap.hardware.gpus[0].memory_total_bytes == 24 * 2**30
+    assert (snap.hardware.model_extra or {})["acceptance"] == {"verdict": "pass"}
+    assert snap.telemetry is not None
+    assert (snap.telemetry.model_extra or {})["spec_decode"] == {"drafts": 3}
+    again = snap.model_dump(mode="json")
+    assert (again["hardware"], again["telemetry"]) == (raw["hardware"], raw["telemetry"])
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"),
+    [
+        ("hardware", {"gpus": "RTX"}),
+        ("hardware", {"gpus": [{"name": 5}]}),
+        ("hardware", [1, 2]),
+        ("telemetry", {"gpu": [7]}),
+        ("telemetry", "trace"),
+    ],
+)
+def test_a_malformed_hardware_or_telemetry_section_loads_as_unknown(key: str, bad: object) -> None:
+    raw = orjson.loads(FILES[0].read_bytes())
+    raw[key] = bad
+    snap = Snapshot.model_validate(raw)
+    assert getattr(snap, key) is None
+    assert len(snap.steps) == len(raw["steps"])

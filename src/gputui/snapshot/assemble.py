@@ -151,8 +151,10 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         validation=ValidationSection.model_validate(info.validation)
         if info.validation is not None
         else None,
-        hardware=info.hardware,
-        telemetry=info.telemetry,
+        hardware=None if info.hardware is None else HardwareSection.model_validate(info.hardware),
+        telemetry=None
+        if info.telemetry is None
+        else TelemetrySection.model_validate(info.telemetry),
         bursts=tuple(BurstSection.model_validate(b) for b in info.bursts),
         price_per_hour=info.price_per_hour,
         precision=info.precision,
@@ -193,11 +195,7 @@ def session_snapshot(
     """The snapshot with every section: `hardware` and `telemetry` come from the sampler."""
     if sampler is not None and info.hardware is None:
         hardware, telemetry = sections_from_sampler(sampler, origin_ns=session.started_ns)
-        info = replace(
-            info,  # checked against their types, stored as the JSON they are
-            hardware=HardwareSection.model_validate(hardware).model_dump(mode="json"),
-            telemetry=TelemetrySection.model_validate(telemetry).model_dump(mode="json"),
-        )
+        info = replace(info, hardware=hardware, telemetry=telemetry)
     return build_snapshot(session, info)
 
 

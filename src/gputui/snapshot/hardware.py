@@ -3,11 +3,13 @@
 Contract: `hardware` (GPU identity: `gpus[i].name`, `memory_total_bytes`) and `telemetry` (the
 `gpu` trace: points with `t_s`, `index`, `temperature_c`, `sm_clock_mhz`, `power_w`,
 `memory_used_bytes`, `throttle_reasons`) are written by newer runs only, and by other tools
-perhaps not at all. Every reader here returns None (shown as "unknown" or "n/a") for an absent,
-null or wrongly typed field; nothing raises. "Throttled" means a point under load reported a
-reason that holds clocks down (power cap, HW slowdown, thermal, power brake:
-`telemetry.throttle.THROTTLING_MASK`); idle and application-clock reasons do not count. With
-several GPUs, the peak VRAM is the largest card's peak and the VRAM free the tightest card's.
+perhaps not at all. Both are typed sections (`snapshot.sections`); a malformed one loads as None
+(`Snapshot`'s validator), and the trace points stay plain objects. Every reader here returns None
+(shown as "unknown" or "n/a") for an absent, null or wrongly typed field; nothing raises.
+"Throttled" means a point under load reported a reason that holds clocks down (power cap, HW
+slowdown, thermal, power brake: `telemetry.throttle.THROTTLING_MASK`); idle and
+application-clock reasons do not count. With several GPUs, the peak VRAM is the largest card's
+peak and the VRAM free the tightest card's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gputui.snapshot.models import Snapshot
+from gputui.snapshot.sections import GpuIdentitySection
 from gputui.telemetry.throttle import THROTTLING_MASK, decode
 
 THROTTLING_REASONS: Final = frozenset(decode(THROTTLING_MASK))
@@ -50,31 +53,21 @@ class GpuTrace:
     """By field name in `TRACE_FIELDS`."""
 
 
-def _section(snapshot: Snapshot, name: str) -> Mapping[str, Any] | None:
-    value = getattr(snapshot, name, None)
-    return value if isinstance(value, Mapping) else None
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if value == value else None
 
 
-def _gpus(snapshot: Snapshot) -> list[Mapping[str, Any]]:
-    hardware = _section(snapshot, "hardware")
-    gpus = hardware.get("gpus") if hardware is not None else None
-    if not isinstance(gpus, Sequence) or isinstance(gpus, str):
-        return []
-    return [g for g in gpus if isinstance(g, Mapping)]
+def _gpus(snapshot: Snapshot) -> list[GpuIdentitySection]:
+    hardware = snapshot.hardware
+    return list(hardware.gpus or []) if hardware is not None else []
 
 
 def _points(snapshot: Snapshot) -> list[Mapping[str, Any]]:
-    telemetry = _section(snapshot, "telemetry")
-    points = telemetry.get("gpu") if telemetry is not None else None
-    if not isinstance(points, Sequence) or isinstance(points, str):
-        return []
-    return [p for p in points if isinstance(p, Mapping)]
+    """The GPU trace's points (plain objects, since which fields a point has varies)."""
+    telemetry = snapshot.telemetry
+    return list(telemetry.gpu or []) if telemetry is not None else []
 
 
 def _fallback_name(snapshot: Snapshot) -> str | None:
@@ -94,9 +87,8 @@ def precision_of(snapshot: Snapshot) -> str | None:
     candidates: list[Mapping[str, Any]] = [snapshot.model_extra or {}]
     candidates.append(snapshot.target.model_extra or {})
     candidates.append(snapshot.workload.model_extra or {})
-    hardware = _section(snapshot, "hardware")
-    if hardware is not None:
-        candidates.append(hardware)
+    if snapshot.hardware is not None:
+        candidates.append(snapshot.hardware.model_extra or {})
     for section in candidates:
         for key in ("precision", "dtype"):
             value = section.get(key)
@@ -108,15 +100,12 @@ def precision_of(snapshot: Snapshot) -> str | None:
 def gpu_summary(snapshot: Snapshot) -> GpuSummary:
     """Identity from `hardware`, peaks from the `telemetry` GPU trace."""
     gpus = _gpus(snapshot)
-    names = [g.get("name") for g in gpus]
-    name = next((n for n in names if isinstance(n, str) and n), None) or _fallback_name(snapshot)
+    name = next((g.name for g in gpus if g.name), None) or _fallback_name(snapshot)
     totals: dict[int, float] = {}
     for position, gpu in enumerate(gpus):
-        index = gpu.get("index")
-        total = _number(gpu.get("memory_total_bytes"))
-        if total is not None:
-            totals[index if isinstance(index, int) else position] = total
-    first_total = _number(gpus[0].get("memory_total_bytes")) if gpus else None
+        if gpu.memory_total_bytes is not None:
+            totals[gpu.index if gpu.index is not None else position] = float(gpu.memory_total_bytes)
+    first_total = gpus[0].memory_total_bytes if gpus else None
 
     peak_used: dict[int, float] = {}
     temps: list[float] = []

@@ -13,7 +13,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from gputui import __version__
 from gputui.metrics.capacity import Capacity
@@ -21,7 +30,13 @@ from gputui.metrics.knee import Knee
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepMode, StepResult
 from gputui.metrics.summary import Summary
-from gputui.snapshot.sections import BurstSection, PlanSection, ValidationSection
+from gputui.snapshot.sections import (
+    BurstSection,
+    HardwareSection,
+    PlanSection,
+    TelemetrySection,
+    ValidationSection,
+)
 
 SCHEMA_VERSION: Final = 1
 
@@ -344,9 +359,9 @@ class Snapshot(_Model):
     """The signal or reason that ended an incomplete run."""
     requests_cancelled: NonNegativeInt = 0
     """In-flight requests aborted at the end of an interrupted run (in no step's counts)."""
-    hardware: dict[str, Any] | None = None
+    hardware: HardwareSection | None = None
     """GPU identity (NVML, nvidia-smi or the server's DCGM lines), driver, host; see telemetry."""
-    telemetry: dict[str, Any] | None = None
+    telemetry: TelemetrySection | None = None
     """Downsampled GPU, server and host traces, times in seconds from the run's start."""
     knee: KneeModel | None = None
     knee_reason: str | None = None
@@ -374,6 +389,18 @@ class Snapshot(_Model):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         return float(value) if 0 <= value < float("inf") else None
+
+    @field_validator("hardware", "telemetry", mode="before")
+    @classmethod
+    def _usable_section(cls, value: object, info: ValidationInfo) -> object:
+        """A section another tool wrote malformed loads as unknown (None) instead of failing."""
+        model = HardwareSection if info.field_name == "hardware" else TelemetrySection
+        if value is None or isinstance(value, model):
+            return value
+        try:
+            return model.model_validate(value)
+        except ValidationError:
+            return None
 
     @field_validator("precision", mode="before")
     @classmethod

@@ -3,10 +3,9 @@
 Contract: every field is optional and every model keeps keys it does not know (`extra="allow"`),
 so files written before these types (and by other tools) still load; a model dumps only the
 fields that were set, so such a file re-saves byte for byte the same keys. `Snapshot` stores
-`plan`, `validation` and `bursts` as these types. `hardware` and `telemetry` are built through
-`HardwareSection` and `TelemetrySection` by the writer (`telemetry.snapshot_sections`), and stay
-plain JSON in `Snapshot`: a malformed one from another tool must still load and read as unknown
-(`snapshot.hardware`), which a typed field cannot promise.
+all five as these types. A malformed `hardware` or `telemetry` from another tool still loads:
+`Snapshot`'s before-validator turns it into None, read as unknown. Keys a model does not name
+(`telemetry.spec_decode`, `hardware.acceptance`) are in its `model_extra`.
 """
 
 from __future__ import annotations

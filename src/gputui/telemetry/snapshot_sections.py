@@ -6,8 +6,9 @@ limit, MIG/ECC mode), the host's CPU count and memory, and the NVML status ("ok"
 run's start on the same `perf_counter_ns` clock as its steps), at most `max_points` per series
 (600 by default). Static fields (UUID, name, totals, limits) live in `hardware` only, so each trace
 point carries only what changes, and a field that is n/a is left out of the point rather than
-written as null: a 600-point GPU trace is about 125 kB of JSON. The snapshot
-models accept unknown keys, so these dicts slot in as `Snapshot(..., hardware=..., telemetry=...)`.
+written as null: a 600-point GPU trace is about 125 kB of JSON. `Snapshot` types them as
+`snapshot.sections.HardwareSection` and `TelemetrySection`; keys those do not name (`spec_decode`)
+are kept as extras.
 """
 
 from __future__ import annotations
