@@ -18,9 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import orjson
-
-from gputui.adaptive import StepLimits, finish_step
+from gputui.adaptive import finish_step
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
@@ -33,15 +31,21 @@ from gputui.errors import UsageError
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.knee_sweep import gains_line
-from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.repeats import fresh_start, repeat_spread, spread_lines
+from gputui.run_args import (
+    describe_plan,
+    describe_steps,
+    output_path,
+    parse_extra_body,
+    step_limits,
+)
 from gputui.run_printer import StepPrinter as StepPrinter
 from gputui.session import Session
-from gputui.settings import SessionSettings, session_settings
-from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
+from gputui.settings import session_settings
+from gputui.snapshot.assemble import RunInfo, journal_header, save_session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.recovery import recover_leftovers
 from gputui.sweep import (
@@ -73,8 +77,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             if args.output_dist is None:
                 args.output_tokens = settings.output_tokens
         workload = workload_config(args, scenario)
-        extra_body = _extra_body(args.extra_body)
-        out = _output_path(args.out, settings)
+        extra_body = parse_extra_body(args.extra_body)
+        out = output_path(args.out, settings)
         vram_bandwidth = bandwidth_from_vram_check(getattr(args, "vram_check", None))
     except UsageError as exc:
         parser.error(str(exc))
@@ -143,10 +147,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     stopper = _SignalStopper()
     telemetry_config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(telemetry_config)
-    plan = _describe_plan(args, mode, levels)
+    plan = describe_plan(args, mode, levels)
     sys.stdout.write(
         f"gputui run: {target.base_url} model {model} ({settings.endpoint}), {plan}, "
-        f"{_describe_steps(warmup_s, limits)}\n"
+        f"{describe_steps(warmup_s, limits)}\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
         + "".join(f"gputui run: {line}\n" for line in workload_lines(prepared, scenario))
         + "".join(f"gputui run: {line}\n" for line in source.describe())
@@ -325,9 +329,6 @@ def _backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
     return detected.name
 
 
-DEFAULT_MAX_STEP_S = 40.0
-
-
 class _Repeats:
     """Each repeat's steps, capacity and knee, for the spread (`gputui.repeats`)."""
 
@@ -353,65 +354,6 @@ class _Repeats:
     def spread(self) -> dict[str, Any]:
         """The snapshot's `repeats` key."""
         return repeat_spread(self.runs, self.capacities, self.knees)
-
-
-def step_limits(args: argparse.Namespace, settings: SessionSettings) -> StepLimits:
-    """How long each step runs: to --target-precision (0.05 under --auto) within a maximum."""
-    target = settings.target_precision
-    if target is None and args.auto:
-        target = DEFAULT_TARGET_PRECISION
-    step_s = args.step_seconds if args.step_seconds is not None else DEFAULT_MAX_STEP_S
-    max_s = settings.max_step_seconds
-    if max_s is None:
-        max_s = step_s if target is None or args.step_seconds is not None else DEFAULT_MAX_STEP_S
-    return StepLimits(target, max_s, step_s if target is None else max_s)
-
-
-def _describe_steps(warmup_s: float | None, limits: StepLimits) -> str:
-    warm = "steady-state warm-up" if warmup_s is None else f"{warmup_s:g} s warm-up"
-    if limits.target_precision is None:
-        return f"{warm} + {limits.step_s:g} s per step"
-    return (
-        f"{warm}, then each step until ±{limits.target_precision:.0%} "
-        f"(at most {limits.max_s:g} s a step)"
-    )
-
-
-def _describe_plan(args: argparse.Namespace, mode: LoadMode, levels: list[float]) -> str:
-    if args.auto:
-        return f"auto sweep up to concurrency {args.max_level} within {args.max_minutes:g} min"
-    if args.validate_rate:
-        return f"validation hold at {args.validate_rate:g} req/s for {args.seconds:g} s"
-    return f"{mode} {','.join(f'{x:g}' for x in levels)}"
-
-
-def _extra_body(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"--extra-body is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise UsageError("--extra-body must be a JSON object")
-    return value
-
-
-def _output_path(text: str | None, settings: SessionSettings) -> Path:
-    """--out, else a new file in the sessions folder (so `gputui sessions` lists it)."""
-    if text is None:
-        try:
-            settings.snapshot_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"--snapshot-dir {settings.snapshot_dir}: {exc}") from None
-        return session_file(settings.snapshot_dir, settings.label)
-    path = Path(text)
-    folder = path.parent if str(path.parent) else Path()
-    if not folder.is_dir():
-        raise UsageError(f"--out: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"--out: folder {folder} is not writable")
-    return path
 
 
 class _SignalStopper:

@@ -28,10 +28,11 @@ from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.errors import GputuiError
+from gputui.live_jobs import LiveJobsMixin
+from gputui.live_saving import LiveSavingMixin
 from gputui.live_settings import LiveSettings as LiveSettings
 from gputui.live_settings import backend_from_server
 from gputui.session import Session, StatsFrame
-from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
 from gputui.sweep import InFlightTrace
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.view import EventKind as EventKind
@@ -46,8 +47,8 @@ _PROGRESS_NS = 1_000_000_000
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
 
 
-class LiveController:
-    """Drives one live session (see the module docstring)."""
+class LiveController(LiveJobsMixin, LiveSavingMixin):
+    """Drives one live session (see the module docstring; jobs and saving: the mixins)."""
 
     def __init__(self, settings: LiveSettings, telemetry: TelemetrySampler | None = None) -> None:
         self.settings = settings
@@ -248,65 +249,6 @@ class LiveController:
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
 
-    # hold and auto (issue 16): the Session runs them; any load command above takes control back
-    def hold_until_precise(self) -> None:
-        """Keep the current level until its step is precise (`target_precision`)."""
-        if not self._ready("hold"):
-            return
-        if self._control == "auto":
-            self.cancel_auto()  # hold where the sweep has got to
-        target = self.settings.target_precision
-        self._session.hold_until_precise(target)
-        self._control = "holding"
-        self._job_seen = False
-        self._event("info", f"holding {self._level:g} until ±{target * 100:g} %")
-
-    def start_auto(self) -> None:
-        """Start the auto sweep from the current level; the chart fills as its steps finish."""
-        if not self._ready("auto sweep"):
-            return
-        self._session.start_auto(self._level)
-        self._control = "auto"
-        self._job_seen = False
-        self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
-
-    def cancel_auto(self) -> None:
-        """End the auto sweep or the hold; the load stays at the level it had reached."""
-        if self._control == "operator":
-            return
-        self._session.cancel_auto()
-        was, self._control = self._control, "operator"
-        current = self._session.current_step
-        with self._lock:
-            if current is not None:
-                self._mode, self._level = current.mode, current.level
-        self._event("info", f"{'auto sweep' if was == 'auto' else 'hold'} ended: operator control")
-
-    @property
-    def control(self) -> str:
-        """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
-        return self._control
-
-    def _take_control(self) -> None:
-        """A load command ends the auto sweep or the hold first (from the level it reached)."""
-        if self._control != "operator":
-            self.cancel_auto()
-
-    def _ready(self, what: str) -> bool:
-        if self._running and self._connected and not self._paused:
-            return True
-        self._event("info", f"no {what}: not connected or paused")
-        return False
-
-    def save(self, label: str | None = None) -> Path | None:
-        """Save a snapshot of everything finished so far (the session goes on)."""
-        if not self._running or not self._session.finished_steps():
-            self._event("info", "nothing to save yet: no step has finished")
-            return None
-        if label:
-            self._last_label = label  # the quit's final snapshot keeps the name the user gave
-        return self._save(label or self.settings.label, complete=False)
-
     # the view ------------------------------------------------------------------------------------
     def view(self) -> LiveView:
         """The current view; the same object until something changed."""
@@ -426,67 +368,6 @@ class LiveController:
             self._ui_cpu = 100.0 * (cpu_s - self._cpu_mark[0]) / (wall_s - self._cpu_mark[1])
             self._cpu_mark = (cpu_s, wall_s)
 
-    # the journal ---------------------------------------------------------------------------------
-    def _open_journal(self) -> None:
-        if not self.settings.journal:
-            return
-        info = self._run_info(self.settings.label, complete=False)
-        try:
-            self._session.open_journal(
-                self.settings.snapshot_dir,
-                journal_header(info, self.settings.sla),
-                on_error=lambda message: self._event("error", message),
-            )
-        except OSError as exc:
-            self._event("error", f"no journal (crash recovery off): {exc}")
-
     def _shown_target_state(self) -> str:
         """Connecting or unreachable (the preflight's), else what the Session's frames say."""
         return self._session.target_state if self._target_state == "ok" else self._target_state
-
-    def _run_info(
-        self, label: str | None, *, complete: bool, interrupted_by: str | None = None
-    ) -> RunInfo:
-        client = self.settings.engine.client
-        return RunInfo(
-            label=label,
-            target=client.target,
-            model=client.model,
-            endpoint=client.endpoint,
-            mode=self._mode,
-            levels=[s.level for s in self._session.finished_steps()],
-            input_tokens=self.settings.engine.shape.input_tokens,
-            output_tokens=self.settings.engine.shape.output_tokens,
-            step_seconds=0.0,
-            warmup_seconds=self.settings.warmup_s,
-            complete=complete,
-            interrupted_by=interrupted_by,
-            extra_body=client.extra_body,
-            backend=self._backend,
-            server_header=self._server_header,
-            backend_evidence=self._backend_evidence,
-            client_extra={
-                "workers": self.settings.workers,
-                "ray": self.settings.ray_address,
-                **self._trace.saturation(),
-            },
-            price_per_hour=self.settings.price_per_hour,
-            precision=self.settings.precision,
-        )
-
-    def _save(
-        self, label: str | None, *, complete: bool, interrupted_by: str | None = None
-    ) -> Path:
-        path = session_file(self.settings.snapshot_dir, label)
-        info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
-        plan = self.settings.source
-        save_session(
-            self._session,
-            info,
-            self._telemetry,
-            path,
-            finish=(lambda s: plan.finish(s, self._session.all_records())) if plan else None,
-        )
-        self._last_saved = path
-        self._event("info", f"saved {path.name}")
-        return path

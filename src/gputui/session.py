@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,16 +31,18 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
-from gputui.events import EventLog, EventWatcher, load_event, step_events, verdict_event
+from gputui.events import EventLog, EventWatcher, load_event, step_events
 from gputui.metrics.precision import mark_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
-from gputui.metrics.window import RollingWindow, WindowStats
-from gputui.session_steady import SteadyStateMixin
+from gputui.metrics.window import RollingWindow
+from gputui.session_diagnosis import DiagnosisMixin
+from gputui.session_frame import FramePublisherMixin
+from gputui.session_frame import StatsFrame as StatsFrame  # re-exported: callers import it here
 from gputui.settle import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
+from gputui.telemetry.sampler import TelemetryFrame
 
 if TYPE_CHECKING:
     from gputui.auto_control import AutoControl
@@ -48,48 +50,14 @@ if TYPE_CHECKING:
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
 """How often the journal is written and fsync'd: a `kill -9` loses at most this much."""
-SATURATION_CPU_PERCENT = 90.0
-"""An engine process this busy delays its own stamps: add workers (`--workers`)."""
-SATURATION_LAG_MS = 20.0
-"""An event loop this late stamps tokens this late."""
-"""Bounds of the TUI's auto sweep (stand-ins until the adaptive Session owns them)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StatsFrame:
-    """What the live view shows, at one instant."""
+class Session(FramePublisherMixin, DiagnosisMixin):
+    """A live load experiment against one target.
 
-    seq: int
-    mode: LoadMode
-    level: float
-    step_index: int
-    step_elapsed_s: float
-    in_warmup: bool
-    in_flight: int
-    paused: bool
-    window: WindowStats
-    client_cpu_percent: float
-    """Engine process CPU over the last frame interval (100 = one full core)."""
-    loop_lag_max_ms: float
-    rtt_last_s: float | None
-    steps_finished: int
-    workers: int = 1
-    busiest_worker_cpu_percent: float = 0.0
-    client_saturated: bool = False
-    """The client, not the server, may be limiting the measurement (see `SATURATION_*`)."""
-    step_phase: str = "measuring"
-    """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`)
-    or "auto" (`start_auto` runs the sweep)."""
-    settle_remaining_s: float | None = None
-    """While settling: seconds until the maximum warm-up opens the window anyway."""
-    measured_n: int = 0
-    """Requests of the current step finished inside its measured window so far."""
-    precision: float | None = None
-    """Largest relative 95 % CI half-width of P95 TTFT, P95 TPOT and output tok/s so far."""
-
-
-class Session(SteadyStateMixin):
-    """A live load experiment against one target (steady state and precision: the mixin)."""
+    Steady state and precision: `session_steady`; frames: `session_frame`; diagnosis:
+    `session_diagnosis` (mixins, each with its own contract).
+    """
 
     def __init__(
         self,
@@ -179,25 +147,6 @@ class Session(SteadyStateMixin):
                 target=self._publish_forever, args=(interval_s,), name="gputui-frames", daemon=True
             )
             self._frames.start()
-
-    def _publish_forever(self, interval_s: float) -> None:
-        while not self._closing.wait(interval_s):
-            frame = self.publish_frame()
-            if frame is None:
-                continue
-            self.observe(frame)
-            diagnoser = self.diagnoser
-            if diagnoser is not None:
-                diagnoser.on_frame(frame)
-            if self._on_frame is not None:
-                self._on_frame(frame)
-
-    def observe(self, frame: StatsFrame) -> None:
-        """Turn what changed since the last frame into events (on the frame thread)."""
-        telemetry = self._telemetry() if self._telemetry is not None else None
-        seen, self.target_state = self._watcher.observe(frame, telemetry, self.target_state)
-        for kind, text in seen:
-            self.events.add(kind, text)
 
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
         """Close the current step and start a new one at this load."""
@@ -324,52 +273,6 @@ class Session(SteadyStateMixin):
             if self._on_step_finished is not None:
                 self._on_step_finished(result)
 
-    # diagnosis (issue 18): what bound each finished step, for both front ends ----------------
-    def start_diagnosis(
-        self,
-        sampler: TelemetrySampler | None,
-        metrics_url: str | None,
-        *,
-        model: str | None,
-        measured_bandwidth_gbps: float | None = None,
-    ) -> StepDiagnoser:
-        """Diagnose every step finished from now on (call after `start`; `stop` ends it).
-
-        The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
-        sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
-        its diagnoses to the snapshot, and a verdict that changes between steps is an event.
-        """
-        diagnoser = StepDiagnoser(model=model, measured_bandwidth_gbps=measured_bandwidth_gbps)
-        diagnoser.start(self, sampler, metrics_url)
-        self.diagnoser = diagnoser
-        return diagnoser
-
-    def diagnoses(self) -> dict[int, dict[str, object]]:
-        """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
-        diagnoser = self.diagnoser
-        return dict(diagnoser.diagnoses) if diagnoser is not None else {}
-
-    def _diagnose(self, result: StepResult) -> dict[str, object] | None:
-        """The step's diagnosis (on the engine's reader thread: an error never escapes)."""
-        diagnoser = self.diagnoser
-        if diagnoser is None or result.index in self._hidden:
-            return None
-        try:
-            diagnosis = diagnoser.diagnose(result)
-        except Exception as exc:  # noqa: BLE001 - the reader thread must live on
-            self.events.add("warning", f"step {result.index + 1}: not diagnosed ({exc})")
-            return None
-        return diagnosis
-
-    def _verdict_changed(self, result: StepResult, diagnosis: dict[str, object] | None) -> None:
-        """A verdict unlike the previous step's is an event (after the step's own events)."""
-        verdict = (diagnosis or {}).get("bottleneck")
-        if isinstance(verdict, dict):
-            event = verdict_event(result, verdict, self._last_verdict)
-            if event is not None:
-                self.events.add(*event)
-            self._last_verdict = str(verdict.get("verdict"))
-
     # views ---------------------------------------------------------------------------------------
     @property
     def current_step(self) -> StepSpec | None:
@@ -392,12 +295,6 @@ class Session(SteadyStateMixin):
         with self._lock:
             return [r for i in sorted(self._records) for r in self._records[i]]
 
-    def worker_cpu_percent(self) -> list[float]:
-        """CPU use of each engine process over its last interval (100 = one core)."""
-        if isinstance(self._engine, WorkerPool | RayPool):
-            return self._engine.worker_cpu_percent
-        return [self.client_cpu_percent]
-
     def rtt_summary(self) -> Summary:
         """Round-trip probe statistics in seconds."""
         with self._lock:
@@ -410,44 +307,6 @@ class Session(SteadyStateMixin):
             return [
                 r for r, t in zip(self._rtt_ns, self._rtt_at_ns, strict=True) if lo_ns <= t < hi_ns
             ]
-
-    def publish_frame(self) -> StatsFrame | None:
-        """Build a frame from the rolling window and swap it into `latest`."""
-        self.settle()
-        phase = self._phase_fields()
-        now = time.perf_counter_ns()
-        with self._lock:
-            step = self._steps[-1] if self._steps else None
-            status = self.status
-            window = self._window.stats(now)
-            rtt = self._rtt_ns[-1] / 1e9 if self._rtt_ns else None
-            finished = len(self._finished)
-        if step is None:
-            return None
-        self._seq += 1
-        busiest = max(self.worker_cpu_percent())
-        lag_ms = status.loop_lag_max_ms if status else 0.0
-        frame = StatsFrame(
-            seq=self._seq,
-            mode=step.mode,
-            level=step.level,
-            step_index=step.index,
-            step_elapsed_s=(now - step.start_ns) / 1e9,
-            in_warmup=now < step.measure_start_ns,
-            in_flight=status.in_flight if status else 0,
-            paused=self._paused,
-            window=window,
-            client_cpu_percent=self.client_cpu_percent,
-            loop_lag_max_ms=status.loop_lag_max_ms if status else 0.0,
-            rtt_last_s=rtt,
-            steps_finished=finished,
-            workers=self.workers,
-            busiest_worker_cpu_percent=busiest,
-            client_saturated=busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS,
-            **phase,
-        )
-        self.latest = frame
-        return frame
 
     # engine callbacks (reader thread) ---------------------------------------------------------
     def _on_batch(
