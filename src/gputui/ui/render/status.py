@@ -101,7 +101,7 @@ def step_state(view: LiveView, frame: StatsFrame) -> Line:
     line += [(" measuring", "label"), (f" n={frame.measured_n}", "")]
     if frame.precision is not None:
         precise = frame.precision <= view.target_precision
-        text = "inf" if math.isinf(frame.precision) else f"{frame.precision * 100:.1f} %"
+        text = "open" if math.isinf(frame.precision) else f"{frame.precision * 100:.1f} %"
         line.append((f" ±{text}", "ok" if precise else "inconclusive"))
     return line
 
