@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="the live TUI on the built-in simulated GPU server (default)"
     )
-    from gputui.demo import add_demo_arguments
+    from gputui.frontends.demo import add_demo_arguments
 
     add_demo_arguments(demo)
     from gputui.ui.command import add_tui_arguments
@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
-            from gputui.headless import run_command
+            from gputui.frontends.run import run_command
 
             return run_command(args, parser)
         if args.command in ("kv", "gpu", "metrics"):
@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sim_command(args)
         if args.command is None:
             args = parser.parse_args(["demo"])
-        from gputui.demo import run_demo
+        from gputui.frontends.demo import run_demo
 
         return run_demo(args, parser)
     except GputuiError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 from gputui.sim.faults import EXPECTED_REASON, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import start_background

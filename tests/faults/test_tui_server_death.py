@@ -13,7 +13,7 @@ from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
-from gputui.live import LiveController, LiveSettings, LiveView
+from gputui.frontends.live import LiveController, LiveSettings, LiveView
 from gputui.metrics.sla import Sla
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import start_background

@@ -7,7 +7,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from gputui.repeats import reset_prefix_cache
+from gputui.control.repeats import reset_prefix_cache
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot

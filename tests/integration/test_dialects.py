@@ -17,7 +17,7 @@ import pytest
 from gputui.engine.client import ClientConfig, StreamingClient, Timeouts
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
-from gputui.headless import StepPrinter
+from gputui.frontends.run import StepPrinter
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
 from gputui.metrics.step_quality import step_warnings

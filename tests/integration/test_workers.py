@@ -110,7 +110,7 @@ def test_run_with_two_workers(fixed_sim: SimProcess, tmp_path: Path) -> None:
 
 
 def test_the_live_controller_runs_two_workers(fixed_sim: SimProcess, tmp_path: Path) -> None:
-    from gputui.live import LiveController, LiveSettings
+    from gputui.frontends.live import LiveController, LiveSettings
 
     settings = LiveSettings(
         engine=EngineConfig(
@@ -143,7 +143,7 @@ def test_the_live_controller_runs_two_workers(fixed_sim: SimProcess, tmp_path: P
 def test_a_saturated_client_is_an_event() -> None:
     from dataclasses import replace
 
-    from gputui.live import LiveController, LiveSettings
+    from gputui.frontends.live import LiveController, LiveSettings
     from gputui.metrics.window import RollingWindow
     from gputui.session import StatsFrame
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 from gputui.ui.app import AppOptions, GputuiApp, make_app
 from gputui.ui.replay import load_views
 from gputui.ui.source import ReplaySource

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 import gputui.ui
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 from gputui.ui.widgets.live_panels import EventLog, StepsTable
 from tests.ui.conftest import DIAG_FIXTURE, replay_app, replay_views, wait_for
 

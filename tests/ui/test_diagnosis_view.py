@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputui.events import verdict_event
 from gputui.metrics.bottleneck import VERDICTS
 from gputui.metrics.ttft_breakdown import ttft_breakdown
+from gputui.session.events import verdict_event
 from gputui.ui.render.breakdown import bound_by, decomposition_bar, knee_label
 from gputui.ui.render.format import duration
 from gputui.ui.render.spans import texts

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import build_parser
-from gputui.live import LiveController, LiveView
+from gputui.frontends.live import LiveController, LiveView
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-import gputui.auto_control
+import gputui.control.auto
 from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
-from gputui.live import LiveController, LiveSettings
+from gputui.frontends.live import LiveController, LiveSettings
 from gputui.metrics.sla import Sla
 from gputui.metrics.window import RollingWindow
 from gputui.session import StatsFrame
@@ -63,7 +63,7 @@ def _controller(url: str, folder: Path) -> LiveController:
 async def test_auto_sweep_fills_the_chart_and_a_load_key_takes_control_back(
     fixed_sim: SimProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gputui.auto_control, "DEFAULT_MAX_STEP_S", 0.6)  # short auto steps
+    monkeypatch.setattr(gputui.control.auto, "DEFAULT_MAX_STEP_S", 0.6)  # short auto steps
     controller = _controller(fixed_sim.url, tmp_path)
     app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
     app.animation_level = "none"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 from gputui.ui.render.chart import Axis, Whisker, line_chart
 from gputui.ui.render.spans import Line, texts
 from gputui.ui.render.status import header_lines

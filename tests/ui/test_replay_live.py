@@ -12,7 +12,7 @@ from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
-from gputui.live import LiveController, LiveSettings, LiveView
+from gputui.frontends.live import LiveController, LiveSettings, LiveView
 from gputui.metrics.step import StepResult
 from gputui.snapshot.store import load_snapshot
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces

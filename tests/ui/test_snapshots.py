@@ -9,7 +9,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 from gputui.ui.app import AppOptions
 from gputui.ui.replay import load_views
 from gputui.ui.screens.dialogs import SaveSnapshotScreen

@@ -9,7 +9,7 @@ import numpy as np
 from gputui.engine.records import RequestRecord
 from gputui.metrics.precision import mark_precision
 from gputui.metrics.summary import Summary
-from gputui.settle import SettleTracker
+from gputui.session.settling import SettleTracker
 from tests.support.steps import make_step
 
 

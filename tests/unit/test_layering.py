@@ -20,7 +20,7 @@ import gputui
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gputui"
 BANNED = ("textual", "rich")
-FRONT_END = ("gputui.ui", "gputui.cli", "gputui.demo", "gputui.__main__")
+FRONT_END = ("gputui.ui", "gputui.cli", "gputui.frontends.demo", "gputui.__main__")
 """Modules that may load the UI toolkit; every other module of gputui is core."""
 
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from gputui.control.sweep import InFlightTrace, burst_recoveries, queue_verdict
 from gputui.engine.records import RequestRecord
-from gputui.sweep import InFlightTrace, burst_recoveries, queue_verdict
 
 S = 1_000_000_000
 

@@ -89,7 +89,7 @@ class RunInfo:
     auto_knee: tuple[float, str] | None = None
     """The auto sweep's knee (level, why), when it found one."""
     repeats: dict[str, Any] | None = None
-    """`--repeats`: the spread across runs (`gputui.repeats.repeat_spread`)."""
+    """`--repeats`: the spread across runs (`gputui.control.repeats.repeat_spread`)."""
     hardware: dict[str, Any] | None = None
     telemetry: dict[str, Any] | None = None
     client_extra: dict[str, Any] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from gputui.argtypes import non_negative_float, positive_float, positive_int
 from gputui.errors import GputuiError
 
 if TYPE_CHECKING:
-    from gputui.live import LiveController
+    from gputui.frontends.live import LiveController
 
 TUI_DEFAULTS: dict[str, Any] = {
     "start_mode": "concurrency",
@@ -182,7 +182,7 @@ def live_controller(
     from gputui.engine.load import RequestShape
     from gputui.engine.process import EngineConfig
     from gputui.engine.target import parse_target
-    from gputui.live import LiveController, LiveSettings
+    from gputui.frontends.live import LiveController, LiveSettings
     from gputui.metrics.sla import Sla
     from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
     from gputui.workloads.sources import tui_source_plan

@@ -6,7 +6,7 @@ diagnosis (`bottleneck`, `ttft_breakdown`, ...) replay it, and a changed verdict
 live. The live window of each view is the next step's own figures, and the GPU and server
 telemetry is a fixed, plausible trace (a card warming up and reaching its power cap as the load
 grows): no clock and no randomness, so the same snapshot always gives the same screens. The
-views come out of the live screen's own builder (`gputui.view.build_view`) and event rules, so
+views come out of the live screen's own builder (`frontends.view.build_view`) and event rules, so
 what the SVG tests and screenshots check is what the live controller shows for the same frames.
 """
 
@@ -17,18 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.diagnosis.step import KEYS as DIAGNOSIS_KEYS
-from gputui.events import verdict_event
-from gputui.metrics.confidence import Bounds, Interval
-from gputui.metrics.knee import knee_from_steps
-from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, step_precision
-from gputui.metrics.step import StepResult
-from gputui.metrics.verdict import Verdict
-from gputui.metrics.window import WindowStats
-from gputui.session import StatsFrame
-from gputui.snapshot.models import Snapshot, Step
-from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
-from gputui.telemetry.samples import GpuSample, ServerSample
-from gputui.view import (
+from gputui.frontends.view import (
     EventWatcher,
     LiveEvent,
     LiveView,
@@ -37,6 +26,17 @@ from gputui.view import (
     load_event,
     step_events,
 )
+from gputui.metrics.confidence import Bounds, Interval
+from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, step_precision
+from gputui.metrics.step import StepResult
+from gputui.metrics.verdict import Verdict
+from gputui.metrics.window import WindowStats
+from gputui.session import StatsFrame
+from gputui.session.events import verdict_event
+from gputui.snapshot.models import Snapshot, Step
+from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
+from gputui.telemetry.samples import GpuSample, ServerSample
 
 GPU_NAME = "NVIDIA A100 80GB PCIe"
 _GIB = 2**30

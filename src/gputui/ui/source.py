@@ -12,11 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 
 
 class LiveSource(Protocol):
-    """The live screen's data and control API (implemented by `gputui.live.LiveController`)."""
+    """The live screen's data and control API (implemented by `frontends.live.LiveController`)."""
 
     def view(self) -> LiveView:
         """The current view (the same object while nothing changed)."""

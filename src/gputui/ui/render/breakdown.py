@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gputui.live import LiveView
+from gputui.frontends.live import LiveView
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 

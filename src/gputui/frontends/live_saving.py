@@ -1,6 +1,6 @@
 """The live controller's snapshots and journal: what a session saves, kept apart.
 
-Contract: `gputui.live.LiveController` inherits `LiveSavingMixin`. `save` writes a snapshot of
+Contract: `frontends.live.LiveController` inherits `LiveSavingMixin`. `save` writes a snapshot of
 every finished step so far (the session goes on) with `snapshot.assemble.save_session`, the
 function `gputui run` uses; `_open_journal` has the Session journal the run for crash recovery
 (an OSError is an event, not a failure); `_run_info` is the run's description in both.
@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from gputui.control.sweep import InFlightTrace
 from gputui.engine.load import LoadMode
-from gputui.live_settings import LiveSettings
+from gputui.frontends.live_settings import LiveSettings
+from gputui.frontends.view import EventKind
 from gputui.session import Session
 from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
-from gputui.sweep import InFlightTrace
 from gputui.telemetry.sampler import TelemetrySampler
-from gputui.view import EventKind
 
 
 class LiveSavingMixin:

@@ -1,6 +1,6 @@
 """The live controller's hold and auto sweep (issue 16): who sets the load, kept apart.
 
-Contract: `gputui.live.LiveController` inherits `LiveJobsMixin`. The Session runs the jobs
+Contract: `gputui.frontends.live.LiveController` inherits `LiveJobsMixin`. The Session runs the jobs
 (`Session.hold_until_precise`, `Session.start_auto`); this mixin starts and ends them and keeps
 `control` ("operator", "holding" or "auto"). Any load command takes control back first
 (`_take_control`), and a job is refused, with an event, while not connected or paused.
@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable
 
 from gputui.engine.load import LoadMode
-from gputui.live_settings import LiveSettings
+from gputui.frontends.live_settings import LiveSettings
+from gputui.frontends.view import EventKind
 from gputui.session import Session
-from gputui.view import EventKind
 
 
 class LiveJobsMixin:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gputui.adaptive import AutoRun, StepLimits, finish_step, run_step
+from gputui.control.adaptive import AutoRun, StepLimits, finish_step, run_step
 from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity import qualified_capacity

@@ -22,7 +22,7 @@ from gputui.metrics.step_quality import step_warnings
 if TYPE_CHECKING:
     from gputui.engine.load import LoadMode
     from gputui.metrics.step import StepResult
-    from gputui.session import StatsFrame
+    from gputui.session.frames import StatsFrame
     from gputui.telemetry.sampler import TelemetryFrame
 
 EventKind = Literal["info", "error", "throttle", "preemption", "sla", "warning"]

@@ -10,8 +10,8 @@ is what `snapshot.assemble.save_session` and the journal attach.
 from __future__ import annotations
 
 from gputui.diagnosis.step import StepDiagnoser
-from gputui.events import EventLog, verdict_event
 from gputui.metrics.step import StepResult
+from gputui.session.events import EventLog, verdict_event
 from gputui.telemetry.sampler import TelemetrySampler
 
 

@@ -3,7 +3,7 @@
 Contract: `build_view` turns a `ViewInputs` (the front end's state, the latest frames, the
 finished steps and the event log) into a frozen `LiveView`; it derives knee, capacity and the best
 step and nothing else, so the live controller and a replayed snapshot (`ui.replay`) get the same
-screen from the same figures (the event rules they share are `gputui.events`). Nothing here
+screen from the same figures (the event rules they share are `gputui.session.events`). Nothing here
 reads a clock or imports Textual.
 """
 
@@ -17,18 +17,18 @@ from typing import Any
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.load import LoadMode
-from gputui.events import TARGET_DOWN as TARGET_DOWN
-from gputui.events import EventKind as EventKind
-from gputui.events import EventWatcher as EventWatcher
-from gputui.events import LiveEvent as LiveEvent
-from gputui.events import load_event as load_event
-from gputui.events import step_events as step_events
 from gputui.metrics.capacity import Capacity, qualified_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import StatsFrame
+from gputui.session.events import TARGET_DOWN as TARGET_DOWN
+from gputui.session.events import EventKind as EventKind
+from gputui.session.events import EventWatcher as EventWatcher
+from gputui.session.events import LiveEvent as LiveEvent
+from gputui.session.events import load_event as load_event
+from gputui.session.events import step_events as step_events
 from gputui.telemetry.sampler import TelemetryFrame, Traces
 from gputui.workloads.live_progress import WorkloadProgress
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gputui.adaptive import AutoRun, StepLimits, finish_step, hold_step
+from gputui.control.adaptive import AutoRun, StepLimits, finish_step, hold_step
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
 
 if TYPE_CHECKING:

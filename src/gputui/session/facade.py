@@ -31,21 +31,21 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
-from gputui.events import EventLog, EventWatcher, load_event, step_events
 from gputui.metrics.precision import mark_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow
-from gputui.session_diagnosis import DiagnosisMixin
-from gputui.session_frame import FramePublisherMixin
-from gputui.session_frame import StatsFrame as StatsFrame  # re-exported: callers import it here
-from gputui.settle import DEFAULT_MAX_WARMUP_S, SettleTracker
+from gputui.session.diagnosis import DiagnosisMixin
+from gputui.session.events import EventLog, EventWatcher, load_event, step_events
+from gputui.session.frames import FramePublisherMixin
+from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: callers import it here
+from gputui.session.settling import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame
 
 if TYPE_CHECKING:
-    from gputui.auto_control import AutoControl
+    from gputui.control.auto import AutoControl
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
@@ -55,8 +55,8 @@ JOURNAL_INTERVAL_S = 1.0
 class Session(FramePublisherMixin, DiagnosisMixin):
     """A live load experiment against one target.
 
-    Steady state and precision: `session_steady`; frames: `session_frame`; diagnosis:
-    `session_diagnosis` (mixins, each with its own contract).
+    Steady state and precision: `session.steady`; frames: `session.frames`; diagnosis:
+    `session.diagnosis` (mixins, each with its own contract).
     """
 
     def __init__(
@@ -76,7 +76,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self.config = config
         self.sla = sla
         self.warmup_s = warmup_s
-        """A fixed warm-up (`--warmup-seconds`), or None: each step settles (`gputui.settle`)."""
+        """A fixed warm-up (`--warmup-seconds`), or None: each step settles (`session.settling`)."""
         self.max_warmup_s = max_warmup_s
         self._settle: SettleTracker | None = None
         self._targets: dict[int, float] = {}
@@ -121,7 +121,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self._journal: JournalWriter | None = None
         self._telemetry = telemetry
         self.events = EventLog(time.perf_counter_ns())
-        """What happened, by the rules of `gputui.events` (both front ends read it)."""
+        """What happened, by the rules of `gputui.session.events` (both front ends read it)."""
         self.target_state = "ok"
         """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
         self._watcher = EventWatcher()

@@ -19,10 +19,10 @@ from gputui.engine.load import LoadMode
 from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineStatus
 from gputui.engine.ray_pool import RayPool
-from gputui.events import EventLog, EventWatcher
 from gputui.metrics.step import StepSpec
 from gputui.metrics.window import RollingWindow, WindowStats
-from gputui.session_steady import SteadyStateMixin
+from gputui.session.events import EventLog, EventWatcher
+from gputui.session.steady import SteadyStateMixin
 from gputui.telemetry.sampler import TelemetryFrame
 
 if TYPE_CHECKING:

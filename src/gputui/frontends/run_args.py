@@ -1,7 +1,7 @@
 """`gputui run`'s arguments turned into its configuration: step limits, plan lines, paths.
 
 Contract: pure functions of the parsed arguments (and `SessionSettings`), used by
-`gputui.headless.run_command` before anything starts. `step_limits` decides how long each step
+`gputui.frontends.run.run_command` before anything starts. `step_limits` decides how long each step
 runs, `describe_steps` / `describe_plan` are the run's opening lines, and `parse_extra_body` /
 `output_path` check `--extra-body` and `--out`: bad input is a `UsageError` (one line, exit 2),
 never a traceback.
@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from gputui.adaptive import StepLimits
+from gputui.control.adaptive import StepLimits
 from gputui.engine.load import LoadMode
 from gputui.errors import UsageError
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION

@@ -1,9 +1,9 @@
 """The Session's steady-state, precision and auto-sweep methods (issue 16), kept apart.
 
 Contract: `gputui.session.Session` inherits these; they read the Session's own state under its
-lock. `settle` opens the open step's window once the load has settled (`gputui.settle`), the
+lock. `settle` opens the open step's window once the load has settled (`session.settling`), the
 frame fields come from `_phase_fields`, and `hold_until_precise` / `start_auto` /
-`cancel_auto` run the TUI's jobs on the Session's own thread (`gputui.auto_control`).
+`cancel_auto` run the TUI's jobs on the Session's own thread (`gputui.control.auto`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from gputui.metrics.precision import StepPrecision, step_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.steady import SteadyStart
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
-from gputui.settle import SettleTracker
+from gputui.session.settling import SettleTracker
 
 if TYPE_CHECKING:
-    from gputui.auto_control import AutoControl
+    from gputui.control.auto import AutoControl
     from gputui.engine.handle import EngineHandle
     from gputui.engine.pool import WorkerPool
     from gputui.engine.ray_pool import RayPool
@@ -157,7 +157,7 @@ class SteadyStateMixin:
         self._engine.send(Reconnect())
 
     def _auto_control(self) -> AutoControl:
-        from gputui.auto_control import AutoControl
+        from gputui.control.auto import AutoControl
 
         if self._auto is None:
             self._auto = AutoControl(self)  # type: ignore[arg-type]

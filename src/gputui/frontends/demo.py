@@ -32,7 +32,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Start the simulator, sweep it headless, write the snapshot."""
     from gputui.cli import build_parser
-    from gputui.headless import run_command
+    from gputui.frontends.run import run_command
     from gputui.sim.device import ModelDoesNotFit
     from gputui.sim.gpu_profile import GpuProfileSpec
     from gputui.sim.runner import start_background

@@ -18,7 +18,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gputui.adaptive import finish_step
+from gputui.control.adaptive import finish_step
+from gputui.control.repeats import fresh_start, repeat_spread, spread_lines
+from gputui.control.sweep import (
+    BurstFirer,
+    InFlightTrace,
+    SweepRunner,
+    burst_recoveries,
+    capacity_rate,
+)
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
@@ -28,33 +36,25 @@ from gputui.engine.preflight import preflight
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
-from gputui.metrics.capacity import qualified_capacity
-from gputui.metrics.knee import knee_from_steps
-from gputui.metrics.knee_sweep import gains_line
-from gputui.metrics.roofline_use import bandwidth_from_vram_check
-from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
-from gputui.repeats import fresh_start, repeat_spread, spread_lines
-from gputui.run_args import (
+from gputui.frontends.run_args import (
     describe_plan,
     describe_steps,
     output_path,
     parse_extra_body,
     step_limits,
 )
-from gputui.run_printer import StepPrinter as StepPrinter
+from gputui.frontends.run_printer import StepPrinter as StepPrinter
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.knee_sweep import gains_line
+from gputui.metrics.roofline_use import bandwidth_from_vram_check
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
 from gputui.session import Session
 from gputui.settings import session_settings
 from gputui.snapshot.assemble import RunInfo, journal_header, save_session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.recovery import recover_leftovers
-from gputui.sweep import (
-    BurstFirer,
-    InFlightTrace,
-    SweepRunner,
-    burst_recoveries,
-    capacity_rate,
-)
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.spec_decode import spec_decode_line
@@ -91,7 +91,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     mode: LoadMode = "rate" if args.rate or args.validate_rate else "concurrency"
     levels: list[float] = [float(x) for x in (args.concurrency or args.rate or [])]
     arrival: Arrival = args.arrival or ("gamma" if args.burstiness is not None else "poisson")
-    warmup_s: float | None = args.warmup_seconds  # None: each step settles (gputui.settle)
+    warmup_s: float | None = args.warmup_seconds  # None: each step settles (session.settling)
     limits = step_limits(args, settings)
     api_key = os.environ.get(settings.api_key_env) or None
     checked = preflight(target, args.model, api_key=api_key, timeout_s=settings.connect_timeout)
@@ -330,7 +330,7 @@ def _backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
 
 
 class _Repeats:
-    """Each repeat's steps, capacity and knee, for the spread (`gputui.repeats`)."""
+    """Each repeat's steps, capacity and knee, for the spread (`gputui.control.repeats`)."""
 
     def __init__(self, count: int) -> None:
         self.count = count

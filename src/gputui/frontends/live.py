@@ -11,7 +11,7 @@ failures and no new successes in the rolling window), until requests succeed aga
 The Session keeps the journal (`Session.open_journal`, as for `gputui run`) and the event log
 (`Session.events`, detected on its own frame thread, never as a side effect of a UI poll); this
 controller adds its own events (connecting, pauses, saves) to that log. The view comes out of
-the one pure builder (`gputui.view.build_view`) that the replay uses too. A snapshot is written by
+the one pure builder (`view.build_view`) that the replay uses too. A snapshot is written by
 `snapshot.assemble.save_session`, the function `gputui run` uses. The journal is deleted once
 `stop()` has saved the snapshot, so one left behind means a crash.
 `stop()` is idempotent: the UI's quit, a signal handler and the CLI's clean-up may all call it.
@@ -24,21 +24,21 @@ import time
 from collections import deque
 from pathlib import Path
 
+from gputui.control.sweep import InFlightTrace
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.errors import GputuiError
-from gputui.live_jobs import LiveJobsMixin
-from gputui.live_saving import LiveSavingMixin
-from gputui.live_settings import LiveSettings as LiveSettings
-from gputui.live_settings import backend_from_server
+from gputui.frontends.live_jobs import LiveJobsMixin
+from gputui.frontends.live_saving import LiveSavingMixin
+from gputui.frontends.live_settings import LiveSettings as LiveSettings
+from gputui.frontends.live_settings import backend_from_server
+from gputui.frontends.view import EventKind as EventKind
+from gputui.frontends.view import LiveEvent as LiveEvent
+from gputui.frontends.view import LiveView as LiveView
+from gputui.frontends.view import ViewInputs, build_view
 from gputui.session import Session, StatsFrame
-from gputui.sweep import InFlightTrace
 from gputui.telemetry.sampler import TelemetrySampler
-from gputui.view import EventKind as EventKind
-from gputui.view import LiveEvent as LiveEvent
-from gputui.view import LiveView as LiveView
-from gputui.view import ViewInputs, build_view
 from gputui.workloads.live_progress import WorkloadProgress, workload_progress
 
 _RETRY_S = 2.0

@@ -1,0 +1,1 @@
+"""What drives a session: step limits, the auto sweep, repeats, burst and queue verdicts."""
