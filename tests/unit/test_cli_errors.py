@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from gputui.cli import main
+from gputui.cli import build_parser, main
 
 BAD_FLAG = {
     "run": ["--url", "http://127.0.0.1:9", "--concurrency", "-1"],
@@ -41,6 +42,19 @@ def _one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert captured.out == ""
     assert captured.err.count("\n") == 1, captured.err
     return captured.err
+
+
+def test_the_table_covers_every_subcommand() -> None:
+    assert set(_subcommands(build_parser())) == set(BAD_FLAG)  # a new one joins the table
+
+
+def _subcommands(top: argparse.ArgumentParser) -> list[str]:
+    return [
+        name
+        for action in top._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
 
 
 @pytest.mark.parametrize("command", sorted(BAD_FLAG))
