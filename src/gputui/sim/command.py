@@ -20,12 +20,12 @@ import sys
 
 from gputui.argtypes import (
     fraction,
-    non_negative_float,
+    milliseconds,
     non_negative_int,
     open_fraction,
     port,
-    positive_float,
     positive_int,
+    seconds,
 )
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
@@ -71,11 +71,11 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         help="turn off automatic prefix caching (vLLM V1 has it on by default)",
     )
     parser.add_argument(
-        "--ttft-ms", type=non_negative_float, default=50.0, help="time to first token (default 50)"
+        "--ttft-ms", type=milliseconds, default=50.0, help="time to first token (default 50)"
     )
     parser.add_argument(
         "--itl-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=10.0,
         help="inter-token latency; 0 writes tokens as fast as possible (default 10)",
     )
@@ -98,14 +98,14 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--network-delay-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=0.0,
         metavar="MS",
         help="play a far-away client: every response (and so the RTT probe) leaves MS later",
     )
     parser.add_argument(
         "--network-jitter-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=0.0,
         metavar="MS",
         help="uniform jitter of +-MS on that delay (responses keep their order)",
@@ -166,14 +166,14 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     faults.add_argument(
         "--slow-start-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=DEFAULT_SLOW_START_MS,
         metavar="MS",
         help=f"how late a slow_start request's first token is (default {DEFAULT_SLOW_START_MS:g})",
     )
     faults.add_argument(
         "--die-after",
-        type=positive_float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="crash: exit SECONDS after the first completion request, dropping every connection",
