@@ -63,6 +63,11 @@ def test_breakdown_splits_the_servers_own_overhead_from_the_clients() -> None:
     assert e2e is not None
     assert e2e["decode_share"] == pytest.approx(0.65)
     assert e2e["client_s"] == pytest.approx(0.097)
+    assert e2e["server_other_s"] is None and e2e["unsplit"] is not None
+    split = e2e_breakdown(2.0, 0.003, 0.4, 0.2, 1.3, server_e2e_mean_s=1.99)
+    assert split is not None
+    assert split["server_other_s"] == pytest.approx(0.09)  # 1.99 - 0.4 - 0.2 - 1.3
+    assert split["client_s"] == pytest.approx(2.0 - 1.99 - 0.003) and split["unsplit"] is None
 
 
 def test_roofline_matches_the_worked_example() -> None:

@@ -184,7 +184,12 @@ class StepDiagnoser:
             server_ttft_mean_s=_latency_mean(latency, "ttft_s"),
         )
         e2e = e2e_breakdown(
-            result.e2e_s.mean, rtt_mean, queue, prefill, _latency_mean(latency, "decode_s")
+            result.e2e_s.mean,
+            rtt_mean,
+            queue,
+            prefill,
+            _latency_mean(latency, "decode_s"),
+            server_e2e_mean_s=_latency_mean(latency, "e2e_s"),
         )
         roofline = self._roofline(result, measured_ok or records, server, gpu_spec)
         previous = self._previous

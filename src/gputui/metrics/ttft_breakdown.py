@@ -93,8 +93,13 @@ def e2e_breakdown(
     queue_mean_s: float | None,
     prefill_mean_s: float | None,
     decode_mean_s: float | None,
+    server_e2e_mean_s: float | None = None,
 ) -> dict[str, Any] | None:
-    """The same split of the mean E2E, with the server's decode time added."""
+    """The same split of the mean E2E, with the server's decode time added.
+
+    With the server's own E2E histogram mean its rest (`server_other_s` = server E2E - queue -
+    prefill - decode) is split from the client's as for TTFT; without it `unsplit` says so.
+    """
     if not e2e_mean_s or e2e_mean_s <= 0:
         return None
     if queue_mean_s is None or prefill_mean_s is None or decode_mean_s is None:
@@ -105,4 +110,11 @@ def e2e_breakdown(
         "prefill_s": prefill_mean_s,
         "decode_s": decode_mean_s,
     }
-    return {"e2e_s": round(e2e_mean_s, 6), **_parts(e2e_mean_s, parts)}
+    if server_e2e_mean_s is not None:
+        parts["server_other_s"] = server_e2e_mean_s - queue_mean_s - prefill_mean_s - decode_mean_s
+    out = {"e2e_s": round(e2e_mean_s, 6), **_parts(e2e_mean_s, parts)}
+    if server_e2e_mean_s is None:
+        out["server_other_s"] = None
+        out["server_other_share"] = None
+    out["unsplit"] = None if server_e2e_mean_s is not None else UNSPLIT.replace("TTFT", "E2E")
+    return out

@@ -81,13 +81,16 @@ def diagnosis_rows(cmp: Comparison) -> list[list[str]] | None:
             verdict += " (throttled)"
         b = step.ttft_breakdown or {}
         roof = step.roofline or {}
+        parts = {key: _ms(b.get(key)) for key, _, _ in PARTS}
+        if b.get("unsplit"):  # no server TTFT: the client's part holds the server's rest too
+            parts["client_s"] += " (+server)"
         rows.append(
             [
                 row.label,
                 verdict,
                 f"{step.level:g}",
                 _ms(b.get("ttft_s")),
-                *(_ms(b.get(key)) for key, _, _ in PARTS),
+                *parts.values(),
                 _share(roof.get("decode_bandwidth_utilization")),
                 _share(roof.get("prefill_compute_utilization")),
             ]
