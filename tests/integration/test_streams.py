@@ -21,6 +21,9 @@ from gputui.engine.http import ConnectionPool
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.metrics.request_metrics import itl_counts, record_columns, request_metrics
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepSpec, aggregate_step
+from gputui.metrics.step_quality import step_warnings
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.sim.stream_style import StreamStyle
@@ -182,6 +185,10 @@ async def test_four_tokens_per_event_uncounted_spread_the_usage_and_say_so(sim: 
         assert int(r.event_tokens.max()) - int(r.event_tokens.min()) <= 1  # even
     error = assert_per_token_itl(records, sim.url, 66)
     print(f"usage_spread: mean ITL within {100 * error:.2f} % of the per-token truth")
+    spec = StepSpec(0, "concurrency", 4.0, records[0].sent_ns, records[0].sent_ns, 1 << 62)
+    step = aggregate_step(spec, records, Sla())
+    assert step.event_tokens_method == "usage_spread"
+    assert any("spread evenly over its events" in line for line in step_warnings(step))
 
 
 TOOLS = StreamStyle(reasoning_share=0.5, tool_calls=True, tokens_per_event=2)
