@@ -7,6 +7,7 @@ runs it) or with plain HTTP, and checks the diagnosis against what the simulator
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -142,20 +143,19 @@ def assert_no_percentile_finer_than_its_bucket(latency: dict[str, Any]) -> None:
                 assert summary["resolution_s"][q] <= summary["mean"], (key, q, summary)
 
 
-def test_one_and_four_streams_split_the_servers_overhead_from_the_clients(
-    a100: SimProcess, tmp_path: Path
-) -> None:
+def test_one_and_four_streams_split_the_servers_overhead_from_the_clients(tmp_path: Path) -> None:
     """The issue's acceptance against the sim: 512-token prompts at 1 and 4 streams.
 
-    The sim spends 3 ms (its default) between arrival and the engine's queue, as vLLM's API
-    server does: the decomposition must put it in `server_other_s`, not in `client_s`, whose
-    value on loopback is the client's own small overhead.
+    The sim spends 8 ms here between arrival and the engine's queue, as vLLM's API server does
+    (8.6 ms on the real vLLM's transcripts): the decomposition must put it in `server_other_s`,
+    not in `client_s`, whose value on loopback is the client's own small overhead.
     """
     out = tmp_path / "split.json"
-    stdout = gputui_run(
-        a100.url, out, "--concurrency", "1,4", "--step-seconds", "5",
-        "--warmup-seconds", "2", "--input-tokens", "512", "--output-tokens", "32",
-    )  # fmt: skip
+    with start_background(dataclasses.replace(A100, server_overhead_s=0.008)) as sim:
+        stdout = gputui_run(
+            sim.url, out, "--concurrency", "1,4", "--step-seconds", "5",
+            "--warmup-seconds", "2", "--input-tokens", "512", "--output-tokens", "32",
+        )  # fmt: skip
     steps = _steps(out)
     assert [s.level for s in steps] == [1, 4]
     for step in steps:
@@ -171,8 +171,8 @@ def test_one_and_four_streams_split_the_servers_overhead_from_the_clients(
         )
         assert b["unsplit"] is None
         assert abs(b["client_s"] - rest) <= 0.001
-        assert b["server_other_s"] == pytest.approx(0.003, abs=0.001)
-        assert -0.001 <= b["client_s"] <= 0.0025  # loopback: the client's own overhead only
+        assert b["server_other_s"] == pytest.approx(0.008, abs=0.0015)
+        assert -0.001 <= b["client_s"] <= 0.004  # loopback: the client's own overhead only
         assert_no_percentile_finer_than_its_bucket(latency)
         assert latency["queue_s"]["p50"] is None
         assert latency["queue_s"]["bounds"]["p50"]["text"] == "< 0.3 s"
