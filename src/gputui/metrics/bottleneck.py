@@ -39,6 +39,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gputui.metrics.ttft_breakdown import client_label
+
 CLIENT_CPU_PCT: Final = 90.0
 CLIENT_LAG_MS: Final = 20.0
 CLIENT_DISPATCH_LATE_MS: Final = 10.0
@@ -141,7 +143,7 @@ def breakdown_text(b: dict[str, Any]) -> str:
     """
     other = b.get("server_other_s")
     server = "" if other is None else f" + server other {_ms(other)}"
-    client = "client+server" if b.get("unsplit") else "client"
+    client = client_label(b)
     return (
         f"TTFT {_ms(b['ttft_s'])} = queue {_ms(b['queue_s'])} + prefill {_ms(b['prefill_s'])}"
         f"{server} + network {_ms(b['network_s'])} + {client} {_ms(b['client_s'])}"

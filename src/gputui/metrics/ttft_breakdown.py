@@ -26,6 +26,7 @@ Pure functions; None in, None out (a server without queue/prefill numbers gets n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 UNSPLIT: Final = (
@@ -82,7 +83,7 @@ def ttft_breakdown(
     return out
 
 
-def client_label(breakdown: dict[str, Any] | Any) -> str:
+def client_label(breakdown: Mapping[str, Any]) -> str:
     """'client', or 'client+server' when the client's part holds the server's unsplit rest."""
     return "client+server" if breakdown.get("unsplit") else "client"
 
