@@ -35,8 +35,8 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
   of the measured ok requests and `reasoning_share` is their thinking tokens / output tokens; both
   are None when no measured ok request had thinking tokens. `reasoning_tokens` sums them.
 - `event_tokens_method`: how the tokens of each event were counted for ITL (engine.event_tokens:
-  continuous_usage, tokenizer, events), over the measured ok requests; several methods are joined
-  with "+"; None without any.
+  continuous_usage, tokenizer, usage_spread, events), over the measured ok requests; several
+  methods are joined with "+"; None without any.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from gputui.argtypes import (
 )
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
-from gputui.sim.gpu_profile import GpuProfileSpec
+from gputui.sim.gpu_profile import DEFAULT_SERVER_OVERHEAD_S, GpuProfileSpec
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.server import DEFAULT_MODEL_NAME
 from gputui.sim.stream_style import REASONING_FIELDS, StreamStyle
@@ -69,6 +69,20 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         dest="prefix_caching",
         action="store_false",
         help="turn off automatic prefix caching (vLLM V1 has it on by default)",
+    )
+    gpu.add_argument(
+        "--enable-prompt-tokens-details",
+        dest="prompt_tokens_details",
+        action="store_true",
+        help="send usage.prompt_tokens_details.cached_tokens on the final usage chunk, as vLLM "
+        "does with this flag (without it, as in vLLM, the cache shows only in /metrics)",
+    )
+    gpu.add_argument(
+        "--server-overhead-ms",
+        type=non_negative_float,
+        default=DEFAULT_SERVER_OVERHEAD_S * 1e3,
+        help="the API server's own time before the engine queue: in the TTFT histogram, not in "
+        f"queue or prefill (default {DEFAULT_SERVER_OVERHEAD_S * 1e3:g})",
     )
     parser.add_argument(
         "--ttft-ms", type=milliseconds, default=50.0, help="time to first token (default 50)"
@@ -275,6 +289,8 @@ def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
         max_batched_tokens=args.max_batched_tokens,
         seed=args.seed,
         prefix_caching=args.prefix_caching,
+        prompt_tokens_details=args.prompt_tokens_details,
+        server_overhead_s=args.server_overhead_ms / 1e3,
         served_model_name=served,
         stream_style=stream_style(args),
     )
