@@ -79,7 +79,7 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     gpu.add_argument(
         "--server-overhead-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=DEFAULT_SERVER_OVERHEAD_S * 1e3,
         help="the API server's own time before the engine queue: in the TTFT histogram, not in "
         f"queue or prefill (default {DEFAULT_SERVER_OVERHEAD_S * 1e3:g})",
