@@ -32,6 +32,8 @@ def _required() -> set[str]:
     names = {n.strip() for n in os.environ.get("GPUTUI_REQUIRE", "").split(",") if n.strip()}
     if os.environ.get("GPUTUI_REQUIRE_REALSERVER") == "1":
         names.add("realserver")
+    if os.environ.get("GPUTUI_REQUIRE_REALVLLM") == "1":
+        names.add("realvllm")
     unknown = names - set(REQUIRED_GROUPS)
     if unknown:
         raise pytest.UsageError(f"GPUTUI_REQUIRE names unknown groups: {sorted(unknown)}")
