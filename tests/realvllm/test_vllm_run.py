@@ -5,8 +5,8 @@ and prompts are sized through vLLM's /tokenize, so every prompt is exactly `--in
 what gputui counts is held to the usage of every request and to vLLM's own counters
 (`vllm:prompt_tokens_total`, `vllm:generation_tokens_total`, `vllm:request_success_total`),
 token for token. vLLM's TTFT and ITL histograms (`_sum` / `_count`) give its own view of the
-same requests: the counts must match gputui's exactly, the means closely (the client's
-TTFT also holds the network and the HTTP and SSE framing, so it is the longer one).
+same requests: their counts must match gputui's exactly (one TTFT per request, one ITL per token
+after the first, however many tokens an event carried), their means roughly.
 
 Each run prints its numbers (run pytest with -s to see them).
 """
