@@ -105,3 +105,18 @@ def test_run_responses_against_the_sim_is_exact(fixed_sim: SimProcess, tmp_path:
         # The fixed profile: first token 20 ms after arrival, then one every 5 ms.
         assert 20e-3 <= step.ttft_s.mean < 40e-3
         assert step.itl_s.mean * 1e3 == np.clip(step.itl_s.mean * 1e3, 4.0, 7.0)
+
+
+def test_a_responses_request_without_input_is_a_400(fixed_sim: SimProcess) -> None:
+    reply = httpx.post(fixed_sim.url + "/v1/responses", json={"model": "sim"}, timeout=10)
+    assert reply.status_code == 400
+    assert "'input'" in reply.json()["error"]["message"]
+
+
+def test_a_non_streamed_response_has_the_usage(fixed_sim: SimProcess) -> None:
+    body = {"model": "sim", "input": "hello world", "max_output_tokens": 4}
+    reply = httpx.post(fixed_sim.url + "/v1/responses", json=body, timeout=10).json()
+    assert reply["object"] == "response"
+    assert reply["status"] == "incomplete"
+    assert reply["usage"]["output_tokens"] == 4
+    assert reply["output"][0]["content"][0]["text"] == " tok000 tok001 tok002 tok003"

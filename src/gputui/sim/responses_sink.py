@@ -37,10 +37,15 @@ _DELTA: Final = "response.output_text.delta"
 _END: Final = b"0\r\n\r\n"
 
 
-def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
-    """A /v1/responses body as the chat body the server schedules (`input` may be a string)."""
-    chat = {k: v for k, v in body.items() if k not in ("input", "max_output_tokens")}
+def responses_as_chat(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A /v1/responses body as the chat body the server schedules (None: no usable `input`).
+
+    `input` is a string (one user message) or a list of messages.
+    """
     given = body.get("input")
+    if not (isinstance(given, list) and given) and not (isinstance(given, str) and given):
+        return None
+    chat = {k: v for k, v in body.items() if k not in ("input", "max_output_tokens")}
     chat["messages"] = given if isinstance(given, list) else [{"role": "user", "content": given}]
     if "max_output_tokens" in body:
         chat["max_tokens"] = body["max_output_tokens"]

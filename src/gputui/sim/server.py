@@ -191,7 +191,10 @@ class SimServer:
     ) -> None:
         body = _json_object(request.body)
         if responses:
-            body = responses_as_chat(body)
+            as_chat = responses_as_chat(body)
+            if as_chat is None:
+                raise RequestError("'input' must be a non-empty string or list of messages")
+            body = as_chat
         prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
         max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
         if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
