@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gputui.metrics.sla import Sla
     from gputui.workloads.scenario import Scenario
 
-Endpoint = Literal["completions", "chat"]
+Endpoint = Literal["completions", "chat", "responses"]
 
 DEFAULTS: Final[dict[str, Any]] = {
     "endpoint": "completions",
@@ -74,9 +74,10 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -
         )
     target.add_argument(
         "--endpoint",
-        choices=("completions", "chat"),
+        choices=("completions", "chat", "responses"),
         default=None,
-        help="request kind (default: the scenario's, else completions)",
+        help="request kind: /v1/completions, /v1/chat/completions or /v1/responses "
+        "(default: the scenario's, else completions)",
     )
     target.add_argument(
         "--api-key-env",

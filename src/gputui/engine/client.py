@@ -153,6 +153,8 @@ class StreamingClient:
     ) -> bytes:
         """The JSON request body (the run's extra body, then the request's, override defaults)."""
         config = self._config
+        if config.endpoint == "responses":
+            return responses_body(config, prompt, max_tokens, messages, extra_body)
         body: dict[str, Any] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
         if config.endpoint == "chat":
             body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
@@ -293,6 +295,30 @@ class StreamingClient:
         self._pool.close()
         if self._counter is not None:
             self._counter.close()
+
+
+def responses_body(
+    config: ClientConfig,
+    prompt: str,
+    max_tokens: int,
+    messages: Sequence[dict[str, Any]] | None,
+    extra_body: dict[str, Any] | None,
+) -> bytes:
+    """A /v1/responses request: `input` and `max_output_tokens`; usage always comes at the end.
+
+    No `stream_options`: the Responses API has none (its final `response.completed` event carries
+    the usage), so its tokens per event are counted from the event texts (`event_counter`).
+    """
+    body: dict[str, Any] = {
+        "model": config.model,
+        "input": list(messages) if messages else prompt,
+        "max_output_tokens": max_tokens,
+        "stream": True,
+    }
+    body.update(config.extra_body)
+    if extra_body:
+        body.update(extra_body)
+    return orjson.dumps(body)
 
 
 def _record(

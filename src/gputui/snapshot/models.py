@@ -40,7 +40,7 @@ from gputui.snapshot.sections import (
 
 SCHEMA_VERSION: Final = 1
 
-Endpoint = Literal["completions", "chat"]
+Endpoint = Literal["completions", "chat", "responses"]
 
 
 class _Model(BaseModel):

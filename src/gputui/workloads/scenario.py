@@ -150,7 +150,7 @@ class Scenario(_Strict):
 
     name: str
     description: str = ""
-    endpoint: Literal["completions", "chat"] = "completions"
+    endpoint: Literal["completions", "chat", "responses"] = "completions"
     workload: WorkloadConfig
     sla: SlaConfig = SlaConfig()
     load: LoadPlan = LoadPlan()
@@ -168,7 +168,7 @@ class Scenario(_Strict):
         model: str,
         *,
         api_key: str | None = None,
-        endpoint: Literal["completions", "chat"] | None = None,
+        endpoint: Literal["completions", "chat", "responses"] | None = None,
         seed: int | None = None,
         token_counter: CounterMode = "auto",
         tokenizer: Path | None = None,
