@@ -242,8 +242,8 @@ def recover(path: Path, folder: Path) -> Path | None:
     crash cut short rebuilt from its journalled requests in the window it had (marked
     incomplete; no ITL, the journal keeps no token stamps; no diagnosis); `totals` counts every
     journalled request, and the steps account for each (`requests_warmup` included); hardware,
-    telemetry, network and client sections as last journalled. Returns the snapshot's path, or None when the
-    session measured nothing (the journal is deleted all the same).
+    telemetry, network and client sections as last journalled. Returns the snapshot's path, or
+    None when the session measured nothing (the journal is deleted all the same).
     """
     contents = read_contents(path)
     header = contents.header
