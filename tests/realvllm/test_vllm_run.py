@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from gputui.snapshot.models import Snapshot
+from tests.realvllm.diagnosis_checks import check_decomposition, check_percentiles, vllm_buckets
 from tests.realvllm.helpers import client_means, run_gputui, server_means
 from tests.support.vllm_server import VllmServer
 
@@ -99,6 +100,12 @@ def test_run_lengths_are_token_exact(vllm: VllmServer, tmp_path: Path, endpoint:
         f"vLLM over the run: TTFT mean {server_ttft * 1e3:.2f} ms, "
         f"ITL mean {server_itl * 1e3:.2f} ms"
     )
+    # The decomposition and vLLM's percentiles, step by step (see diagnosis_checks).
+    buckets = vllm_buckets(vllm)
+    for step in snap.steps:
+        check_decomposition(step)
+        seen = check_percentiles(step, buckets)
+        assert seen["numbers"] + seen["bounds"] > 0
 
 
 def test_responses_endpoint_ttft_itl_and_tokens(vllm: VllmServer, tmp_path: Path) -> None:
