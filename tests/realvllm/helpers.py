@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gputui.snapshot.models import Snapshot
 from gputui.snapshot.store import load_snapshot
-from tests.support.vllm_server import VllmServer
+from tests.support.vllm_server import VllmServer, parse_samples
 
 COUNTERS = (
     "vllm:request_success_total",
@@ -20,7 +20,11 @@ COUNTERS = (
     "vllm:time_to_first_token_seconds_count",
     "vllm:inter_token_latency_seconds_sum",
     "vllm:inter_token_latency_seconds_count",
+    "vllm:prefix_cache_queries_total",
+    "vllm:prefix_cache_hits_total",
 )
+
+GENERATING_ROUTES = ("/v1/completions", "/v1/chat/completions", "/v1/responses")
 
 
 def run_gputui(
@@ -54,6 +58,26 @@ def run_gputui(
     assert result.returncode == 0, result.stdout + result.stderr
     delta = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in COUNTERS}
     return load_snapshot(out), result.stdout, delta
+
+
+def server_hit_rate(delta: dict[str, float]) -> float:
+    """vLLM's own prefix-cache hit rate over the run: hit / queried prompt tokens, its counters."""
+    return delta["vllm:prefix_cache_hits_total"] / delta["vllm:prefix_cache_queries_total"]
+
+
+def generation_posts(vllm: VllmServer) -> dict[str, float]:
+    """POSTs vLLM's HTTP layer has answered so far on each generating route, by status class.
+
+    `http_requests_total{handler, method, status}`: every request, whatever its answer (a 400
+    too), unlike vLLM's engine counters, which see only the requests that reached the engine.
+    """
+    posts: dict[str, float] = {}
+    for name, labels, value in parse_samples(vllm.metrics_text()):
+        handler = labels.get("handler", "")
+        if name == "http_requests_total" and handler in GENERATING_ROUTES:
+            key = f"{handler} {labels.get('status')}"
+            posts[key] = posts.get(key, 0.0) + value
+    return posts
 
 
 def server_means(delta: dict[str, float]) -> tuple[float, float]:

@@ -124,6 +124,34 @@ def test_sampler_runs_sources_and_survives_errors() -> None:
     assert counters == sorted(counters)
 
 
+def test_stop_samples_the_server_once_more_after_the_run() -> None:
+    """The last sample follows the run's last requests: the counters cover all of them."""
+    server = FlakyServer()
+    server.calls = 1  # past its failing scrape
+    sampler = TelemetrySampler(server=server, absent={"gpu": "none"}, server_interval_s=60.0)
+    sampler.start()
+    wait_for(lambda: len(sampler.traces(downsample_to=None).server) == 1)
+    assert len(sampler.traces(downsample_to=None).server) == 1
+    stopping_ns = time.perf_counter_ns()
+    sampler.stop()
+    trace = sampler.traces(downsample_to=None).server
+    assert server.calls == 3 and server.closed
+    assert len(trace) == 2 and trace[-1].t_ns > stopping_ns
+    assert trace[-1].generation_tokens_total == 30
+    sampler.stop()  # twice: nothing more
+    assert server.calls == 3
+
+
+def test_a_failing_server_is_not_sampled_at_stop() -> None:
+    server = FlakyServer()
+    sampler = TelemetrySampler(server=server, absent={"gpu": "none"}, server_interval_s=60.0)
+    sampler.start()
+    wait_for(lambda: server.calls >= 1)
+    sampler.stop()  # the only scrape failed: the server is not answering, do not wait on it
+    assert server.calls == 1 and server.closed
+    assert sampler.traces(downsample_to=None).server == ()
+
+
 def test_gpu_samples_come_from_the_server_text_when_there_is_no_gpu_port() -> None:
     server = FlakyServer()
     sampler = TelemetrySampler(

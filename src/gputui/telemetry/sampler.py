@@ -16,6 +16,7 @@ whole run is covered at a resolution that degrades gracefully, plus a ring of re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -240,10 +241,19 @@ class TelemetrySampler:
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the threads (each finishes its current poll) and close the ports."""
+        """Stop the threads (each finishes its current poll), sample the server once more, close.
+
+        The last scrape comes after the run's requests have ended (a run stops the sampler after
+        draining them), so the server's counters cover every request: a run's prefix-cache hits
+        read from them would otherwise miss up to a polling interval of requests at the end.
+        """
         self._stop.set()
-        for thread in self._threads:
+        threads, self._threads = self._threads, []
+        for thread in threads:
             thread.join(timeout_s)
+        if self._server is not None and threads and self._states["server"].status == "ok":
+            with contextlib.suppress(Exception):  # the server may be gone: keep what was read
+                self._poll_server()
         for port in (self._gpu, self._server, self._host):
             if port is not None:
                 port.close()
