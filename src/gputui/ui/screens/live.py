@@ -10,11 +10,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputui.snapshot.sessions import default_sessions_dir
 from gputui.ui.render.sweep import SweepOverlay
 from gputui.ui.screens.sessions import SessionsScreen
+from gputui.ui.widgets.key_footer import KeyFooter
 from gputui.ui.widgets.live_panels import (
     EventLog,
     GpuPanel,
@@ -160,7 +160,7 @@ class LiveScreen(Screen[None]):
             with Horizontal(id="bottom"):
                 yield GpuPanel(id="gpu", ascii=ascii)
                 yield StepsTable(id="steps", ascii=ascii)
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Titles, the layout for this size, and the 4 Hz pull."""
