@@ -156,3 +156,19 @@ def test_a_revisited_level_draws_one_point() -> None:
     latest = latest_per_level([*view.steps, again])
     assert [s.level for s in latest] == sorted({s.level for s in view.steps})
     assert latest[2] is again
+
+
+def test_a_repeated_error_folds_whatever_its_figures() -> None:
+    saturated = "the client is saturated ({} % CPU, 1 worker(s)): restart with more --workers"
+    events = [LiveEvent(60.0 + k, "error", saturated.format(cpu)) for k, cpu in enumerate((6, 9))]
+    events += [LiveEvent(70.0, "sla", "step 5 (16) missed the SLA")]
+    events += [LiveEvent(80.0, "sla", "step 6 (32) missed the SLA")]
+    events += [LiveEvent(90.0, "throttle", "GPU 1 throttling: sw_power_cap")]
+    groups = collapse(events)
+    assert [(g.text, g.count) for g in groups] == [
+        (saturated.format(9), 2),  # the latest figures
+        ("step 5 (16) missed the SLA", 1),  # a step's number is its identity: never folded
+        ("step 6 (32) missed the SLA", 1),
+        ("GPU 1 throttling: sw_power_cap", 1),  # another GPU: its own line
+    ]
+    assert collapse([*events, LiveEvent(95.0, "throttle", THROTTLE)])[-1].text == THROTTLE

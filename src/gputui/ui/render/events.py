@@ -5,11 +5,14 @@ so `collapse` folds identical events into one `EventGroup` that says how often a
 ("GPU 0 throttling: sw_power_cap since 0:01:32, x9"), shown where its latest repeat happened.
 Warnings, errors, throttling and the like fold wherever they repeat; an "info" event (a load
 change, a save) folds only into the one just before it, so the log still reads as a history.
+Errors, throttling and preemptions fold even when only their figures differ ("the client is
+saturated (6 % CPU ...)" then "(9 % CPU ...)"): the line shows the latest figures.
 `events_lines` wraps each group's text under its time and kind, never cutting it off.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +28,10 @@ EVENT_ROLES = {
     "preemption": "warn",
     "warning": "warn",
 }
+_FIGURES = re.compile(r"(?<!GPU )\d+(\.\d+)?")
+"""Figures in an event's text; a GPU's index is its identity, not a figure."""
+_FOLD_FIGURES = frozenset({"error", "throttle", "preemption"})
+"""Kinds whose repeats fold whatever their figures (a step number would: warnings, SLA, info)."""
 _KIND_NAMES = {"preemption": "preempt"}
 """Kinds shown shorter, so that the kind column takes 9 cells."""
 _KIND_W = 9
@@ -59,7 +66,8 @@ def collapse(events: Sequence[LiveEvent]) -> list[EventGroup]:
     groups: list[EventGroup] = []
     where: dict[tuple[str, str], int] = {}
     for event in events:
-        key = (event.kind, event.text)
+        text = _FIGURES.sub("#", event.text) if event.kind in _FOLD_FIGURES else event.text
+        key = (event.kind, text)
         at = where.get(key)
         foldable = at is not None and (event.kind != "info" or at == len(groups) - 1)
         if at is not None and foldable:
