@@ -8,6 +8,7 @@ from dataclasses import replace
 from gputui.events import LiveEvent
 from gputui.metrics.outcome import hold_outcome, step_outcome
 from gputui.run_printer import StepPrinter
+from gputui.ui.render.chart import Axis, Whisker, line_chart
 from gputui.ui.render.events import collapse, events_lines
 from gputui.ui.render.keys import key_rows
 from gputui.ui.render.spans import texts
@@ -172,3 +173,12 @@ def test_a_repeated_error_folds_whatever_its_figures() -> None:
         ("GPU 1 throttling: sw_power_cap", 1),  # another GPU: its own line
     ]
     assert collapse([*events, LiveEvent(95.0, "throttle", THROTTLE)])[-1].text == THROTTLE
+
+
+def test_a_wide_interval_draws_a_short_uncapped_whisker() -> None:
+    x, y = Axis(1.0, 10.0), Axis(0.0, 100.0)
+    wide = Whisker(5.0, 0.0, 100.0, "s1", mid=50.0)  # the whole axis: a grid line, uncut
+    rows = texts(line_chart([], 30, 22, x=x, left=y, whiskers=[wide], ascii=True))
+    drawn = [k for k, row in enumerate(rows[:-1]) if ":" in row or "-" in row]
+    assert 0 < len(drawn) <= 2 * 22 // 5 + 1  # a fifth of the plot either side of the point
+    assert not any("-" in rows[k] for k in drawn)  # cut ends have no caps

@@ -5,7 +5,8 @@ from the rolling window; the SLA bounds are dashed lines on the latency axis, th
 vertical line, and the SLA-qualified capacity a star. Each series has its own colour, marker and
 line style (throughput solid ●, TTFT dotted ▲, TPOT dashed ▼), so the chart reads without colour.
 Each step's 95 % intervals of those three figures are whiskers through its markers (capped ends;
-an open end, too few samples, is a short dotted stub), and a step whose SLA verdict is
+an open end, too few samples, is a short dotted stub; one whisker per level, the newest step's,
+and none longer than a fifth of the plot either side of its point), and a step whose SLA verdict is
 inconclusive (an interval straddles a bound) has its own marker (◐, ASCII "?") and role.
 Saved sessions can be overlaid (`SweepOverlay`): their curves are drawn first, dimmer, sparser,
 with a hollow marker of their own, and each is named in the legend.
@@ -95,10 +96,11 @@ def _whiskers(steps: list[StepResult]) -> list[Whisker]:
     for s in steps:
         if s.output_tokens_per_s_ci is not None:
             lo, hi = s.output_tokens_per_s_ci
-            out.append(Whisker(s.level, lo, hi, "s1"))
+            out.append(Whisker(s.level, lo, hi, "s1", mid=s.output_tokens_per_s))
         for summary, role in ((s.ttft_s, "s2"), (s.tpot_s, "s3")):
             if summary.p95 is not None and summary.p95_ci is not None:
-                out.append(Whisker(s.level, *summary.p95_ci, role, axis="right"))
+                low, high = summary.p95_ci
+                out.append(Whisker(s.level, low, high, role, axis="right", mid=summary.p95))
     return out
 
 
