@@ -117,6 +117,7 @@ def test_a_dropped_terminal_saves_the_session(
 HEADER_ITEMS = [
     r"● \d+ concurrent ×\d+",
     r"step \d+ \d+s( AUTO| HOLD)? (settling( ≤\d+ s)?|measuring n=\d+( ±(open|[\d.]+ %))?)",
+    r"P95 verdict: \d+ of 59 requests(, ~\d+ s)?",
     r"in flight \d+",
     r"\d+:\d\d:\d\d",
     r"cpu engine \d+% ui (\d+%|-)",

@@ -182,3 +182,19 @@ def test_a_wide_interval_draws_a_short_uncapped_whisker() -> None:
     drawn = [k for k, row in enumerate(rows[:-1]) if ":" in row or "-" in row]
     assert 0 < len(drawn) <= 2 * 22 // 5 + 1  # a fifth of the plot either side of the point
     assert not any("-" in rows[k] for k in drawn)  # cut ends have no caps
+
+
+def test_the_header_says_what_the_p95_verdict_still_needs() -> None:
+    view = replay_views(DIAG_FIXTURE)[-1]
+    assert view.frame is not None
+    frame = replace(
+        view.frame, measured_n=23, window=replace(view.frame.window, requests_per_s=0.9)
+    )
+    header = " ".join(texts(header_lines(replace(view, frame=frame), 158, 2)))
+    assert "P95 verdict: 23 of 59 requests, ~40 s" in header  # (59 - 23) / 0.9 req/s
+    at_80 = "\n".join(texts(header_lines(replace(view, frame=frame), 78, 3)))
+    assert "P95 verdict: 23 of 59 requests, ~40 s" in at_80
+    decided = replace(frame, measured_n=59)
+    assert "P95 verdict" not in " ".join(texts(header_lines(replace(view, frame=decided), 158)))
+    settling = replace(frame, settle_remaining_s=3.0)
+    assert "P95 verdict" not in " ".join(texts(header_lines(replace(view, frame=settling), 158)))

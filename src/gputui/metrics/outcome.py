@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from gputui.metrics.confidence import min_n_two_sided
+
 Outcome = Literal["pass", "fail", "inconclusive", "no data"]
 NO_DATA: Outcome = "no data"
 
@@ -67,3 +69,20 @@ def hold_outcome(step: HeldStep | None, number: int) -> str:
             f"{worst}; operator control"
         )
     return f"hold ended: step {number} precise; operator control"
+
+
+P95_DECIDABLE_N = min_n_two_sided(0.95)
+"""Requests before a P95's 95 % interval has an upper end, so that it can pass (59)."""
+
+
+def p95_needs(measured_n: int, requests_per_s: float | None) -> tuple[int, float | None] | None:
+    """What a step's P95 verdict still needs: (requests so far, seconds left at this rate).
+
+    None once the step has the requests to decide it. The time is an estimate from the rate the
+    requests finish at now (None when nothing finishes yet).
+    """
+    if measured_n >= P95_DECIDABLE_N:
+        return None
+    missing = P95_DECIDABLE_N - max(measured_n, 0)
+    eta_s = missing / requests_per_s if requests_per_s and requests_per_s > 0 else None
+    return measured_n, eta_s

@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 from gputui.live import LiveView
+from gputui.metrics.outcome import P95_DECIDABLE_N, p95_needs
 from gputui.session import StatsFrame
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
@@ -67,7 +68,11 @@ def header_groups(view: LiveView) -> list[Group]:
     if frame is not None:
         step: Line = [("step ", "label"), (f"{len(view.steps) + 1}", "")]
         step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
-        groups += [(0, step), (2, [("in flight ", "label"), (str(frame.in_flight), "")])]
+        groups.append((0, step))
+        needs = verdict_needs(frame)
+        if needs:
+            groups.append((1, needs))
+        groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))
     groups.append((1, [(fmt.clock(view.session_s), "")]))
     engine_cpu = f"{frame.client_cpu_percent:.0f}%" if frame is not None else "-"
     ui_cpu = f"{view.ui_cpu_percent:.0f}%" if view.ui_cpu_percent is not None else "-"
@@ -113,6 +118,19 @@ def capacity_bracket(view: LiveView) -> Line:
         role = VERDICT_ROLES.get(capacity.above_verdict, "")
         line.append((f" ({capacity.above_level:g}: {capacity.above_verdict})", role))
     return line
+
+
+def verdict_needs(frame: StatsFrame) -> Line:
+    """'P95 verdict: 23 of 59 requests, ~40 s' while a measuring step has too few to decide it."""
+    if frame.settle_remaining_s is not None or frame.in_warmup or frame.paused:
+        return []
+    needs = p95_needs(frame.measured_n, frame.window.requests_per_s)
+    if needs is None:
+        return []
+    n, eta_s = needs
+    eta = f", ~{eta_s:.0f} s" if eta_s is not None else ""
+    text = f"{n} of {P95_DECIDABLE_N} requests{eta}"
+    return [("P95 verdict: ", "label"), (text, "inconclusive")]
 
 
 def step_state(view: LiveView, frame: StatsFrame) -> Line:

@@ -101,6 +101,12 @@ NOTATION = (
         "the step waits for steady state before it measures; it starts as soon as the latency "
         "stops trending, at the latest after the time shown",
     ),
+    (
+        "P95 verdict: 23 of 59",
+        f"the step has too few requests to decide its P95 against the SLA ({_P95_N} give its "
+        "interval an upper end); the time is an estimate at the current rate; h holds the "
+        "level until the step is precise",
+    ),
     ("HOLD  AUTO", "who sets the load: h's hold (until the step is precise), a's auto sweep"),
     ("capacity 16 (32: fail)", "the capacity, and the next level tested above it with its answer"),
     (
