@@ -9,15 +9,17 @@ from gputui.events import LiveEvent
 from gputui.live import LiveController
 from gputui.sim.runner import SimProcess
 from gputui.ui.app import AppOptions, make_app
+from gputui.ui.render.events import collapse
+from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.live import LiveScreen
 from gputui.ui.source import ReplaySource
 from gputui.ui.widgets.key_footer import KeyFooter
-from gputui.ui.widgets.live_panels import EventLog, SweepChart
+from gputui.ui.widgets.live_panels import EventLog, StepsTable, SweepChart
 from tests.ui.conftest import replay_views, wait_for
 from tests.ui.test_pilot_control import _controller, _frame
 
 
-def _text(panel: EventLog | SweepChart | KeyFooter, rows: int) -> list[str]:
+def _text(panel: EventLog | SweepChart | StepsTable | KeyFooter, rows: int) -> list[str]:
     return [panel.render_line(y).text for y in range(rows)]
 
 
@@ -90,3 +92,32 @@ async def test_every_shown_key_is_in_the_footer_at_80x24() -> None:
                 assert f" {key} {binding.description}" in shown, binding.description
         await pilot.press("h")  # and the keys it lists work: h reaches the source
         assert app.screen.query_one(KeyFooter).region.bottom == 24
+
+
+async def test_e_shows_every_event_whole_and_t_every_step() -> None:
+    views = replay_views()
+    long = "the client is saturated (97 % CPU, 1 worker(s)): its timings include its own " * 2
+    last = views[-1]
+    source = ReplaySource([replace(last, events=(*last.events, LiveEvent(80.0, "error", long)))])
+    app = make_app(source)
+    app.animation_level = "none"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        panel = app.screen.query_one(EventLog)
+        await wait_for(pilot, lambda: panel.view is not None and panel.size.height > 20)
+        text = " ".join(" ".join(_text(panel, panel.size.height)).split())
+        assert " ".join(long.split()) in text  # whole, however long
+        for event in collapse(source.view().events):
+            assert event.line_text.split(":")[0] in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        steps = app.screen.query_one(StepsTable)
+        await wait_for(pilot, lambda: steps.view is not None)
+        rows = [line.split() for line in _text(steps, len(last.steps) + 1)[1:]]
+        assert [row[0].lstrip("★┊~") for row in rows] == [
+            str(k + 1) for k in range(len(last.steps))
+        ]

@@ -15,10 +15,11 @@ from gputui.events import LiveEvent
 from gputui.live import LiveView
 from gputui.ui.app import AppOptions, GputuiApp, make_app
 from gputui.ui.replay import load_views
+from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.dialogs import SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.source import ReplaySource
-from gputui.ui.widgets.live_panels import LatencyTable, StepsTable, SweepChart
+from gputui.ui.widgets.live_panels import EventLog, LatencyTable, StepsTable, SweepChart
 from gputui.ui.widgets.panel import LivePanel
 from tests.ui.conftest import replay_app, replay_views, wait_for
 
@@ -146,3 +147,20 @@ def test_live_screen_80x24_in_rate_mode_keeps_the_concurrency_sweep(snap_compare
     """After `r`: the concurrency sweep stays on the chart (◌) with its knee in the legend."""
     app = _replayed(lambda v: replace(v, mode="rate", level=8.5, frame=None, knee=None))
     assert snap_compare(app, terminal_size=(80, 24), run_before=_drawn)
+
+
+def test_events_screen_80x24(snap_compare: Any) -> None:
+    """`e`: every event whole, repeats folded, newest in view."""
+    flood = [
+        LiveEvent(92.0 + 8 * k, "throttle", "GPU 0 throttling: sw_power_cap") for k in range(9)
+    ]
+    app = _replayed(lambda v: replace(v, events=(*v.events, *flood)))
+
+    async def open_events(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, DetailScreen))
+        panel = pilot.app.screen.query_one(EventLog)
+        await wait_for(pilot, lambda: panel.view is not None)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_events)

@@ -107,3 +107,8 @@ def events_lines(events: Sequence[LiveEvent], width: int, height: int) -> list[L
             break
         out = lines + out
     return out + [fit([], width) for _ in range(height - len(out))]
+
+
+def all_events_lines(events: Sequence[LiveEvent], width: int) -> list[Line]:
+    """Every event (repeats folded), whole, oldest first: the event log's own screen."""
+    return [line for group in collapse(events) for line in group_lines(group, width)]

@@ -33,6 +33,8 @@ KEYS = (
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),
+    ("e", "every event, whole (repeats folded), on a screen of its own; esc goes back"),
+    ("t", "every finished step, on a screen of its own; esc goes back"),
     ("q", "stop the load, save the snapshot, exit (SIGHUP and SIGTERM do the same)"),
     ("pgup / pgdn", "scroll the panels when they are stacked (small terminals)"),
     ("? / esc", "open / close this help"),

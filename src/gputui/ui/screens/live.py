@@ -13,6 +13,7 @@ from textual.screen import Screen
 
 from gputui.snapshot.sessions import default_sessions_dir
 from gputui.ui.render.sweep import SweepOverlay
+from gputui.ui.screens.detail import DetailKind, DetailScreen
 from gputui.ui.screens.sessions import SessionsScreen
 from gputui.ui.widgets.key_footer import KeyFooter
 from gputui.ui.widgets.live_panels import (
@@ -105,6 +106,20 @@ class LiveScreen(Screen[None]):
             "Auto",
             id="start_auto",
             tooltip="Auto sweep from this level to the knee and the SLA bound (load keys stop it)",
+        ),
+        Binding(
+            "e",
+            "detail('events')",
+            "Events",
+            id="all_events",
+            tooltip="Every event, whole (repeats folded), on a screen of its own",
+        ),
+        Binding(
+            "t",
+            "detail('steps')",
+            "Steps",
+            id="all_steps",
+            tooltip="Every finished step, on a screen of its own",
         ),
         Binding(
             "x",
@@ -261,6 +276,10 @@ class LiveScreen(Screen[None]):
         if self.overlays:
             self.overlays = ()
             self.notify("overlays cleared", timeout=2)
+
+    def action_detail(self, kind: DetailKind) -> None:
+        """Every event or every step, on a screen of its own."""
+        self.app.push_screen(DetailScreen(kind))
 
     def action_help(self) -> None:
         """Show the help screen."""
