@@ -24,7 +24,7 @@ class KeyFooter(Widget):
 
     def on_mount(self) -> None:
         """Redraw when the screen's bindings change."""
-        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.refresh())
+        self.screen.bindings_updated_signal.subscribe(self, lambda _s: self.refresh(layout=True))
 
     def items(self) -> list[KeyItem]:
         """The shown bindings, one per action, in the screen's order."""
