@@ -33,6 +33,7 @@ from gputui.diagnosis.window import (
     ClientFrame,
     client_window,
     gpu_window,
+    saturation_evidence,
     server_latency_from_histograms,
     server_latency_from_timings,
     server_window,
@@ -203,6 +204,7 @@ class StepDiagnoser:
             previous_level=previous.level if previous else None,
             previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
             previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
+            **saturation_evidence(result, previous, server, roofline),
         )
         verdict = bottleneck(evidence)
         diagnosis = {

@@ -52,7 +52,8 @@ def legend(*, ascii: bool = False, short: bool = False) -> Line:
 
 
 SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
-SHORT |= {"server-overhead": "srv-overhead"}
+SHORT |= {"server-overhead": "srv-overhead", "prefill-interference": "prefill-intf"}
+SHORT |= {"scheduler-limit": "sched-limit", "decode-compute": "decode-comp"}
 """Verdict names in a narrow steps table (the help screen spells them out)."""
 
 
@@ -72,7 +73,8 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
         " THROTTLED" if throttled and name != "throttled" else ""
     )
     role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
-    return (SHORT.get(name, name) if short else name) + flags, role
+    likely = "?" if verdict.get("low_confidence") else ""  # the most likely cause, thin evidence
+    return (SHORT.get(name, name) if short else name) + likely + flags, role
 
 
 def knee_label(view: LiveView) -> str:
