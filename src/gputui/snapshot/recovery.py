@@ -19,7 +19,7 @@ import orjson
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.records import RequestRecord
-from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
@@ -220,7 +220,7 @@ def recover(path: Path, folder: Path) -> Path | None:
         return None
     mode = steps[-1].mode
     knee = knee_from_steps(steps, mode=mode)
-    capacity = qualified_capacity(steps, sla.to_sla())
+    capacity = judged_capacity(steps, sla.to_sla())
     label = header.get("label")
     knee_model = KneeModel.from_knee(knee.knee) if knee.knee else None
     if knee_model is not None:  # the diagnosed steps explain it, as in a saved snapshot
