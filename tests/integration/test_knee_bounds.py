@@ -55,3 +55,26 @@ def test_every_failing_step_names_a_bound(
     assert result.stdout.count("bound by none") == sum(
         1 for s in steps if (s.bottleneck or {}).get("verdict") == "none"
     )
+
+
+@pytest.mark.timeout(120)
+def test_a_sequence_limit_reads_scheduler_limit(tmp_path: Path) -> None:
+    # --max-num-seqs 16 at 48 streams: 16 run, 32 wait, KV nearly empty. vLLM's /metrics does not
+    # publish max_num_seqs: the rule reads the held running count and the queue behind it.
+    out = tmp_path / "capped.json"
+    spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b", max_num_seqs=16)
+    with start_background(spec) as sim:
+        result = subprocess.run(
+            [
+                sys.executable, "-m", "gputui", "run", "--url", sim.url, "--concurrency", "8,48",
+                "--step-seconds", "5", "--warmup-seconds", "2", "--input-tokens", "256",
+                "--output-tokens", "48", "--sla-ttft-p95", "0.5", "--out", str(out),
+                "--snapshot-dir", str(tmp_path),
+            ],
+            capture_output=True, text=True, timeout=100,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    low, high = load_snapshot(out).steps
+    assert (low.bottleneck or {}).get("verdict") != "scheduler-limit", low.bottleneck
+    assert high.bottleneck is not None and high.bottleneck["verdict"] == "scheduler-limit"
+    assert high.bottleneck["evidence"][0].startswith("running held at 16 in "), high.bottleneck

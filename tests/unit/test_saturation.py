@@ -69,6 +69,10 @@ def test_the_closed_loops_own_plateau_is_not_the_schedulers_limit() -> None:
     assert "max_num_batched_tokens" in found["evidence"][0]
     # max_num_seqs 32 at 64 streams: 32 run, 32 wait, KV has room.
     capped = _replace(A100_32, level=64, waiting_max=33, waiting_mean=31.0, itl_p95_s=0.02)
+    capped = _replace(capped, closed_loop_streams=64.0)
+    # 8 streams, 8 running, one just arrived waiting: the client's plateau, not a limit.
+    small = _replace(capped, level=8, closed_loop_streams=8.0, running_max=8, waiting_mean=1.0)
+    assert "running held" not in bottleneck(small)["evidence"][0]
     found = bottleneck(capped)
     assert found["verdict"] == "scheduler-limit"
     assert found["evidence"][0].startswith("running held at 32 in 90% of samples with 31 waiting")

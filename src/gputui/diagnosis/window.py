@@ -204,4 +204,5 @@ def saturation_evidence(
         "running_at_max_share": server.get("running_at_max_share"),
         "waiting_mean": server.get("waiting_mean"),
         "decode_compute_utilization": (roofline or {}).get("decode_compute_utilization"),
+        "closed_loop_streams": result.level if result.mode == "concurrency" else None,
     }

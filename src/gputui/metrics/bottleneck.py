@@ -126,6 +126,8 @@ class StepEvidence:
     """Share of the window's samples running within a few percent of `running_max`."""
     waiting_mean: float | None = None
     decode_compute_utilization: float | None = None
+    closed_loop_streams: float | None = None
+    """The concurrency a closed-loop step holds (None: an open-loop rate)."""
 
 
 def _ms(value_s: float) -> str:

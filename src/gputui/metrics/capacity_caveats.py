@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from gputui.metrics.capacity import (
     Capacity,
@@ -149,3 +149,25 @@ def _bottleneck(
     found = diagnoses.get(index) if isinstance(index, int) else None
     verdict = (found or {}).get("bottleneck") if found else getattr(step, "bottleneck", None)
     return verdict if isinstance(verdict, Mapping) else {}
+
+
+class MarkedCapacity(Protocol):
+    """What `capacity_notes_lines` reads (a metrics `Capacity` or a snapshot's capacity)."""
+
+    @property
+    def provisional(self) -> bool: ...
+
+    @property
+    def provisional_reason(self) -> str | None: ...
+
+    @property
+    def caveats(self) -> Sequence[str]: ...
+
+
+def capacity_notes_lines(capacity: MarkedCapacity, indent: str = "  ") -> list[str]:
+    """'  provisional: on point estimates (P95 on 14 requests; 59 decide it)', then each caveat."""
+    lines = []
+    if capacity.provisional:
+        lines.append(f"{indent}provisional: on point estimates ({capacity.provisional_reason})")
+    lines += [f"{indent}caveat: {c}" for c in capacity.caveats]
+    return lines

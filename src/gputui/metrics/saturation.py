@@ -9,8 +9,9 @@ is thin) or None. The causes, each with the evidence that names it (domain.md se
   room for one more request of the step's mean context) or the engine preempted requests.
 - `scheduler-limit` (refines `queue`, or on its own): requests wait while the KV cache has room
   and the engine's running count sits at its ceiling (>= RUNNING_AT_CAP_SHARE of the window's
-  samples within RUNNING_CAP_SLACK of the most it ran, with a queue of >= QUEUE_OF_BATCH of that
-  on average: vLLM's `max_num_seqs`, which its /metrics does not publish), or, with no plateau
+  samples within RUNNING_CAP_SLACK of the most it ran, under the streams a closed loop holds,
+  with a queue of >= QUEUE_OF_BATCH of that on average: vLLM's `max_num_seqs`, which its
+  /metrics does not publish), or, with no plateau
   and no prefill interference, while every engine step's token budget is taken
   (`max_num_batched_tokens`): the queue holds >= QUEUE_SHARE_LOW of TTFT with KV room.
 - `prefill-interference` (refines a failing step's `decode-bandwidth`, or on its own): ITL's
@@ -120,6 +121,9 @@ def _at_cap(e: StepEvidence) -> bool:
     share, top = e.running_at_max_share, e.running_max
     if share is None or share < RUNNING_AT_CAP_SHARE or not top:
         return False
+    streams = e.closed_loop_streams
+    if streams is not None and top >= streams * (1.0 - RUNNING_CAP_SLACK):
+        return False  # every stream the client holds runs: the ceiling is the client's
     waiting = e.waiting_mean if e.waiting_mean is not None else 0.0
     return waiting >= max(1.0, QUEUE_OF_BATCH * top)
 
