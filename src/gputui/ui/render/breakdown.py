@@ -87,7 +87,8 @@ def knee_label(view: LiveView) -> str:
         key=lambda s: s.level,
     )
     verdicts = [v for s in past if isinstance(v := view.diagnosis(s).get("bottleneck"), Mapping)]
-    tail = f" · {verdicts[0]['verdict']}" if verdicts else ""
+    likely = "?" if verdicts and verdicts[0].get("low_confidence") else ""
+    tail = f" · {verdicts[0]['verdict']}{likely}" if verdicts else ""
     return f"knee {knee.level:g}{tail}"
 
 
