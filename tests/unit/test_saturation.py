@@ -135,3 +135,46 @@ def test_a_far_network_is_a_likely_bound_of_a_failing_step() -> None:
         StepEvidence(level=4, breakdown=_breakdown(0.2, 0.06, 0.05, 0.06), sla_failed=True)
     )
     assert found["verdict"] == "network" and found["low_confidence"] is True
+
+
+def test_the_simulators_large_batch_decode_reads_decode_compute() -> None:
+    # Virtual time (sim.virtual): 32-token prompts, 256-token answers on the A100 simulator. From
+    # 128 to 256 streams tok/s stops growing and TPOT doubles while the bytes read per second fall:
+    # the batch's FLOPs set the step time (the roofline's compute term passes its memory term).
+    from gputui.catalog.specs import GPUS, MODELS
+    from gputui.metrics.roofline_use import roofline_use
+    from gputui.sim.device import make_device
+    from gputui.sim.virtual import run_closed_loop
+
+    gpu, model = GPUS["a100-80gb-pcie"], MODELS["llama-3.1-8b"]
+    found: dict[int, tuple[str, float, float]] = {}
+    previous = None
+    for streams in (64, 128, 256):
+        device = make_device(gpu, model, max_num_seqs=512)
+        run = run_closed_loop(device, streams, 32, 256, num_requests=3 * streams)
+        use = roofline_use(
+            gpu, model, output_tokens_per_s=run.steady_output_tok_s,
+            input_tokens_per_s=run.steady_output_tok_s / 256 * 32, mean_batch=float(streams),
+            mean_context_tokens=32 + 128,
+        )  # fmt: skip
+        assert use is not None
+        evidence = StepEvidence(
+            level=streams, tpot_p50_s=run.mean_tpot_s, itl_p50_s=run.mean_tpot_s,
+            itl_p95_s=run.mean_tpot_s * 1.2, gpu_util_mean_pct=100.0,
+            decode_bandwidth_utilization=use["decode_bandwidth_utilization"],
+            prefill_compute_utilization=use["prefill_compute_utilization"],
+            decode_compute_utilization=use["decode_compute_utilization"],
+            output_tokens_per_s=run.steady_output_tok_s, closed_loop_streams=float(streams),
+            previous_level=previous[0] if previous else None,
+            previous_tpot_p50_s=previous[1] if previous else None,
+            previous_output_tokens_per_s=previous[2] if previous else None,
+        )  # fmt: skip
+        found[streams] = (
+            bottleneck(evidence)["verdict"],
+            run.mean_tpot_s,
+            use["decode_bandwidth_utilization"],
+        )
+        previous = (streams, run.mean_tpot_s, run.steady_output_tok_s)
+    assert found[64][0] == found[128][0] == "decode-bandwidth", found
+    assert found[256][0] == "decode-compute", found
+    assert found[256][1] > 1.8 * found[128][1]  # TPOT ~doubles per doubling of the batch
