@@ -54,3 +54,8 @@ def test_short_steps_save_a_provisional_capacity_and_its_cost(tmp_path: Path) ->
     table = _gputui("compare", str(out))
     assert "concurrency 2 (provisional)" in table.stdout
     assert "provisional capacity, on point estimates (P95 on" in table.stdout
+    html = tmp_path / "report.html"
+    assert _gputui("compare", str(out), "--format", "html", "--out", str(html)).returncode == 0
+    page = html.read_text()
+    assert "concurrency 2 (provisional)" in page
+    assert "provisional capacity, on point estimates (P95 on" in page
