@@ -13,6 +13,8 @@ Contract of `judged_capacity(steps, sla, mode=None, diagnoses=None)`:
   load generator's own queueing is in its numbers) or measured while throttled. The diagnoses
   (`steps[].bottleneck`, from `diagnoses` by step index or the step's own `bottleneck`) give the
   last two.
+
+`capacity_notes_lines(capacity)` says both in lines for `gputui run`'s summary.
 """
 
 from __future__ import annotations

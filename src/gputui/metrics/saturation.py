@@ -1,7 +1,8 @@
 """Why a loaded step is slow when the first rules found nothing: the causes past the knee.
 
-Contract: `metrics.bottleneck.bottleneck` calls `refine_queue` when its queue rule holds and
-`explain_saturation` when no rule of its own held. Both are pure functions of one step's
+Contract: `metrics.bottleneck.bottleneck` calls `refine_queue` when its queue rule holds,
+`refine_bandwidth` when its decode-bandwidth rule does, and `explain_saturation` when no rule of
+its own held. Both are pure functions of one step's
 `StepEvidence` and return a `Finding` (a verdict, its evidence in words, and whether the evidence
 is thin) or None. The causes, each with the evidence that names it (domain.md sections 1 and 9):
 
@@ -11,9 +12,9 @@ is thin) or None. The causes, each with the evidence that names it (domain.md se
   and the engine's running count sits at its ceiling (>= RUNNING_AT_CAP_SHARE of the window's
   samples within RUNNING_CAP_SLACK of the most it ran, under the streams a closed loop holds,
   with a queue of >= QUEUE_OF_BATCH of that on average: vLLM's `max_num_seqs`, which its
-  /metrics does not publish), or, with no plateau
-  and no prefill interference, while every engine step's token budget is taken
-  (`max_num_batched_tokens`): the queue holds >= QUEUE_SHARE_LOW of TTFT with KV room.
+  /metrics does not publish), or, with no plateau and no prefill interference, while every
+  engine step's token budget is taken (`max_num_batched_tokens`): the queue holds >=
+  QUEUE_SHARE_LOW of TTFT with KV room.
 - `prefill-interference` (refines a failing step's `decode-bandwidth`, or on its own): ITL's
   P95 is >= ITL_SPIKE_RATIO times its median while prompts are being prefilled (prefill >=
   PREFILL_ACTIVE of peak FLOP/s): decode steps that carry a prefill chunk take many times
