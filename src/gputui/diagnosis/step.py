@@ -41,6 +41,7 @@ from gputui.diagnosis.window import (
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
+from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.snapshot.models import Snapshot
@@ -374,6 +375,8 @@ def knee_explanation(knee_level: float, steps: Sequence[dict[str, Any]]) -> str 
     step = past[0]
     verdict = step["bottleneck"]
     queue_bits = [e for e in verdict["evidence"] if "waiting" in e or "KV" in e]
+    if verdict["verdict"] in SATURATION_VERDICTS or verdict.get("low_confidence"):
+        queue_bits = verdict["evidence"][:1]  # the cause's own evidence leads (metrics.saturation)
     parts = [f"knee at {knee_level:g}: bound by {verdict['verdict']} at {float(step['level']):g}"]
     if queue_bits:
         parts.append(queue_bits[0])
