@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.capacity_caveats import capacity_notes_lines
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_quality import step_warnings
@@ -93,6 +94,7 @@ class StepPrinter:
                     else ""
                 )
             )
+            lines += capacity_notes_lines(capacity)
         else:
             lines.append(f"capacity: none ({snapshot.capacity_reason})")
         if snapshot.validation is not None:

@@ -66,7 +66,8 @@ def legend(*, ascii: bool = False, short: bool = False) -> Line:
 
 
 SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
-SHORT |= {"server-overhead": "srv-overhead"}
+SHORT |= {"server-overhead": "srv-overhead", "prefill-interference": "prefill-intf"}
+SHORT |= {"scheduler-limit": "sched-limit", "decode-compute": "decode-comp"}
 """Verdict names in a narrow steps table (the help screen spells them out)."""
 
 
@@ -89,7 +90,8 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
     if short:  # a client verdict is suspect by definition: its name says it
         flags = flags.replace("SUSPECT", "SUSP").replace("THROTTLED", "THR")
     role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
-    return (SHORT.get(name, name) if short else name) + flags, role
+    likely = "?" if verdict.get("low_confidence") else ""  # the most likely cause, thin evidence
+    return (SHORT.get(name, name) if short else name) + likely + flags, role
 
 
 def knee_label(view: LiveView) -> str:
@@ -102,7 +104,8 @@ def knee_label(view: LiveView) -> str:
         key=lambda s: s.level,
     )
     verdicts = [v for s in past if isinstance(v := view.diagnosis(s).get("bottleneck"), Mapping)]
-    tail = f" · {verdicts[0]['verdict']}" if verdicts else ""
+    likely = "?" if verdicts and verdicts[0].get("low_confidence") else ""
+    tail = f" · {verdicts[0]['verdict']}{likely}" if verdicts else ""
     return f"knee {knee.level:g}{tail}"
 
 

@@ -113,10 +113,14 @@ def capacity_bracket(view: LiveView) -> Line:
     if capacity is None:
         return []
     unit = "/s" if capacity.mode == "rate" else ""
-    line: Line = [("capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
+    line: Line = [("  capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
+    if capacity.provisional:  # on point estimates: no step was decisive
+        line[-1] = (f"~{capacity.level:g}{unit} provisional", "warn")
     if capacity.above_level is not None and capacity.above_verdict is not None:
         role = VERDICT_ROLES.get(capacity.above_verdict, "")
         line.append((f" ({capacity.above_level:g}: {capacity.above_verdict})", role))
+    for caveat in capacity.caveats:  # "21 and 32 fail below it", "... (SUSPECT)"
+        line.append((f" · {caveat.split(':')[0]}", "warn"))
     return line
 
 

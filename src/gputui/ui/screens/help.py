@@ -131,6 +131,7 @@ METRICS = (
     ("err", "failed requests / requests sent, each failure counted with its reason"),
     ("knee", "the load past which throughput grows < 10 % per doubling of load"),
     ("capacity", "the highest load whose step met the P95 TTFT, P95 TPOT and error-rate bounds"),
+    ("~N provisional", "no step was decisive: the capacity rests on point estimates"),
     ("KV", "fraction of the server's KV cache in use; full means queueing and preemption"),
 )
 
@@ -144,6 +145,7 @@ DIAGNOSIS = (
         "THROTTLED (THR)",
         "the step (and a capacity taken from it) was measured while the GPU throttled",
     ),
+    ("name?", "the most likely cause of a failing or saturated step: the evidence is thin"),
     (
         "TTFT bar",
         f"mean TTFT = {GLYPHS['network']} network (RTT probe) + {GLYPHS['queue']} server queue + "
