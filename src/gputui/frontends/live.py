@@ -37,6 +37,7 @@ from gputui.frontends.view import EventKind as EventKind
 from gputui.frontends.view import LiveEvent as LiveEvent
 from gputui.frontends.view import LiveView as LiveView
 from gputui.frontends.view import ViewInputs, build_view
+from gputui.metrics.outcome import hold_outcome
 from gputui.session import Session, StatsFrame
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.workloads.live_progress import WorkloadProgress, workload_progress
@@ -69,6 +70,8 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._lock = threading.Lock()
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level
+        self._left_at: dict[LoadMode, float] = {}
+        """The level each mode was left at (`r` switching back resumes it)."""
         self._factor = settings.factor
         self._paused = False
         self._target_state = "connecting"
@@ -217,12 +220,14 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._take_control()
         frame = self._session.latest
         with self._lock:
+            self._left_at[self._mode] = self._level
             if self._mode == "concurrency":
                 rate = frame.window.requests_per_s if frame and frame.window.requests_per_s else 0
                 self._mode, self._level = "rate", round(max(rate, 0.1), 2)
             else:
                 in_flight = frame.in_flight if frame else 1
                 self._mode, self._level = "concurrency", float(max(1, in_flight))
+            self._level = self._left_at.get(self._mode, self._level)
         self._apply()
 
     def toggle_pause(self) -> bool:
@@ -344,8 +349,11 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 self._job_seen = True
             elif self._job_seen:  # the Session's job ended by itself (swept, or precise)
                 self._control = "operator"
-                done = "auto sweep finished" if control == "auto" else "hold ended"
-                self._event("info", f"{done}: operator control")
+                steps = self._session.finished_steps()
+                held = hold_outcome(steps[-1] if steps else None, len(steps))
+                self._event(
+                    "info", "auto sweep finished: operator control" if control == "auto" else held
+                )
                 with self._lock:
                     self._mode, self._level = frame.mode, frame.level
         self._throughput.append(frame.window.output_tokens_per_s)
