@@ -22,6 +22,7 @@ from gputui.adaptive import finish_step
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
+from gputui.engine.context_limit import check_context
 from gputui.engine.event_tokens import stream_counting
 from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import preflight
@@ -58,6 +59,7 @@ from gputui.sweep import (
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.spec_decode import spec_decode_line
+from gputui.workloads.context_need import longest_prepared, longest_request
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
@@ -96,6 +98,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     api_key = os.environ.get(settings.api_key_env) or None
     checked = preflight(target, args.model, api_key=api_key, timeout_s=settings.connect_timeout)
     model = checked.model
+    check_context(checked.context, longest_request(workload, source))
     prepared = prepare_workload(
         workload,
         target=target,
@@ -109,6 +112,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         scenario_file=scenario.path if scenario is not None else None,
         backend=checked.backend.name,
     )
+    check_context(checked.context, longest_prepared(prepared.spec, source))
     config = EngineConfig(
         client=ClientConfig(
             target=target,
