@@ -30,6 +30,7 @@ from gputui.engine.process import EngineConfig
 from gputui.engine.target import parse_target
 from gputui.errors import UsageError
 from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.client_state import run_warning
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.knee_sweep import gains_line
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
@@ -290,13 +291,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     )
     session.close_journal(saved=True)
     printer.table(session.finished_steps())
-    saturation = trace.saturation()
-    if saturation["saturated_share"] > 0.05:
-        printer.note(
-            f"warning: the client itself was saturated in {saturation['saturated_share']:.0%} of "
-            f"the run (busiest engine process up to {saturation['busiest_worker_cpu_percent_max']}"
-            "% CPU): its timings include its own queueing; rerun with more --workers"
-        )
+    warning = run_warning(trace.saturation(), [step.bottleneck for step in snapshot.steps])
+    if warning is not None:  # the advice follows the steps' verdicts (metrics.client_state)
+        printer.note(warning)
     printer.summary(snapshot)
     if args.repeats > 1:
         sys.stdout.write("".join(f"{line}\n" for line in spread_lines(repeats.spread())))
@@ -310,6 +307,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {out}{note}\n")
+    rejected = session.error_log.run_verdict()
+    if rejected is not None and not interrupted:
+        sys.stderr.write(f"gputui: {rejected}\n")
+        return 1
     return 128 + stopper.signal_number if interrupted else 0
 
 
