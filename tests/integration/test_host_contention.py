@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +213,23 @@ def _core_taken_by_others(core: int) -> str | None:
         f"core {core} is taken by other processes (a busy probe ran {cpu_s * 1e3:.0f} ms and "
         f"waited {wait_s * 1e3:.0f} ms): no client is alone at its own limit here"
     )
+
+
+def test_the_event_log_gives_the_advice_that_follows_the_state() -> None:
+    from gputui.events import EventWatcher
+    from gputui.metrics.window import RollingWindow
+    from gputui.session import StatsFrame
+
+    frame = StatsFrame(
+        seq=1, mode="concurrency", level=4, step_index=0, step_elapsed_s=5.0, in_warmup=False,
+        in_flight=4, paused=False, window=RollingWindow(10).stats(time.perf_counter_ns()),
+        client_cpu_percent=2.0, loop_lag_max_ms=1800.0, rtt_last_s=None, steps_finished=0,
+        busiest_worker_cpu_percent=2.0, client_run_wait_percent=45.0, host_contended=True,
+    )  # fmt: skip
+    watcher = EventWatcher()
+    events, _ = watcher.observe(frame, None, "ok")
+    (text,) = [t for _, t in events if "contended" in t]
+    assert text.startswith("the host is contended: the client waited 45 % of the time for a CPU")
+    assert "more --workers will not help" in text and "restart with more --workers" not in text
+    again, _ = watcher.observe(replace(frame, seq=2), None, "ok")
+    assert not again  # once per episode

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -220,3 +221,36 @@ def test_the_verdict_names_errors_and_never_says_none() -> None:
     assert "96 of 96 requests failed: timeout x 96" in queued["evidence"]
     unexplained = bottleneck(StepEvidence(level=8, step_requests=10, step_errors={"http_503": 9}))
     assert unexplained["verdict"] == "errors"  # never "none" when most requests failed
+
+
+def test_the_tui_event_log_shows_the_servers_words_and_the_flood(fixed_sim: Any) -> None:
+    """The Session the TUI reads: its event log carries the simulator's 400 message once."""
+    from gputui.engine.client import ClientConfig
+    from gputui.engine.load import RequestShape
+    from gputui.engine.process import EngineConfig
+    from gputui.engine.target import parse_target
+    from gputui.metrics.sla import Sla
+    from gputui.session import Session
+
+    config = EngineConfig(  # max_tokens over the simulator's 32768-token context: every one a 400
+        client=ClientConfig(
+            target=parse_target(fixed_sim.url), model="sim", extra_body={"max_tokens": 40000}
+        ),
+        shape=RequestShape(16, 8),
+    )
+    session = Session(config, Sla(), warmup_s=0.2)
+    session.start(frame_interval_s=0.25)
+    session.set_load("concurrency", 2)
+    deadline = time.perf_counter() + 15
+    texts: list[str] = []
+    while time.perf_counter() < deadline:
+        texts = [e.text for e in session.events.items()]
+        if any("flooded" in t for t in texts):
+            break
+        time.sleep(0.25)
+    session.stop(cancel=True, drain_timeout_s=5)
+    said = [t for t in texts if t.startswith("http_400: 'This model's maximum context length")]
+    # Each distinct message once (they differ by the prompt's length), at most three, not 2,800.
+    assert 1 <= len(said) <= 3, texts
+    assert all("32768 tokens" in text for text in said)
+    assert any(t.startswith("step 1 flooded: ") for t in texts), texts

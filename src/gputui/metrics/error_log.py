@@ -137,7 +137,8 @@ class ErrorLog:
                     continue
                 message = _message(record)
                 key = (record.error, message or "")
-                fresh = key not in self._announced
+                shown = sum(1 for reason, _ in self._announced if reason == record.error)
+                fresh = key not in self._announced and shown < MESSAGES_PER_REASON
                 if message is not None and fresh and len(self._announced) < _ANNOUNCED_MAX:
                     self._announced.add(key)
                     self._pending.append(f"{record.error}: {_quote(message)}")
