@@ -241,7 +241,7 @@ def test_the_tui_event_log_shows_the_servers_words_and_the_flood(fixed_sim: Any)
     session = Session(config, Sla(), warmup_s=0.2)
     session.start(frame_interval_s=0.25)
     session.set_load("concurrency", 2)
-    deadline = time.perf_counter() + 15
+    deadline = time.perf_counter() + 30  # the engine's start is slow on a busy host
     texts: list[str] = []
     while time.perf_counter() < deadline:
         texts = [e.text for e in session.events.items()]
@@ -254,3 +254,37 @@ def test_the_tui_event_log_shows_the_servers_words_and_the_flood(fixed_sim: Any)
     assert 1 <= len(said) <= 3, texts
     assert all("32768 tokens" in text for text in said)
     assert any(t.startswith("step 1 flooded: ") for t in texts), texts
+
+
+def test_the_tui_pauses_a_step_the_server_floods(fixed_sim: Any) -> None:
+    from gputui.engine.client import ClientConfig
+    from gputui.engine.load import RequestShape
+    from gputui.engine.process import EngineConfig
+    from gputui.engine.target import parse_target
+    from gputui.live import LiveController, LiveSettings
+    from gputui.metrics.sla import Sla
+
+    settings = LiveSettings(
+        engine=EngineConfig(
+            client=ClientConfig(
+                target=parse_target(fixed_sim.url), model="sim", extra_body={"max_tokens": 40000}
+            ),
+            shape=RequestShape(16, 8),
+        ),
+        sla=Sla(),
+        journal=False,
+    )
+    controller = LiveController(settings)
+    controller.start()
+    try:
+        deadline = time.perf_counter() + 30  # the engine's start is slow on a busy host
+        while time.perf_counter() < deadline and not controller.view().paused:
+            time.sleep(0.25)
+        view = controller.view()
+        texts = [e.text for e in view.events]
+        assert view.paused, texts
+        assert any(t.startswith("paused: the server rejects what is sent") for t in texts), texts
+        sent = controller.session.error_log
+        assert sent.flooded(0) is not None
+    finally:
+        controller.stop(save=False)
