@@ -195,8 +195,8 @@ def test_the_client_alone_at_its_limit_is_client_bound(tmp_path: Path) -> None:
 
 
 def _core_taken_by_others(core: int) -> str | None:
-    """Why `core` is not ours to measure a lone client on (a 0.3 s busy probe there ran less
-    than it waited), or None."""
+    """Why `core` is not ours to measure a lone client on (a 0.3 s busy probe there waited over
+    twice as long as it ran), or None."""
     code = (
         "import os, time\n"
         f"os.sched_setaffinity(0, {{{core}}})\n"
@@ -207,7 +207,7 @@ def _core_taken_by_others(core: int) -> str | None:
     )
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     wait_s, cpu_s = (float(x) for x in probe.stdout.split())
-    if wait_s <= cpu_s:
+    if wait_s <= 2 * cpu_s:  # others hold at most two thirds of it: the client can still lead
         return None
     return (
         f"core {core} is taken by other processes (a busy probe ran {cpu_s * 1e3:.0f} ms and "
