@@ -133,8 +133,10 @@ def _until(run: subprocess.Popen[str], prefix: str) -> list[str]:
 
 
 def _finish(run: subprocess.Popen[str], lines: list[str]) -> str:
-    out, _ = run.communicate(timeout=60)
-    text = "".join(lines) + out
+    assert run.stdout is not None
+    rest = run.stdout.read()  # through the same buffer as `_until` (communicate() bypasses it)
+    run.wait(timeout=60)
+    text = "".join(lines) + rest
     assert run.returncode == 0, text
     return text
 
@@ -165,7 +167,7 @@ def test_a_hog_on_the_clients_core_is_host_contention(tmp_path: Path) -> None:
     evidence = " ".join(verdict["evidence"])
     assert "more --workers will not help" in evidence
     assert "add --workers" not in stdout and "rerun with more --workers" not in stdout
-    assert "SUSPECT: host-contended" in stdout
+    assert "SUSPECT: host-contended" in stdout, stdout
 
 
 @needs_two_cores
