@@ -261,10 +261,11 @@ def _context_and_model(target: Any, model: str | None, values: dict[str, Any]) -
     if model is None:  # the only model the server serves
         checked = preflight(target, None, api_key=api_key, timeout_s=timeout_s)
         return checked.context, checked.model
-    try:
-        return preflight(target, model, api_key=api_key, timeout_s=timeout_s).context, model
+    try:  # a short look: a server that does not answer must not hold the screen back
+        checked = preflight(target, model, api_key=api_key, timeout_s=min(timeout_s, 3.0))
     except GputuiError:
         return None, model
+    return checked.context, model
 
 
 def _configured_workload(args: argparse.Namespace, values: dict[str, Any]) -> Any:
