@@ -359,10 +359,10 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             return
         if self._session.error_log.flooded(frame.step_index) is None:
             return
-        with self._lock:
+        self._event("warning", "paused: the server rejects what is sent (its words above); resume")
+        with self._lock:  # after the event: a view that shows the pause shows why
             self._paused = True
         self._session.pause()
-        self._event("warning", "paused: the server rejects what is sent (its words above); resume")
 
     def _update_progress(self) -> None:
         """Once a second, the conversations' or replay's live account (the workload panel)."""
