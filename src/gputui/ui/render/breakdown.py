@@ -52,7 +52,7 @@ def legend(*, ascii: bool = False, short: bool = False) -> Line:
 
 
 SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
-SHORT |= {"server-overhead": "srv-overhead"}
+SHORT |= {"server-overhead": "srv-overhead", "host-contended": "host-busy"}
 """Verdict names in a narrow steps table (the help screen spells them out)."""
 
 
@@ -66,12 +66,20 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
     if not isinstance(verdict, Mapping):
         return "-", "dim"
     name = str(verdict.get("verdict", "-"))
-    suspect = bool(verdict.get("suspect")) or name == "client"
+    suspect = bool(verdict.get("suspect")) or name in ("client", "host-contended")
     throttled = bool(verdict.get("throttled")) or name == "throttled"
     flags = (" SUSPECT" if suspect else "") + (
         " THROTTLED" if throttled and name != "throttled" else ""
     )
-    role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
+    role = (
+        "crit"
+        if suspect or name == "errors"
+        else "warn"
+        if throttled
+        else "dim"
+        if name == "none"
+        else "accent"
+    )
     return (SHORT.get(name, name) if short else name) + flags, role
 
 
