@@ -71,15 +71,9 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
     flags = (" SUSPECT" if suspect else "") + (
         " THROTTLED" if throttled and name != "throttled" else ""
     )
-    role = (
-        "crit"
-        if suspect or name == "errors"
-        else "warn"
-        if throttled
-        else "dim"
-        if name == "none"
-        else "accent"
-    )
+    role = "crit" if suspect or name == "errors" else "warn" if throttled else "accent"
+    if name == "none" and role == "accent":
+        role = "dim"
     return (SHORT.get(name, name) if short else name) + flags, role
 
 
