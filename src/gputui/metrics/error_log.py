@@ -9,9 +9,13 @@ field it does not take) measures nothing about load: every further request is re
 - `flood_reason(records)`: why the step should end early, when `FLOOD_STREAK` requests in a row
   were rejected with a 4xx, or at least `FLOOD_SHARE` of at least `FLOOD_MIN` requests were. 408
   and 429 are load (a timeout, a rate limit), not rejections of what was sent, and do not count;
-- `errors_text(counts, messages)`: "http_400 x 976: 'This model's maximum context length ...'";
+- `errors_text(counts, messages)`: "http_400 x 976: 'This model's maximum context length ...'",
+  and `said_text(messages)`, a line per message, for the verdict and the step's warnings;
+- `step_error_evidence(records, result)`: the `errors` rule's fields of `metrics.bottleneck`;
 - `ErrorLog`: the same, kept live from every batch of records (thread-safe), for the event log
-  (each distinct message once) and the step loop (`flooded(step)`).
+  (each distinct message once, at most `MESSAGES_PER_REASON` per reason), the step loop
+  (`flooded(step)`: `gputui run` ends the step and the sweep, the TUI pauses) and the run's last
+  line (`run_verdict`: `gputui run` then exits 1).
 """
 
 from __future__ import annotations
