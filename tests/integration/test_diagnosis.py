@@ -245,6 +245,10 @@ def test_a_saturated_client_is_flagged_suspect(tmp_path: Path) -> None:
         )  # fmt: skip
     (step,) = _steps(out)
     assert step.bottleneck is not None
-    assert step.bottleneck["verdict"] == "client", step.bottleneck
+    # On a host whose other processes hold the CPUs the engine waits more than it runs: the
+    # verdict is then host-contended (tests/integration/test_host_contention.py pins both cases).
+    state = step.bottleneck["client_state"]
+    expected = {"client-bound": "client", "host-contended": "host-contended"}
+    assert step.bottleneck["verdict"] == expected[state], step.bottleneck
     assert step.bottleneck["suspect"] is True
-    assert "SUSPECT" in stdout
+    assert f"SUSPECT: {state}" in stdout

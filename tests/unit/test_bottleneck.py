@@ -223,7 +223,9 @@ def test_network_queue_bandwidth_prefill_none() -> None:
     assert idle["verdict"] == "server-overhead"
     assert bottleneck(StepEvidence(level=1))["verdict"] == "none"
     assert set(VERDICTS) == {
+        "errors",
         "client",
+        "host-contended",
         "network",
         "queue",
         "decode-bandwidth",

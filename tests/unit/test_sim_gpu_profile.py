@@ -146,7 +146,9 @@ async def test_streams_every_token_with_roofline_timing(profile: GpuProfile) -> 
     assert value(samples, "vllm:num_requests_running") == 0
     assert value(samples, "vllm:kv_cache_usage_perc") == 0.0
     assert (
-        samples['vllm:request_success_total{finished_reason="length",model_name="llama-3.1-8b"}']
+        samples[
+            'vllm:request_success_total{engine="0",finished_reason="length",model_name="llama-3.1-8b"}'
+        ]
         == 4
     )
     profile.close()

@@ -65,6 +65,7 @@ STEP_KEYS |= {  # added in v1 (optional): intervals and the three-way verdict, i
     "goodput_share_ci",
     "sla_verdict",
 }
+STEP_KEYS |= {"error_messages", "ended_early"}  # optional, issue 21: the server's own words
 DIAGNOSIS_KEYS = {"server_latency", "ttft_breakdown", "e2e_breakdown", "roofline", "bottleneck"}
 
 

@@ -68,6 +68,8 @@ def hold_step(session: Session, stop: threading.Event, index: int, limits: StepL
         current = session.current_step
         if current is None or current.index != index or now >= deadline_ns:
             return
+        if session.error_log.flooded(index) is not None:  # rejected requests measure nothing
+            return
         if measuring_since is None and session.settled(index):
             measuring_since = now
         if measuring_since is not None:

@@ -36,6 +36,7 @@ class InFlightTrace:
     in_flight: list[int] = field(default_factory=list)
     saturated: list[bool] = field(default_factory=list)
     busiest_cpu_percent: list[float] = field(default_factory=list)
+    contended: list[bool] = field(default_factory=list)
 
     def on_frame(self, frame: StatsFrame) -> None:
         """Session frame callback."""
@@ -43,6 +44,7 @@ class InFlightTrace:
         self.in_flight.append(frame.in_flight)
         self.saturated.append(frame.client_saturated)
         self.busiest_cpu_percent.append(frame.busiest_worker_cpu_percent)
+        self.contended.append(frame.host_contended)
 
     def saturation(self) -> dict[str, Any]:
         """How often the client itself was the bottleneck (for the snapshot and a warning)."""
@@ -51,6 +53,7 @@ class InFlightTrace:
         cpu = self.busiest_cpu_percent
         return {
             "saturated_share": round(share, 3),
+            "host_contended_share": round(sum(self.contended) / frames, 3) if frames else 0.0,
             "busiest_worker_cpu_percent_max": round(max(cpu), 1) if cpu else None,
             "busiest_worker_cpu_percent_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
         }
@@ -84,7 +87,9 @@ class SweepRunner:
         for level in levels:
             if self.stop.is_set():
                 return
-            run_step(self.session, self.stop, mode, level, self.limits)
+            step = run_step(self.session, self.stop, mode, level, self.limits)
+            if self.session.error_log.flooded(step.index) is not None:
+                return  # the next level's requests would be rejected alike
 
     def knee_auto(
         self, sla: Sla, *, max_level: float, deadline_ns: int

@@ -40,7 +40,9 @@ from gputui.diagnosis.window import (
     server_window,
 )
 from gputui.engine.records import RequestRecord
+from gputui.engine.schedstat import cpu_pressure
 from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
+from gputui.metrics.error_log import step_error_evidence
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
 from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
@@ -131,6 +133,7 @@ class StepDiagnoser:
             time.perf_counter_ns(),
             float(getattr(frame, "busiest_worker_cpu_percent", 0.0)),
             float(getattr(frame, "loop_lag_max_ms", 0.0)),
+            getattr(frame, "client_run_wait_percent", None),
         )
         with self._lock:
             self._frames.append(item)
@@ -215,10 +218,14 @@ class StepDiagnoser:
             client_cpu_max_pct=client["client_cpu_max_pct"],
             loop_lag_max_ms=client["loop_lag_max_ms"],
             dispatch_late_p95_ms=client["dispatch_late_p95_ms"],
+            client_cpu_mean_pct=client["client_cpu_mean_pct"],
+            client_run_wait_pct=client["client_run_wait_pct"],
+            host_cpu_pressure_pct=cpu_pressure(),
             previous_level=previous.level if previous else None,
             previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
             previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
             **saturation_evidence(result, previous, server, roofline),
+            **step_error_evidence(records, result),
         )
         verdict = bottleneck(evidence)
         percentiles = server_percentiles_line(latency)

@@ -42,6 +42,8 @@ class ClientFrame:
     t_ns: int
     busiest_cpu_pct: float
     loop_lag_ms: float
+    run_wait_pct: float | None = None
+    """The engine processes' run-queue wait, % of wall time (engine.schedstat)."""
 
 
 def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> dict[str, Any]:
@@ -116,7 +118,12 @@ def client_window(
         for r in records
         if r.queued_ns is not None and lo_ns <= r.sent_ns < hi_ns
     ]
+    waits = [f.run_wait_pct for f in inside if f.run_wait_pct is not None]
     return {
+        "client_cpu_mean_pct": float(np.mean([f.busiest_cpu_pct for f in inside]))
+        if inside
+        else None,
+        "client_run_wait_pct": float(np.mean(waits)) if waits else None,
         "client_cpu_max_pct": max(f.busiest_cpu_pct for f in inside) if inside else None,
         "loop_lag_max_ms": max(f.loop_lag_ms for f in inside) if inside else None,
         "dispatch_late_p95_ms": float(np.percentile(late, 95)) if late else None,

@@ -430,5 +430,5 @@ def _http_error_detail(status: int, body: bytes) -> str:
         text = " ".join(body.decode("utf-8", errors="replace").split())[:200]
         return f"HTTP {status}: {text}" if text else f"HTTP {status}"
     if isinstance(obj, dict):
-        return f"HTTP {status}: {error_message(obj)}"
+        return f"HTTP {status}: {error_message(obj, limit=400)}"  # vLLM's run to ~340 chars
     return f"HTTP {status}"

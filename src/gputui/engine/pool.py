@@ -19,6 +19,7 @@ from gputui.engine.handle import BatchCallback, EngineHandle
 from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.records import RequestRecord
+from gputui.engine.schedstat import wait_percent
 
 
 def split_whole(total: int, parts: int) -> list[int]:
@@ -60,6 +61,7 @@ def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
         uvloop=all(s.uvloop for s in statuses),
         paused=any(s.paused for s in statuses),
         error=next((s.error for s in statuses if s.error), None),
+        run_wait_s=None,  # per worker: `WorkerBook.run_wait_percent`
     )
 
 
@@ -71,6 +73,7 @@ class WorkerBook:
         self._sent: list[dict[int, int]] = [{} for _ in range(workers)]
         self._status: list[EngineStatus | None] = [None] * workers
         self._cpu_percent = [0.0] * workers
+        self._wait_percent: list[float | None] = [None] * workers
 
     @property
     def statuses(self) -> list[EngineStatus | None]:
@@ -84,6 +87,12 @@ class WorkerBook:
         with self._lock:
             return list(self._cpu_percent)
 
+    @property
+    def run_wait_percent(self) -> list[float | None]:
+        """Each worker's run-queue wait over its last batch interval (% of wall time)."""
+        with self._lock:
+            return list(self._wait_percent)
+
     def update(
         self, index: int, sent_by_step: dict[int, int], status: EngineStatus
     ) -> tuple[dict[int, int], EngineStatus]:
@@ -95,6 +104,7 @@ class WorkerBook:
                 self._cpu_percent[index] = (
                     100 * (status.cpu_s - previous.cpu_s) / (status.wall_s - previous.wall_s)
                 )
+                self._wait_percent[index] = wait_percent(status, previous)
             self._status[index] = status
             reported = [s for s in self._status if s is not None]
             # Until every worker has reported, no step can be judged: acknowledge none.
@@ -140,6 +150,11 @@ class WorkerPool:
     def worker_cpu_percent(self) -> list[float]:
         """Each worker's CPU use over its last batch interval (100 = one core)."""
         return self._book.cpu_percent
+
+    @property
+    def worker_run_wait_percent(self) -> list[float | None]:
+        """Each worker's run-queue wait over its last batch interval (% of wall time)."""
+        return self._book.run_wait_percent
 
     @property
     def pids(self) -> list[int | None]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import httpx
 
 from gputui.engine.backend import OPENAI_COMPATIBLE, UNCHECKED, Backend, detect_backend
+from gputui.engine.context_limit import ContextLimit, context_limit
 from gputui.engine.target import Target
 from gputui.errors import ModelNotServed, ServerUnreachable
 
@@ -26,6 +27,8 @@ class PreflightResult:
     """What kind of server this is (see engine.backend), for the header and `target.backend`."""
     model: str = ""
     """The model to request: the one asked for, or the only one the server serves."""
+    context: ContextLimit | None = None
+    """The model's context length, where the server states it (engine.context_limit)."""
 
 
 def preflight(
@@ -78,7 +81,11 @@ def preflight(
     if backend.name == OPENAI_COMPATIBLE:
         metrics = _metrics_text(f"{target.base_url}{target.root_prefix}/metrics", headers)
         backend = detect_backend(server_header, payload, metrics)
-    return PreflightResult(models, probe_path, server_header, backend, model)
+    props_url = f"{target.base_url}{target.root_prefix}/props"
+    context = context_limit(
+        payload, model, backend=backend.name, props_url=props_url, headers=headers
+    )
+    return PreflightResult(models, probe_path, server_header, backend, model, context)
 
 
 def _metrics_text(url: str, headers: dict[str, str]) -> str | None:

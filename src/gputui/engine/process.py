@@ -37,6 +37,7 @@ from gputui.engine.http import ConnectionPool
 from gputui.engine.load import LoadController, RequestShape
 from gputui.engine.probe import RttProbe
 from gputui.engine.records import RequestRecord
+from gputui.engine.schedstat import run_wait_s
 from gputui.engine.workload import WorkloadSpec
 
 
@@ -78,6 +79,8 @@ class EngineStatus:
     paused: bool
     error: str | None = None
     """Why the engine stopped on its own (an unknown command), if it did."""
+    run_wait_s: float | None = None
+    """Time its threads waited for a CPU so far (engine.schedstat); None where unmeasured."""
 
 
 class EngineConnection(Protocol):
@@ -239,6 +242,7 @@ class _Engine:
             uvloop=self._uvloop,
             paused=self._load.paused,
             error=self.error,
+            run_wait_s=run_wait_s(),
         )
 
     async def _lag(self) -> None:

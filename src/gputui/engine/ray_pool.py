@@ -99,6 +99,11 @@ class RayPool:
         self.stopped = threading.Event()
 
     @property
+    def worker_run_wait_percent(self) -> list[float | None]:
+        """Each worker's run-queue wait over its last batch interval (% of its wall time)."""
+        return self._book.run_wait_percent
+
+    @property
     def worker_cpu_percent(self) -> list[float]:
         """Each worker's CPU use over its last batch interval."""
         return self._book.cpu_percent

@@ -344,16 +344,16 @@ class StreamReader:
         self.error_detail = detail
 
 
-def error_message(obj: dict[str, Any]) -> str:
+def error_message(obj: dict[str, Any], limit: int = 200) -> str:
     """One line from an OpenAI-style error object (nested `error` or flat `object: error`)."""
     inner = obj.get("error", obj)
     if isinstance(inner, dict):
         message = inner.get("message") or inner.get("msg") or inner.get("detail")
         if message:
-            return _one_line(str(message))
+            return _one_line(str(message), limit)
     elif inner:
-        return _one_line(str(inner))
-    return _one_line(orjson.dumps(obj).decode(errors="replace"))
+        return _one_line(str(inner), limit)
+    return _one_line(orjson.dumps(obj).decode(errors="replace"), limit)
 
 
 def _tool_call_text(calls: Any) -> str | None:

@@ -359,6 +359,18 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
         self._update_progress()
+        self._pause_if_flooded(frame)
+
+    def _pause_if_flooded(self, frame: StatsFrame) -> None:
+        """Operator control: a step the server floods with rejections ends (the load pauses)."""
+        if self._control != "operator" or self._paused:
+            return
+        if self._session.error_log.flooded(frame.step_index) is None:
+            return
+        self._event("warning", "paused: the server rejects what is sent (its words above); resume")
+        with self._lock:  # after the event: a view that shows the pause shows why
+            self._paused = True
+        self._session.pause()
 
     def _update_progress(self) -> None:
         """Once a second, the conversations' or replay's live account (the workload panel)."""

@@ -31,6 +31,7 @@ from gputui.control.sweep import (
 from gputui.engine.arrivals import Arrival
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.engine.client import ClientConfig, Timeouts
+from gputui.engine.context_limit import check_context
 from gputui.engine.event_tokens import stream_counting
 from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import preflight
@@ -46,6 +47,7 @@ from gputui.frontends.run_args import (
 )
 from gputui.frontends.run_printer import StepPrinter as StepPrinter
 from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.client_state import run_warning
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.knee_sweep import gains_line
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
@@ -59,6 +61,7 @@ from gputui.snapshot.recovery import recover_leftovers
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.spec_decode import spec_decode_line
+from gputui.workloads.context_need import longest_prepared, longest_request
 from gputui.workloads.prepare import prepare_workload
 from gputui.workloads.report import length_lines, workload_lines
 from gputui.workloads.runplan import apply_scenario, workload_config
@@ -97,6 +100,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     api_key = os.environ.get(settings.api_key_env) or None
     checked = preflight(target, args.model, api_key=api_key, timeout_s=settings.connect_timeout)
     model = checked.model
+    check_context(checked.context, longest_request(workload, source))
     prepared = prepare_workload(
         workload,
         target=target,
@@ -110,6 +114,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         scenario_file=scenario.path if scenario is not None else None,
         backend=checked.backend.name,
     )
+    check_context(checked.context, longest_prepared(prepared.spec, source))
     config = EngineConfig(
         client=ClientConfig(
             target=target,
@@ -293,13 +298,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     )
     session.close_journal(saved=True)
     printer.table(session.finished_steps())
-    saturation = trace.saturation()
-    if saturation["saturated_share"] > 0.05:
-        printer.note(
-            f"warning: the client itself was saturated in {saturation['saturated_share']:.0%} of "
-            f"the run (busiest engine process up to {saturation['busiest_worker_cpu_percent_max']}"
-            "% CPU): its timings include its own queueing; rerun with more --workers"
-        )
+    warning = run_warning(trace.saturation(), [step.bottleneck for step in snapshot.steps])
+    if warning is not None:  # the advice follows the steps' verdicts (metrics.client_state)
+        printer.note(warning)
     printer.summary(snapshot)
     if args.repeats > 1:
         sys.stdout.write("".join(f"{line}\n" for line in spread_lines(repeats.spread())))
@@ -313,6 +314,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         sys.stdout.write(f"{session.cancelled} requests in flight were aborted and not counted\n")
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {out}{note}\n")
+    rejected = session.error_log.run_verdict()
+    if rejected is not None and not interrupted:
+        sys.stderr.write(f"gputui: {rejected}\n")
+        return 1
     return 128 + stopper.signal_number if interrupted else 0
 
 

@@ -6,11 +6,19 @@ telemetry inside the step's window, and the previous step for trends) and return
 `{"verdict", "evidence": [one-line strings], "suspect", "throttled"}` for `steps[].bottleneck`.
 The rules run in this order and the first that holds is the verdict:
 
-1. `client`: the load generator's busiest process >= CLIENT_CPU_PCT, or its event loop was late
-   by >= CLIENT_LAG_MS, or requests left >= CLIENT_DISPATCH_LATE_MS (p95) after their scheduled
-   time. Its timings then include its own queueing: `suspect` is set (whatever the verdict),
-   and the verdict is `client` unless the server's own gauges show it queueing (rule 4's KV,
-   preemption or backlog evidence does not depend on the client's clock).
+0. `errors`: at least ERRORS_SHARE of the step's requests (warm-up included) were rejected
+   (HTTP 4xx but 408 and 429: what was sent, not the load), or the step ended early, flooded with
+   rejections (`metrics.error_log`); also, in place of `none`, when as many failed for any
+   reason (timeouts, 5xx: load, which the rules below may explain first). The evidence names the
+   errors with the server's first message ("http_400 x 976: 'This model's maximum ...'").
+1. `client` or `host-contended`: the load generator's busiest process >= CLIENT_CPU_PCT, or its
+   event loop was late by >= CLIENT_LAG_MS, or requests left >= CLIENT_DISPATCH_LATE_MS (p95)
+   after their scheduled time. Its timings then include its own queueing: `suspect` is set
+   (whatever the verdict), and the verdict is `client` (client-bound: add workers) or, when the
+   engine waited in the run queue more than it ran (`metrics.client_state`), `host-contended`
+   (other processes hold the CPUs: more workers will not help), unless the server's own gauges
+   show it queueing (rule 4's KV, preemption or backlog evidence does not depend on the client's
+   clock). `client_state` says which of the two, whatever the verdict.
 2. `throttled`: the GPU ran under THROTTLE_CLOCK_RATIO of its maximum clock with a power or
    thermal reason (NVML bits 0x04, 0x08, 0x20, 0x40, 0x80) active in >= THROTTLE_SHARE of the
    window's samples. The step is "measured while throttled", and so is a capacity taken from it.
@@ -44,6 +52,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gputui.metrics.client_state import HOST_CONTENDED, client_state, state_evidence
+from gputui.metrics.error_log import errors_text
 from gputui.metrics.saturation import (
     SATURATION_VERDICTS,
     explain_saturation,
@@ -52,6 +62,7 @@ from gputui.metrics.saturation import (
 )
 from gputui.metrics.ttft_breakdown import client_label
 
+ERRORS_SHARE: Final = 0.5
 CLIENT_CPU_PCT: Final = 90.0
 CLIENT_LAG_MS: Final = 20.0
 CLIENT_DISPATCH_LATE_MS: Final = 10.0
@@ -72,7 +83,9 @@ CONSISTENT_HIGH: Final = 1.3
 LATENCY_RISE: Final = 0.2
 
 VERDICTS: Final[dict[str, str]] = {
+    "errors": "most requests failed (e.g. rejected with HTTP 4xx): the step measures no load",
     "client": "the load generator itself (CPU, event-loop lag, late dispatch): numbers suspect",
+    "host-contended": "other processes hold the client's CPUs: it waits to run, numbers suspect",
     "network": "the round trip to the server is most of TTFT",
     "queue": "requests wait: queue time dominates TTFT, KV cache near full, preemptions",
     "decode-bandwidth": "decode reads weights and KV at a high share of the memory bandwidth",
@@ -130,6 +143,19 @@ class StepEvidence:
     decode_compute_utilization: float | None = None
     closed_loop_streams: float | None = None
     """The concurrency a closed-loop step holds (None: an open-loop rate)."""
+    step_requests: int = 0
+    """Every finished request of the step, warm-up included (the `errors` rule)."""
+    step_errors: dict[str, int] | None = None
+    """Failures of those by reason."""
+    step_rejections: int = 0
+    """Those rejected for what was sent (`metrics.error_log.is_rejection`)."""
+    error_messages: dict[str, list[str]] | None = None
+    ended_early: str | None = None
+    client_cpu_mean_pct: float | None = None
+    client_run_wait_pct: float | None = None
+    """Mean run-queue wait of the engine processes, % of wall time (engine.schedstat)."""
+    host_cpu_pressure_pct: float | None = None
+    """PSI "some avg10" of the host's CPUs at the step's end."""
 
 
 def _ms(value_s: float) -> str:
@@ -216,6 +242,18 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     )
     backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
     server_queued = bool(e.waiting_max) and (kv_full or bool(e.preemptions) or backlog)
+    # 0. errors
+    failed = sum((e.step_errors or {}).values())
+    mostly_failed = bool(e.step_requests) and failed >= ERRORS_SHARE * e.step_requests
+    if e.ended_early or (e.step_requests and e.step_rejections >= ERRORS_SHARE * e.step_requests):
+        decide("errors")
+    if mostly_failed or e.ended_early:
+        lines.append(
+            f"{failed} of {e.step_requests} requests failed: "
+            + errors_text(e.step_errors or {}, e.error_messages or {})
+        )
+        if e.ended_early:
+            lines.append(f"ended early: {e.ended_early}")
     # 1. client
     client = []
     if e.client_cpu_max_pct is not None and e.client_cpu_max_pct >= CLIENT_CPU_PCT:
@@ -225,10 +263,14 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     late = e.dispatch_late_p95_ms
     if late is not None and late >= CLIENT_DISPATCH_LATE_MS:
         client.append(f"dispatch late p95 {late:.0f} ms (bound {CLIENT_DISPATCH_LATE_MS:.0f} ms)")
-    if client and not server_queued:
-        decide("client")
-    if client:
+    state = client_state(e.client_cpu_mean_pct, e.client_run_wait_pct, lagging=bool(client))
+    if state is not None and not server_queued:
+        decide("host-contended" if state == HOST_CONTENDED else "client")
+    if state is not None:
         lines += client
+        lines.append(state_evidence(state, e.client_cpu_mean_pct, e.client_run_wait_pct))
+        if e.host_cpu_pressure_pct is not None:
+            lines.append(f"host CPU pressure {e.host_cpu_pressure_pct:.0f} % (PSI some avg10)")
     # 2. throttled
     throttled = e.throttled_share is not None and e.throttled_share >= THROTTLE_SHARE
     if throttled:
@@ -298,6 +340,8 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     if util is not None and util < GPU_IDLE_UTIL_PCT and rise is not None and rise >= LATENCY_RISE:
         decide("server-overhead")
         lines.append(f"GPU busy {util:.0f} % while latency rose {rise:.0%}")
+    if verdict is None and mostly_failed:
+        verdict = "errors"
     finding = None
     if verdict == "queue":
         finding = refine_queue(e, KV_FULL)
@@ -314,6 +358,7 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
         "suspect": bool(client),
         "throttled": throttled,
         "low_confidence": bool(finding and finding.low_confidence),
+        "client_state": state,
     }
 
 
@@ -322,7 +367,7 @@ def verdict_line(diagnosis: dict[str, Any]) -> str:
     evidence = "; ".join(diagnosis.get("evidence") or [])
     flags = []
     if diagnosis.get("suspect"):
-        flags.append("SUSPECT: client-bound")
+        flags.append(f"SUSPECT: {diagnosis.get('client_state') or 'client-bound'}")
     if diagnosis.get("throttled"):
         flags.append("measured while throttled")
     if diagnosis.get("low_confidence"):

@@ -51,6 +51,7 @@ import numpy.typing as npt
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.confidence import Bounds
+from gputui.metrics.error_log import first_messages, flood_reason
 from gputui.metrics.request_metrics import (
     metrics_from_columns,
     record_columns,
@@ -132,6 +133,11 @@ class StepResult:
     requests_warmup: int = 0
     """Requests of the step sent before its measurement started (in no statistic, but counted,
     so that a session's steps account for every request it received)."""
+    error_messages: dict[str, list[str]] | None = None
+    """Per failure reason, the server's first distinct messages (`metrics.error_log`), over all
+    the step's requests (warm-up included: a flooded step may end before it measured any)."""
+    ended_early: str | None = None
+    """Why the step ended early: flooded with rejections (`metrics.error_log.flood_reason`)."""
 
     @property
     def error_rate(self) -> float | None:
@@ -202,6 +208,8 @@ def aggregate_step(
         output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
         short_outputs=int(short.sum()),
         requests_warmup=int((~measured).sum()),
+        error_messages=first_messages(mine) or None,
+        ended_early=flood_reason(mine),
     )
     ci = rate_and_share_intervals(
         cols,

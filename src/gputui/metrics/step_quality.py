@@ -6,6 +6,7 @@ Session turns each into an event when the step finishes).
 
 from __future__ import annotations
 
+from gputui.metrics.error_log import said_text
 from gputui.metrics.step import StepResult
 
 MIN_LIFETIMES_PER_STEP = 3
@@ -15,6 +16,9 @@ MIN_LIFETIMES_PER_STEP = 3
 def step_warnings(result: StepResult) -> list[str]:
     """What makes a step's throughput mean less than it seems, one line each."""
     lines = []
+    if result.ended_early:
+        lines.append(f"ended early: {result.ended_early}")
+    lines.extend(said_text(result.error_messages or {}))
     if result.short_outputs:
         share = result.short_outputs / result.requests_ok if result.requests_ok else 0.0
         lines.append(

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from gputui.metrics.client_state import ADVICE, HOST_CONTENDED
 from gputui.metrics.step_quality import step_warnings
 
 if TYPE_CHECKING:
@@ -94,14 +95,26 @@ def verdict_event(
     if verdict == previous or (previous is None and verdict == "none"):
         return None
     flags = []
-    if bottleneck.get("suspect") and verdict != "client":
-        flags.append("suspect: client-bound")
+    if bottleneck.get("suspect") and verdict not in ("client", "host-contended"):
+        flags.append(f"suspect: {bottleneck.get('client_state') or 'client-bound'}")
     if bottleneck.get("throttled") and verdict != "throttled":
         flags.append("measured while throttled")
     was = f" (was {previous})" if previous is not None else ""
     tail = f" [{', '.join(flags)}]" if flags else ""
-    kind: EventKind = "warning" if verdict in ("client", "throttled") else "info"
+    warn = ("client", "host-contended", "throttled", "errors")
+    kind: EventKind = "warning" if verdict in warn else "info"
     return kind, f"step {step.index + 1} ({step.level:g}): bound by {verdict}{was}{tail}"
+
+
+def contended_text(frame: StatsFrame) -> str:
+    """The event for a client that is late because the host is busy (no advice to add workers)."""
+    wait = frame.client_run_wait_percent or 0.0
+    return (
+        f"the host is contended: the client waited {wait:.0f} % of the time for a CPU "
+        f"({wait * 10:.0f} ms/s) and used {frame.busiest_worker_cpu_percent:.0f} %, its loop "
+        f"{frame.loop_lag_max_ms:.0f} ms late: its timings include that wait; "
+        f"{ADVICE[HOST_CONTENDED]}"
+    )
 
 
 class EventWatcher:
@@ -113,6 +126,7 @@ class EventWatcher:
         self._connect_seen = 0
         self._ok_seen = 0
         self._saturated = False
+        self._contended = False
         self._throttled: dict[int, tuple[str, ...]] = {}
         self._preemptions: int | None = None
 
@@ -142,6 +156,10 @@ class EventWatcher:
                     )
                 )
             self._saturated = frame.client_saturated
+            contended = frame.host_contended
+            if contended and not self._contended:
+                events.append(("error", contended_text(frame)))
+            self._contended = contended
         if telemetry is not None:
             events += self._telemetry(telemetry)
         return events, target_state

@@ -30,7 +30,10 @@ from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
+from gputui.engine.schedstat import wait_percent
 from gputui.errors import EngineFailed
+from gputui.metrics.client_state import ClientStateTracker
+from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.precision import mark_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
@@ -111,6 +114,9 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self.status: EngineStatus | None = None
         self._status_prev: tuple[float, float] | None = None
         self.client_cpu_percent = 0.0
+        self.client_run_wait_percent: float | None = None
+        """The engine's run-queue wait over its last batch interval (engine.schedstat)."""
+        self._wait_prev: EngineStatus | None = None
         self.latest: StatsFrame | None = None
         self._seq = 0
         self._paused = False
@@ -128,6 +134,10 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self.diagnoser: StepDiagnoser | None = None
         """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
         self._last_verdict: str | None = None
+        self.error_log = ErrorLog()
+        self.client_states = ClientStateTracker()
+        """Client-bound or host-contended, frame by frame (metrics.client_state)."""
+        """The server's messages for failures, and steps flooded with rejections."""
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -325,6 +335,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         rtt: list[int | None],
     ) -> None:
         finished: list[StepResult] = []
+        self.error_log.add(r for r in records if r.error != REASON_CANCELLED)
         with self._lock:
             for record in records:
                 if record.error == REASON_CANCELLED:
@@ -351,6 +362,9 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self._deliver(finished)
 
     def _update_cpu(self, status: EngineStatus) -> None:
+        if self._wait_prev is not None and status.wall_s > self._wait_prev.wall_s:
+            self.client_run_wait_percent = wait_percent(status, self._wait_prev)
+        self._wait_prev = status
         if self._status_prev is not None:
             cpu_prev, wall_prev = self._status_prev
             if status.wall_s > wall_prev:

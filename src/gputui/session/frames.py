@@ -19,6 +19,8 @@ from gputui.engine.load import LoadMode
 from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineStatus
 from gputui.engine.ray_pool import RayPool
+from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED, ClientStateTracker
+from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.step import StepSpec
 from gputui.metrics.window import RollingWindow, WindowStats
 from gputui.session.events import EventLog, EventWatcher
@@ -56,7 +58,11 @@ class StatsFrame:
     workers: int = 1
     busiest_worker_cpu_percent: float = 0.0
     client_saturated: bool = False
-    """The client, not the server, may be limiting the measurement (see `SATURATION_*`)."""
+    """The client's own CPU may be limiting the measurement (see `SATURATION_*`): add workers."""
+    client_run_wait_percent: float | None = None
+    """The engine processes' largest run-queue wait, % of wall time (engine.schedstat)."""
+    host_contended: bool = False
+    """The client is late because other processes hold the CPUs (metrics.client_state)."""
     step_phase: str = "measuring"
     """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`)
     or "auto" (`start_auto` runs the sweep)."""
@@ -85,8 +91,11 @@ class FramePublisherMixin(SteadyStateMixin):
     diagnoser: StepDiagnoser | None
     status: EngineStatus | None
     client_cpu_percent: float
+    client_run_wait_percent: float | None
     workers: int
     latest: StatsFrame | None
+    error_log: ErrorLog
+    client_states: ClientStateTracker
 
     def _publish_forever(self, interval_s: float) -> None:
         while not self._closing.wait(interval_s):
@@ -106,12 +115,20 @@ class FramePublisherMixin(SteadyStateMixin):
         seen, self.target_state = self._watcher.observe(frame, telemetry, self.target_state)
         for kind, text in seen:
             self.events.add(kind, text)
+        for text in self.error_log.new_messages():
+            self.events.add("error", text)
 
     def worker_cpu_percent(self) -> list[float]:
         """CPU use of each engine process over its last interval (100 = one core)."""
         if isinstance(self._engine, WorkerPool | RayPool):
             return self._engine.worker_cpu_percent
         return [self.client_cpu_percent]
+
+    def worker_run_wait_percent(self) -> list[float | None]:
+        """Run-queue wait of each engine process over its last interval (% of wall time)."""
+        if isinstance(self._engine, WorkerPool | RayPool):
+            return self._engine.worker_run_wait_percent
+        return [self.client_run_wait_percent]
 
     def publish_frame(self) -> StatsFrame | None:
         """Build a frame from the rolling window and swap it into `latest`."""
@@ -129,6 +146,10 @@ class FramePublisherMixin(SteadyStateMixin):
         self._seq += 1
         busiest = max(self.worker_cpu_percent())
         lag_ms = status.loop_lag_max_ms if status else 0.0
+        waits = [w for w in self.worker_run_wait_percent() if w is not None]
+        wait = max(waits) if waits else None
+        lagging = busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS
+        state = self.client_states.update(busiest, wait, lagging=lagging)
         frame = StatsFrame(
             seq=self._seq,
             mode=step.mode,
@@ -145,7 +166,9 @@ class FramePublisherMixin(SteadyStateMixin):
             steps_finished=finished,
             workers=self.workers,
             busiest_worker_cpu_percent=busiest,
-            client_saturated=busiest >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS,
+            client_saturated=state == CLIENT_BOUND,
+            client_run_wait_percent=wait,
+            host_contended=state == HOST_CONTENDED,
             **phase,
         )
         self.latest = frame

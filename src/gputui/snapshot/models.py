@@ -253,6 +253,10 @@ class Step(_Model):
     """Decode bandwidth and prefill compute use against the card's peak (metrics.roofline_use)."""
     bottleneck: dict[str, Any] | None = None
     """{verdict, evidence, suspect, throttled}: what bound the step (metrics.bottleneck)."""
+    error_messages: dict[str, list[str]] | None = None
+    """Per failure reason, the server's first distinct messages (metrics.error_log)."""
+    ended_early: str | None = None
+    """Why the step ended early (flooded with rejections: metrics.error_log)."""
 
 
 class Network(_Model):
@@ -502,4 +506,6 @@ def _step_core(result: StepResult) -> Step:
         goodput_share_ci=result.goodput_share_ci,
         sla_verdict=result.sla_verdict,
         requests_warmup=result.requests_warmup,
+        error_messages=result.error_messages,
+        ended_early=result.ended_early,
     )

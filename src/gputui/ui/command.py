@@ -178,6 +178,7 @@ def live_controller(
 ) -> tuple[LiveController, dict[str, Any]]:
     """The live controller (with its telemetry sampler) that parsed flags ask for, unstarted."""
     from gputui.engine.client import ClientConfig, Timeouts
+    from gputui.engine.context_limit import check_context
     from gputui.engine.event_tokens import stream_counting
     from gputui.engine.load import RequestShape
     from gputui.engine.process import EngineConfig
@@ -185,18 +186,19 @@ def live_controller(
     from gputui.frontends.live import LiveController, LiveSettings
     from gputui.metrics.sla import Sla
     from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
+    from gputui.workloads.context_need import longest_prepared, longest_request
     from gputui.workloads.sources import tui_source_plan
 
     source = tui_source_plan(args)
     values = resolve(args)
     target = parse_target(url or args.url)
     model = model or args.model
-    if model is None:  # the only model the server serves
-        from gputui.engine.preflight import preflight
-
-        api_key = os.environ.get(values["api_key_env"]) or None
-        model = preflight(target, None, api_key=api_key, timeout_s=values["connect_timeout"]).model
+    context, model = _context_and_model(target, model, values)
+    need = longest_request(_configured_workload(args, values), source)
+    check_context(context, need)  # before any load: one line, exit 2
     workload = _prepared_workload(args, target, model, values)
+    if workload is not None:
+        check_context(context, longest_prepared(workload, source))
     driven = source.trace is not None or source.conversations or source.dataset_order != "sample"
     if driven:
         base = (
@@ -244,6 +246,39 @@ def live_controller(
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)
     settings = dataclasses.replace(settings, metrics_url=config.metrics_url)
     return LiveController(settings, sampler), values
+
+
+def _context_and_model(target: Any, model: str | None, values: dict[str, Any]) -> tuple[Any, str]:
+    """The server's context limit (None when it says none or cannot be reached yet) and the model.
+
+    Without --model the server must answer: it names the model. With one, an unreachable server
+    is no error here: the TUI opens and keeps retrying (and checks no limit).
+    """
+    from gputui.engine.preflight import preflight
+
+    api_key = os.environ.get(values["api_key_env"]) or None
+    timeout_s = values["connect_timeout"]
+    if model is None:  # the only model the server serves
+        checked = preflight(target, None, api_key=api_key, timeout_s=timeout_s)
+        return checked.context, checked.model
+    try:  # a short look: a server that does not answer must not hold the screen back
+        checked = preflight(target, model, api_key=api_key, timeout_s=min(timeout_s, 3.0))
+    except GputuiError:
+        return None, model
+    return checked.context, model
+
+
+def _configured_workload(args: argparse.Namespace, values: dict[str, Any]) -> Any:
+    """The scenario's workload, else the fixed lengths the TUI asks for."""
+    from gputui.workloads.distributions import FixedDist
+    from gputui.workloads.scenario import WorkloadConfig, load_scenario
+
+    if args.scenario is not None:
+        return load_scenario(args.scenario).workload
+    return WorkloadConfig(
+        input=FixedDist(tokens=values["input_tokens"]),
+        output=FixedDist(tokens=values["output_tokens"]),
+    )
 
 
 def run_tui(

@@ -68,6 +68,7 @@ def legend(*, ascii: bool = False, short: bool = False) -> Line:
 SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
 SHORT |= {"server-overhead": "srv-overhead", "prefill-interference": "prefill-intf"}
 SHORT |= {"scheduler-limit": "sched-limit", "decode-compute": "decode-comp"}
+SHORT |= {"host-contended": "host-busy"}
 """Verdict names in a narrow steps table (the help screen spells them out)."""
 
 
@@ -82,14 +83,16 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
     if not isinstance(verdict, Mapping):
         return "-", "dim"
     name = str(verdict.get("verdict", "-"))
-    suspect = bool(verdict.get("suspect")) or name == "client"
+    suspect = bool(verdict.get("suspect")) or name in ("client", "host-contended")
     throttled = bool(verdict.get("throttled")) or name == "throttled"
     flags = (" SUSPECT" if suspect and not (short and name == "client") else "") + (
         " THROTTLED" if throttled and name != "throttled" else ""
     )
     if short:  # a client verdict is suspect by definition: its name says it
         flags = flags.replace("SUSPECT", "SUSP").replace("THROTTLED", "THR")
-    role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
+    role = "crit" if suspect or name == "errors" else "warn" if throttled else "accent"
+    if name == "none" and role == "accent":
+        role = "dim"
     likely = "?" if verdict.get("low_confidence") else ""  # the most likely cause, thin evidence
     return (SHORT.get(name, name) if short else name) + likely + flags, role
 

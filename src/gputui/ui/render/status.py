@@ -113,7 +113,7 @@ def capacity_bracket(view: LiveView) -> Line:
     if capacity is None:
         return []
     unit = "/s" if capacity.mode == "rate" else ""
-    line: Line = [("  capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
+    line: Line = [("capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
     if capacity.provisional:  # on point estimates: no step was decisive
         line[-1] = (f"~{capacity.level:g}{unit} provisional", "warn")
     if capacity.above_level is not None and capacity.above_verdict is not None:

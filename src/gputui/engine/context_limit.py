@@ -1,0 +1,112 @@
+"""The server's context length (`max_model_len`), read before any load, and the check against it.
+
+Contract: `context_limit(entry, ...)` reads the limit from what preflight already fetched: the
+model's entry in /v1/models (`max_model_len`: vLLM, SGLang, the simulator; `meta.n_ctx`:
+llama-server), and only for llama.cpp, whose older builds list no `meta`, one GET of /props
+(`default_generation_settings.n_ctx`) with a short timeout. It returns None where no server says.
+`check_context(limit, need)` raises `ContextTooLong` (one line, exit 2) when the longest request
+of the workload (its longest input plus its longest output, the whole history for the last turn
+of a conversation) would not fit: vLLM answers such requests HTTP 400 (input too long) or cuts
+them short with a 200 (input + max_tokens over the limit), and neither measures what was asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from gputui.errors import UsageError
+
+_PROPS_TIMEOUT_S = 2.0
+
+
+class ContextTooLong(UsageError):
+    """The workload asks for more tokens than the server's context holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextLimit:
+    """How many tokens (input + output) one request may hold, and who said so."""
+
+    tokens: int
+    source: str
+    """e.g. "/v1/models max_model_len", "/props n_ctx"."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextNeed:
+    """The longest request a workload sends, in tokens."""
+
+    input_tokens: int
+    output_tokens: int
+    turns: int = 1
+    """Multi-turn: the last turn re-sends every earlier input and answer."""
+    what: str = ""
+    """Where the lengths come from (e.g. "--input-tokens 4000 --output-tokens 128")."""
+
+    @property
+    def total(self) -> int:
+        """Tokens the longest request holds: every turn's input and output."""
+        return self.turns * (self.input_tokens + self.output_tokens)
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if value > 0 else None
+
+
+def limit_from_entry(entry: dict[str, Any]) -> ContextLimit | None:
+    """The limit a /v1/models entry states (vLLM/SGLang `max_model_len`, llama.cpp `meta.n_ctx`)."""
+    tokens = _positive_int(entry.get("max_model_len"))
+    if tokens is not None:
+        return ContextLimit(tokens, "/v1/models max_model_len")
+    meta = entry.get("meta")
+    if isinstance(meta, dict):
+        tokens = _positive_int(meta.get("n_ctx"))
+        if tokens is not None:
+            return ContextLimit(tokens, "/v1/models meta.n_ctx")
+    return None
+
+
+def limit_from_props(props: Any) -> ContextLimit | None:
+    """llama-server's /props: `default_generation_settings.n_ctx` (the context of one slot)."""
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    tokens = _positive_int(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    return ContextLimit(tokens, "/props n_ctx") if tokens is not None else None
+
+
+def context_limit(
+    payload: Any, model: str, *, backend: str, props_url: str, headers: dict[str, str]
+) -> ContextLimit | None:
+    """The served model's context length (see the module contract); None when nobody says."""
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and str(entry.get("id")) == model:
+            found = limit_from_entry(entry)
+            if found is not None:
+                return found
+    if backend != "llamacpp":
+        return None
+    try:
+        response = httpx.get(props_url, headers=headers, timeout=_PROPS_TIMEOUT_S)
+        return limit_from_props(response.json()) if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def check_context(limit: ContextLimit | None, need: ContextNeed | None) -> None:
+    """Raise ContextTooLong when the longest request would not fit (nothing known: no check)."""
+    if limit is None or need is None or need.total <= limit.tokens:
+        return
+    turns = f" over {need.turns} turns (each re-sends the history)" if need.turns > 1 else ""
+    what = f" ({need.what})" if need.what else ""
+    raise ContextTooLong(
+        f"the longest request needs {need.total} tokens: input {need.input_tokens} + output "
+        f"{need.output_tokens}{turns}{what}, over the server's context of {limit.tokens} tokens "
+        f"({limit.source}); shorten the input or the output"
+    )

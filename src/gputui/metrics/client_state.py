@@ -1,0 +1,100 @@
+"""Client-bound or host-contended: why the load generator was late, and what would help.
+
+The engine's loop lagging (or its CPU near a core) makes a step's timings suspect either way; the
+remedy depends on the cause. `client_state(cpu, wait, lagging)` decides from the engine process's
+CPU use and its run-queue wait (`engine.schedstat`), both in % of wall time:
+
+- `HOST_CONTENDED`: it waited for a CPU at least `HOST_WAIT_PCT` of the time, and longer than it
+  ran: other processes hold the CPUs, so more `--workers` would only add waiters;
+- `CLIENT_BOUND`: otherwise (its own work fills its core; also when the wait is not measured, as
+  on systems without schedstat): add `--workers`;
+- None when nothing was late (`lagging` False).
+
+Measured here (2 cores, a busy loop pinned to the client's core): a light client ran 0.7 % and
+waited 20 % of the time, its loop 25 ms late; a client at its own limit runs far more than it waits.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Final
+
+HOST_WAIT_PCT: Final = 10.0
+"""100 ms per second in the run queue: events are then routinely tens of ms late."""
+CLIENT_BOUND: Final = "client-bound"
+HOST_CONTENDED: Final = "host-contended"
+
+ADVICE: Final[dict[str, str]] = {
+    CLIENT_BOUND: "the client's own CPU is the limit: add --workers",
+    HOST_CONTENDED: "other processes hold the CPUs: more --workers will not help; "
+    "free the host (or run gputui on another)",
+}
+
+
+def client_state(cpu_pct: float | None, wait_pct: float | None, *, lagging: bool) -> str | None:
+    """CLIENT_BOUND, HOST_CONTENDED or None (module contract)."""
+    if not lagging:
+        return None
+    if wait_pct is not None and wait_pct >= HOST_WAIT_PCT and wait_pct > (cpu_pct or 0.0):
+        return HOST_CONTENDED
+    return CLIENT_BOUND
+
+
+class ClientStateTracker:
+    """The live state over the last few frames: one frame's CPU and wait are too noisy to judge.
+
+    CPU and run-queue wait are averaged over `frames` frames (1 s at the Session's 4 Hz); a frame
+    without a wait measure counts for the CPU only.
+    """
+
+    def __init__(self, frames: int = 4) -> None:
+        self._cpu: deque[float] = deque(maxlen=frames)
+        self._wait: deque[float] = deque(maxlen=frames)
+
+    def update(self, cpu_pct: float, wait_pct: float | None, *, lagging: bool) -> str | None:
+        """Take one frame's numbers; the state they and the frames before imply."""
+        self._cpu.append(cpu_pct)
+        if wait_pct is not None:
+            self._wait.append(wait_pct)
+        cpu = sum(self._cpu) / len(self._cpu)
+        wait = sum(self._wait) / len(self._wait) if self._wait else None
+        return client_state(cpu, wait, lagging=lagging)
+
+
+def state_evidence(state: str, cpu_pct: float | None, wait_pct: float | None) -> str:
+    """'client CPU 3 %, run-queue wait 45 % (450 ms/s): other processes hold the CPUs: ...'."""
+    cpu = "client CPU -" if cpu_pct is None else f"client CPU {cpu_pct:.0f} %"
+    wait = (
+        "run-queue wait not measured"
+        if wait_pct is None
+        else f"run-queue wait {wait_pct:.0f} % ({wait_pct * 10:.0f} ms/s)"
+    )
+    return f"{state}: {cpu}, {wait}: {ADVICE[state]}"
+
+
+def run_warning(
+    saturation: dict[str, Any], verdicts: Sequence[dict[str, Any] | None]
+) -> str | None:
+    """The run's closing warning about its client, following the steps' verdicts.
+
+    `saturation`: the frames' shares (`sweep.InFlightTrace.saturation`). A step judged
+    host-contended outweighs frames that looked client-bound: the advice is then not to add
+    workers. None when neither happened often enough to mention.
+    """
+    states = [v.get("client_state") for v in verdicts if v]
+    contended = states.count(HOST_CONTENDED)
+    share = float(saturation.get("saturated_share") or 0.0)
+    if contended and contended >= states.count(CLIENT_BOUND):
+        return (
+            f"warning: the host was contended in {contended} of {len(states)} steps (the client "
+            "waited for a CPU longer than it ran): its timings include that wait; "
+            + ADVICE[HOST_CONTENDED]
+        )
+    if share > 0.05:
+        return (
+            f"warning: the client itself was saturated in {share:.0%} of the run (busiest engine "
+            f"process up to {saturation.get('busiest_worker_cpu_percent_max')}% CPU): its "
+            "timings include its own queueing; rerun with more --workers"
+        )
+    return None
