@@ -55,6 +55,7 @@ from gputui.sweep import (
     burst_recoveries,
     capacity_rate,
 )
+from gputui.telemetry.sampler import server_trace
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.spec_decode import spec_decode_line
@@ -108,6 +109,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         scenario_name=scenario.name if scenario is not None else None,
         scenario_file=scenario.path if scenario is not None else None,
         backend=checked.backend.name,
+        isolate=not settings.reuse_prompts,
     )
     config = EngineConfig(
         client=ClientConfig(
@@ -199,6 +201,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             measured_bandwidth_gbps=vram_bandwidth,
         )
         printer.explain = diagnoser.line
+        printer.diagnosis_warnings = diagnoser.warnings
+        diagnoser.expect_cold = prepared.details.get("prompt_salt") is not None
         _open_journal(session, journal_dir, journal_header(info, sla), printer)
         if bursts is not None:
             bursts.start()
@@ -282,7 +286,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         info,
         sampler,
         out,
-        finish=lambda s: source.finish(s, session.all_records()),
+        finish=lambda s: source.finish(s, session.all_records(), server_trace(sampler)),
     )
     session.close_journal(saved=True)
     printer.table(session.finished_steps())

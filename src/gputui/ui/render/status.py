@@ -63,6 +63,8 @@ def header_lines(view: LiveView, width: int) -> list[Line]:
     if view.last_saved is not None:
         first += [("  saved ", "label"), (view.last_saved.name, "ok")]
     second: Line = [("  ", ""), (view.target_url, "accent"), ("  ", ""), (view.model, "")]
+    for notice in view.notices:  # e.g. "prompts approximate": the lengths are not exact
+        second += [("  ", ""), (notice, "warn")]
     second += capacity_bracket(view)
     second += [("  backend ", "label"), (backend_name(view), "")]
     second += [("  GPU ", "label"), (gpu_names(view), "")]
