@@ -31,6 +31,7 @@ from gputui.errors import UsageError
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.knee_sweep import gains_line
+from gputui.metrics.prefix_cache import step_cache_line
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
@@ -202,6 +203,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         )
         printer.explain = diagnoser.line
         printer.diagnosis_warnings = diagnoser.warnings
+        printer.cache_line = lambda r: step_cache_line(
+            r.index, session.all_records(), server_trace(sampler)
+        )
         diagnoser.expect_cold = prepared.details.get("prompt_salt") is not None
         _open_journal(session, journal_dir, journal_header(info, sla), printer)
         if bursts is not None:

@@ -61,8 +61,11 @@ def test_the_real_vllm_counters_are_read_and_give_its_hit_rate() -> None:
         }[run]
         assert counter_delta_rate([before, after]) == pytest.approx(expected)
         assert 0.42 < expected < 0.45  # what vLLM's counters showed in the issue
-        # twelve turns between the two scrapes, no cached_tokens in usage: the counters' rate
-        records = [_record(k, 1.0 + k * 0.5, 6000 + 100 * k, turn=k % 3 + 1) for k in range(12)]
+        # the run's twelve turns between the two scrapes, their prompts as the server counted
+        # them, no cached_tokens in usage: the run's rate is the counters'
+        queried = (after.prefix_cache_queries_total or 0) - (before.prefix_cache_queries_total or 0)
+        sizes = [queried // 12 + (k < queried % 12) for k in range(12)]
+        records = [_record(k, 1.0 + k * 0.5, sizes[k], turn=k % 3 + 1) for k in range(12)]
         share = PrefixCacheMeter(records, [before, after]).share(records)
         assert share is not None and share.source == SOURCE_COUNTERS
         assert share.hit_rate == pytest.approx(expected)
@@ -147,3 +150,30 @@ def test_first_turns_alone_decide_whether_a_conversation_step_was_cold() -> None
     hot = [_sample(0, 0, 0), _sample(1, 1000, 600), _sample(2, 3000, 1500)]
     warning = cold_warning(0, 4.0, turn1 + turn2, PrefixCacheMeter(turn1 + turn2, hot))
     assert warning is not None and "60% of its first turns' prompt tokens" in warning
+
+
+def test_other_clients_traffic_cuts_blocks_after_eight_intervals() -> None:
+    # another client doubles the counted queries (at no hit): our requests still get a rate
+    samples = [_sample(t, 2000 * t, 300 * t) for t in range(10)]
+    records = [_record(k, 0.5 + k, 1000) for k in range(9)]
+    share = PrefixCacheMeter(records, samples).share(records)
+    assert share is not None and share.requests == 8  # the last interval never closed
+    assert share.hit_rate == pytest.approx(0.15)  # diluted by the other client: documented
+
+
+def test_turn_rates_are_fitted_over_blocks_of_different_mixes() -> None:
+    # block 1: turn 1 alone (no hit); block 2: turns 1 and 2; block 3: turns 2 and 3
+    samples = [_sample(0, 0, 0), _sample(1, 1000, 0), _sample(2, 3000, 500), _sample(3, 6000, 2100)]
+    records = [
+        _record(0, 0.5, 1000, turn=1),
+        _record(1, 1.4, 1000, turn=1),
+        _record(2, 1.6, 1000, turn=2),
+        _record(3, 2.4, 1000, turn=2),
+        _record(4, 2.6, 2000, turn=3),
+    ]
+    meter = PrefixCacheMeter(records, samples)
+    rows = turn_stats(records, meter)
+    rates = [row["prefix_cache_hit_rate"] for row in rows]
+    assert rates == pytest.approx([0.0, 0.5, 0.55])  # 500 = 0 + 500; 1600 = 500 + 1100
+    whole = meter.share(records)
+    assert whole is not None and whole.hit_tokens == pytest.approx(2100)

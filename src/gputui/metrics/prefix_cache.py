@@ -10,17 +10,22 @@ server's samples (`telemetry.samples.ServerSample`, with `prefix_cache_queries_t
   `timings.cache_n`. Exact per request.
 - Source "server counters": when no request of the group reports cached tokens (vLLM's default),
   from the server's counters (vLLM `vllm:prefix_cache_queries_total` / `_hits_total`, in tokens).
-  The counters are cumulative over every request, so a group's share is estimated: the server
-  counts a request's lookup when it schedules it, shortly before its first token. The counters'
-  change between two consecutive samples (about 1 s apart) is shared among the requests whose
-  first token (else end) fell in that interval, each getting the interval's hit rate (hits /
-  queries) on its own prompt tokens (usage). An interval whose counters moved with no such request
-  (the lookup before a sample, the first token after it) is merged into the next one, and an
-  interval with such requests but no counted query likewise; a counter that went down (a restart)
-  drops what was pending. A group's rate is then the token-weighted mean of its requests' interval
-  rates: exact when the group's requests alone fill their intervals, blurred when groups share an
-  interval (turns 1 and 3 of different conversations in flight together get the same rate), and
-  polluted by other clients of the same server. Requests outside the sampled span are left out.
+  The counters are cumulative over every request, so a group's share is estimated:
+  1. Each request is placed in the interval between two consecutive samples (about 1 s apart)
+     that holds its first token (else its end). The server counts its lookup when it schedules
+     it, earlier, sometimes one interval earlier.
+  2. Intervals are merged into blocks until the queries the server counted and the prompt tokens
+     (usage) of the requests placed there agree within 5 % (or after 8 intervals, when other
+     clients keep them apart); an interval with counted queries and none of our requests is
+     dropped (only the latest is kept, in case its requests follow); a counter that went down (a
+     restart) drops what was pending. A block's hits are then its requests' hits, whole.
+  3. Within a block the hits are split over its requests in proportion to prompt tokens x their
+     turn's hit rate, each turn's rate fitted by least squares over all blocks (blocks mixing
+     turns differently pin the rates down); without turns, in proportion to prompt tokens.
+  A group's rate is the sum of its requests' estimated hits over their prompt tokens: exact for a
+  run's total and for steps (they fill their own blocks), close for turns when their rates are
+  steady over the run, polluted by other clients of the same server. Requests outside the sampled
+  span are left out.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
+
+import numpy as np
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.conversations import cached_tokens
@@ -87,22 +94,41 @@ def counter_points(samples: Iterable[CounterSample]) -> list[tuple[int, int, int
     return sorted(points)
 
 
+SYNC_TOLERANCE: Final = 0.05
+"""A block closes where the counted queries and our requests' prompt tokens agree this closely."""
+MAX_BLOCK_INTERVALS: Final = 8
+"""...or after this many intervals (other clients keep the two apart for good)."""
+
+
 @dataclass(slots=True)
 class _Block:
-    """Intervals merged until they hold both counted queries and requests."""
+    """Consecutive intervals, merged until they hold both counted queries and our requests."""
 
     queried: int = 0
     hit: int = 0
     members: list[int] = field(default_factory=list)
+    tokens: int = 0
+    intervals: int = 0
+
+    def add(self, dq: int, dh: int, members: list[int], tokens: int) -> None:
+        self.queried += dq
+        self.hit += dh
+        self.members.extend(members)
+        self.tokens += tokens
+        self.intervals += 1
+
+    def in_step(self) -> bool:
+        """The server counted about what our requests sent: a fair place to cut."""
+        if not self.members or self.queried <= 0:
+            return False
+        gap = abs(self.queried - self.tokens) <= SYNC_TOLERANCE * max(self.queried, self.tokens)
+        return gap or self.intervals >= MAX_BLOCK_INTERVALS
 
 
-def counter_shares(
+def _blocks(
     records: Sequence[RequestRecord], points: Sequence[tuple[int, int, int]]
-) -> list[tuple[float, float] | None]:
-    """Per record, its estimated (hit, queried) tokens from the counters (module docstring)."""
-    shares: list[tuple[float, float] | None] = [None] * len(records)
-    if len(points) < 2:
-        return shares
+) -> list[_Block]:
+    """The counters' change cut into blocks of whole requests (see the module docstring)."""
     times = [t for t, _, _ in points]
     by_interval: dict[int, list[int]] = {}
     for k, r in enumerate(records):
@@ -112,6 +138,7 @@ def counter_shares(
         i = bisect_left(times, stamp)  # interval i is (times[i-1], times[i]]
         if 0 < i < len(times):
             by_interval.setdefault(i, []).append(k)
+    blocks: list[_Block] = []
     block = _Block()
     for i in range(1, len(points)):
         dq = points[i][1] - points[i - 1][1]
@@ -122,15 +149,58 @@ def counter_shares(
             continue
         if not block.members and not members and dq > 0:
             block = _Block()  # counted queries with no request of ours: keep only the latest
-        block.queried += dq
-        block.hit += dh
-        block.members.extend(members)
-        if block.members and block.queried > 0:
-            rate = min(block.hit / block.queried, 1.0)
-            for k in block.members:
-                tokens = float(records[k].input_tokens or 0)
-                shares[k] = (rate * tokens, tokens)
+        block.add(dq, dh, members, sum(records[k].input_tokens or 0 for k in members))
+        if block.in_step():
+            blocks.append(block)
             block = _Block()
+    return blocks
+
+
+def _turn_weights(records: Sequence[RequestRecord], blocks: Sequence[_Block]) -> dict[int, float]:
+    """Each turn's hit rate over the run, by least squares over the blocks' hits.
+
+    A block's hits are the sum over its requests of (prompt tokens x their turn's rate); blocks
+    of different mixes of turns pin each turn's rate down. Rates are clipped to [0, 1]; a run
+    without turns (or a single one) gives no weights.
+    """
+    turns = sorted({t for b in blocks for k in b.members if (t := records[k].turn) is not None})
+    if len(turns) < 2:
+        return {}
+    column = {t: j for j, t in enumerate(turns)}
+    matrix = np.zeros((len(blocks), len(turns)))
+    hits = np.zeros(len(blocks))
+    for i, b in enumerate(blocks):
+        scale = b.queried / b.tokens if b.tokens else 1.0  # the block's tokens as counted
+        for k in b.members:
+            turn = records[k].turn
+            if turn is not None:
+                matrix[i, column[turn]] += (records[k].input_tokens or 0) * scale
+        hits[i] = b.hit
+    rates = np.linalg.lstsq(matrix, hits, rcond=None)[0]
+    return {t: float(min(max(rates[column[t]], 0.0), 1.0)) for t in turns}
+
+
+def counter_shares(
+    records: Sequence[RequestRecord], points: Sequence[tuple[int, int, int]]
+) -> list[tuple[float, float] | None]:
+    """Per record, its estimated (hit, queried) tokens from the counters (module docstring)."""
+    shares: list[tuple[float, float] | None] = [None] * len(records)
+    if len(points) < 2:
+        return shares
+    blocks = _blocks(records, points)
+    weights = _turn_weights(records, blocks)
+    for b in blocks:
+        rate = min(b.hit / b.queried, 1.0)
+        tokens = [float(records[k].input_tokens or 0) for k in b.members]
+        split = [
+            q * weights.get(records[k].turn or 0, 1.0)
+            for k, q in zip(b.members, tokens, strict=True)
+        ]
+        total = sum(split)
+        for k, q, w in zip(b.members, tokens, split, strict=True):
+            # the block's hits kept whole, split by each turn's run-wide rate when known
+            hit = rate * sum(tokens) * w / total if total > 0 else rate * q
+            shares[k] = (min(hit, q), q)
     return shares
 
 
@@ -200,3 +270,14 @@ def cold_warning(
         f"from the prefix cache ({share.source}) although its prompts were salted to be cold: "
         "another client is sending the same prompts, or the salt did not reach the first block"
     )
+
+
+def step_cache_line(
+    step_index: int, records: Sequence[RequestRecord], samples: Iterable[CounterSample]
+) -> str | None:
+    """'prefix cache: 3.1% of prompt tokens hit (server counters)' for a finished step."""
+    meter = PrefixCacheMeter(records, samples)
+    share = meter.share(r for r in records if r.step_index == step_index)
+    if share is None or share.hit_rate is None:
+        return None
+    return f"prefix cache: {share.hit_rate:.1%} of prompt tokens hit ({share.source})"
