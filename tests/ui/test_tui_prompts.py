@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
+import gputui.workloads.prepare as prepare
 from gputui.cli import build_parser
 from gputui.live import LiveController
 from gputui.sim.gpu_profile import GpuProfileSpec
@@ -82,6 +85,10 @@ def test_approximate_prompts_are_marked_in_the_header(
 
 def _session(url: str, folder: Path, *extra: str) -> Snapshot:
     """A short TUI session at 2 streams of 512-token prompts, saved."""
+    return _session_with_events(url, folder, *extra)[0]
+
+
+def _session_with_events(url: str, folder: Path, *extra: str) -> tuple[Snapshot, list[str]]:
     controller = _tui(url, folder, "--input-tokens", "512", "--start-level", "2", *extra)
     controller.start()
     deadline = time.monotonic() + 30
@@ -91,7 +98,7 @@ def _session(url: str, folder: Path, *extra: str) -> Snapshot:
     finally:
         path = controller.stop(save=True)
     assert path is not None
-    return load_snapshot(path)
+    return load_snapshot(path), [e.text for e in controller.session.events.items()]
 
 
 def test_a_second_tui_session_reads_nothing_from_the_firsts_cache(tmp_path: Path) -> None:
@@ -110,3 +117,18 @@ def test_a_second_tui_session_reads_nothing_from_the_firsts_cache(tmp_path: Path
     # without the salt the same prompts come back from the first session's cache
     assert reused.prefix_cache is not None and reused.prefix_cache["hit_rate"] > 0.5
     assert reused.workload.prompt_isolation == "off (--reuse-prompts)"
+
+
+def test_a_cold_session_served_from_cache_is_warned_about_on_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prepare, "new_salt", lambda: 0x5A17)  # as if the salt had not isolated
+    spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b", served_model_name="sim")
+    with start_background(spec) as sim:
+        first, events = _session_with_events(sim.url, tmp_path / "a")
+        second, later = _session_with_events(sim.url, tmp_path / "b")
+    assert first.workload.prompt_salt == second.workload.prompt_salt
+    assert not any("salted to be cold" in text for text in events)
+    warned = [text for text in later if "salted to be cold" in text]
+    assert warned and warned[0].startswith("step 1 (2): ")
+    assert second.steps[0].prefix_cache_warning == warned[0]
