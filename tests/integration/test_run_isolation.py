@@ -130,16 +130,17 @@ def test_multi_turn_hit_rates_per_turn_and_the_runs_total(
 
 
 class _Scraper:
-    """The server's /metrics every 0.25 s in a thread, as the telemetry sampler reads them."""
+    """The server's /metrics every `interval_s` in a thread, as the telemetry sampler reads them."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, interval_s: float) -> None:
+        self._interval_s = interval_s
         self._source = ServerMetricsSource(url + "/metrics")
         self.samples: list[ServerSample] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        while not self._stop.wait(0.25):
+        while not self._stop.wait(self._interval_s):
             server = self._source.scrape().server
             if server is not None:
                 self.samples.append(server)
@@ -174,8 +175,15 @@ async def _talk(url: str, workload: ConversationWorkload) -> list[RequestRecord]
     return records
 
 
-def test_without_cached_tokens_the_counters_give_the_hit_rates(gpu_sim: SimProcess) -> None:
-    """vLLM's default (no `--enable-prompt-tokens-details`): usage carries no cached tokens."""
+@pytest.mark.parametrize("interval_s", [0.25, 1.0])
+def test_without_cached_tokens_the_counters_give_the_hit_rates(
+    gpu_sim: SimProcess, interval_s: float
+) -> None:
+    """vLLM's default (no `--enable-prompt-tokens-details`): usage carries no cached tokens.
+
+    At 1 s (the telemetry sampler's interval) a run this short gives too few blocks to fit each
+    turn's rate: the total holds, the turns are blurred.
+    """
     prepared = prepare_workload(
         WorkloadConfig(input=FixedDist(tokens=384), output=FixedDist(tokens=16)),
         target=parse_target(gpu_sim.url),
@@ -185,10 +193,10 @@ def test_without_cached_tokens_the_counters_give_the_hit_rates(gpu_sim: SimProce
     )
     workload = ConversationWorkload(prepared.spec, 3)
     before = counters(gpu_sim.url)
-    with _Scraper(gpu_sim.url) as scraper:
-        time.sleep(0.3)
+    with _Scraper(gpu_sim.url, interval_s) as scraper:
+        time.sleep(interval_s + 0.1)  # a scrape before the first request
         truth = asyncio.run(_talk(gpu_sim.url, workload))
-        time.sleep(0.6)  # a scrape after the last request
+        time.sleep(2.5 * interval_s)  # a scrape after the last request
     after = counters(gpu_sim.url)
     server_rate = (after[1] - before[1]) / (after[0] - before[0])
     stripped = [replace(r, cached_input_tokens=None) for r in truth]
@@ -201,8 +209,10 @@ def test_without_cached_tokens_the_counters_give_the_hit_rates(gpu_sim: SimProce
     exact = turn_stats(truth)  # what usage said, for comparison
     assert [row["turn"] for row in rows] == [1, 2, 3]
     assert {row["prefix_cache_source"] for row in rows} == {SOURCE_COUNTERS}
+    if interval_s > 0.5:
+        return
     estimates = [row["prefix_cache_hit_rate"] for row in rows]
     truths = [row["prefix_cache_hit_rate"] for row in exact]
-    assert estimates[0] < estimates[1] < estimates[2], (estimates, truths)
+    assert estimates[0] < 0.05 < estimates[1] <= estimates[2], (estimates, truths)
     for estimate, true in zip(estimates, truths, strict=True):
-        assert abs(estimate - true) < 0.08, (estimates, truths)
+        assert abs(estimate - true) < 0.12, (estimates, truths)  # turns 2 and 3 may blur

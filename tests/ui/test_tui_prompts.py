@@ -114,8 +114,9 @@ def test_a_second_tui_session_reads_nothing_from_the_firsts_cache(tmp_path: Path
     assert salted.prefix_cache is not None and salted.prefix_cache["hit_rate"] < 0.05
     assert salted.workload.prompt_salt is not None
     assert salted.workload.prompt_isolation == "per-run salt"
-    # without the salt the same prompts come back from the first session's cache
-    assert reused.prefix_cache is not None and reused.prefix_cache["hit_rate"] > 0.5
+    # without the salt the same prompts come back from the first session's cache (those requests
+    # the first session sent: a longer session sends more)
+    assert reused.prefix_cache is not None and reused.prefix_cache["hit_rate"] > 0.25
     assert reused.workload.prompt_isolation == "off (--reuse-prompts)"
 
 

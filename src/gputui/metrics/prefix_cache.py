@@ -18,10 +18,12 @@ server's samples (`telemetry.samples.ServerSample`, with `prefix_cache_queries_t
      (usage) of the requests placed there agree within 5 % (or after 8 intervals, when other
      clients keep them apart); an interval with counted queries and none of our requests is
      dropped (only the latest is kept, in case its requests follow); a counter that went down (a
-     restart) drops what was pending. A block's hits are then its requests' hits, whole.
+     restart) drops what was pending; the last block is kept as it stands. A block's hits are
+     then its requests' hits, whole.
   3. Within a block the hits are split over its requests in proportion to prompt tokens x their
      turn's hit rate, each turn's rate fitted by least squares over all blocks (blocks mixing
-     turns differently pin the rates down); without turns, in proportion to prompt tokens.
+     turns differently pin the rates down, what they cannot separate staying at the run's mean);
+     without turns, in proportion to prompt tokens (every request of a block gets its rate).
   A group's rate is the sum of its requests' estimated hits over their prompt tokens: exact for a
   run's total and for steps (they fill their own blocks), close for turns when their rates are
   steady over the run, polluted by other clients of the same server. Requests outside the sampled
@@ -98,6 +100,8 @@ SYNC_TOLERANCE: Final = 0.05
 """A block closes where the counted queries and our requests' prompt tokens agree this closely."""
 MAX_BLOCK_INTERVALS: Final = 8
 """...or after this many intervals (other clients keep the two apart for good)."""
+RIDGE: Final = 1e-3
+"""How strongly the turn-rate fit leans on the run's mean rate, relative to the data's scale."""
 
 
 @dataclass(slots=True)
@@ -153,6 +157,8 @@ def _blocks(
         if block.in_step():
             blocks.append(block)
             block = _Block()
+    if block.members and block.queried > 0:  # the run's end: what was counted is all there is
+        blocks.append(block)
     return blocks
 
 
@@ -160,8 +166,9 @@ def _turn_weights(records: Sequence[RequestRecord], blocks: Sequence[_Block]) ->
     """Each turn's hit rate over the run, by least squares over the blocks' hits.
 
     A block's hits are the sum over its requests of (prompt tokens x their turn's rate); blocks
-    of different mixes of turns pin each turn's rate down. Rates are clipped to [0, 1]; a run
-    without turns (or a single one) gives no weights.
+    of different mixes of turns pin each turn's rate down; a light ridge term keeps what they
+    cannot tell apart (blocks that all mix the turns alike) at the run's mean rate. Rates are
+    clipped to [0, 1]; a run without turns (or a single one) gives no weights.
     """
     turns = sorted({t for b in blocks for k in b.members if (t := records[k].turn) is not None})
     if len(turns) < 2:
@@ -176,7 +183,12 @@ def _turn_weights(records: Sequence[RequestRecord], blocks: Sequence[_Block]) ->
             if turn is not None:
                 matrix[i, column[turn]] += (records[k].input_tokens or 0) * scale
         hits[i] = b.hit
-    rates = np.linalg.lstsq(matrix, hits, rcond=None)[0]
+    # A light pull toward the run's mean rate: what the blocks cannot tell apart stays at it.
+    mean = hits.sum() / matrix.sum() if matrix.sum() > 0 else 0.0
+    weight = np.sqrt(RIDGE * np.trace(matrix.T @ matrix) / len(turns))
+    stacked = np.vstack([matrix, weight * np.eye(len(turns))])
+    target = np.concatenate([hits, np.full(len(turns), weight * mean)])
+    rates = np.linalg.lstsq(stacked, target, rcond=None)[0]
     return {t: float(min(max(rates[column[t]], 0.0), 1.0)) for t in turns}
 
 
