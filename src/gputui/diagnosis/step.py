@@ -40,7 +40,7 @@ from gputui.diagnosis.window import (
 )
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
-from gputui.metrics.prefix_cache import PrefixCacheMeter, cold_warning
+from gputui.metrics.prefix_cache import cold_warning, step_meter
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
@@ -241,7 +241,7 @@ class StepDiagnoser:
     ) -> str | None:
         if not self.expect_cold:
             return None
-        meter = PrefixCacheMeter(every, traces.server if traces is not None else ())
+        meter = step_meter(result.index, every, traces.server if traces is not None else ())
         mine = [r for r in every if r.step_index == result.index]
         return cold_warning(result.index, result.level, mine, meter)
 

@@ -284,11 +284,22 @@ def cold_warning(
     )
 
 
+def step_meter(
+    step_index: int, records: Sequence[RequestRecord], samples: Iterable[CounterSample]
+) -> PrefixCacheMeter:
+    """A meter over the step's requests and its neighbours' (enough to cut its blocks).
+
+    Cheap enough to run at every step's end: its cost follows the step, not the whole run.
+    """
+    near = [r for r in records if abs(r.step_index - step_index) <= 1]
+    return PrefixCacheMeter(near, samples)
+
+
 def step_cache_line(
     step_index: int, records: Sequence[RequestRecord], samples: Iterable[CounterSample]
 ) -> str | None:
     """'prefix cache: 3.1% of prompt tokens hit (server counters)' for a finished step."""
-    meter = PrefixCacheMeter(records, samples)
+    meter = step_meter(step_index, records, samples)
     share = meter.share(r for r in records if r.step_index == step_index)
     if share is None or share.hit_rate is None:
         return None

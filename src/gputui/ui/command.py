@@ -209,7 +209,9 @@ def live_controller(
                     request_s=values["request_timeout"],
                     stall_s=values["stall_timeout"],
                 ),
-                **stream_counting("gputui-sim" if simulated else None),
+                **stream_counting(
+                    "gputui-sim" if simulated else None, args.tokenizer and str(args.tokenizer)
+                ),
             ),
             shape=shape,
             workload=workload,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.conversations import conversation_stats, dispatch_lateness, turn_stats
-from gputui.metrics.prefix_cache import CounterSample, PrefixCacheMeter
+from gputui.metrics.prefix_cache import CounterSample, step_meter
 
 if TYPE_CHECKING:
     from gputui.workloads.sources import SourcePlan
@@ -84,7 +84,7 @@ def workload_progress(
         return WorkloadProgress(kind="conversations")
     step = max(r.step_index for r in records)
     mine = [r for r in records if r.step_index == step]
-    meter = PrefixCacheMeter(records, server)
+    meter = step_meter(step, records, server)
     rows = tuple(
         TurnRow(
             turn=row["turn"],
