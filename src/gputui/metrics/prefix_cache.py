@@ -121,7 +121,7 @@ class _Block:
         self.tokens += tokens
         self.intervals += 1
 
-    def in_step(self) -> bool:
+    def in_sync(self) -> bool:
         """The server counted about what our requests sent: a fair place to cut."""
         if not self.members or self.queried <= 0:
             return False
@@ -154,7 +154,7 @@ def _blocks(
         if not block.members and not members and dq > 0:
             block = _Block()  # counted queries with no request of ours: keep only the latest
         block.add(dq, dh, members, sum(records[k].input_tokens or 0 for k in members))
-        if block.in_step():
+        if block.in_sync():
             blocks.append(block)
             block = _Block()
     if block.members and block.queried > 0:  # the run's end: what was counted is all there is
