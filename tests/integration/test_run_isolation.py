@@ -78,7 +78,7 @@ def test_the_same_run_twice_reads_nothing_from_the_first(
     assert first.workload.prompt_salt != second.workload.prompt_salt
     for snap in (first, second):
         assert snap.prefix_cache is not None
-        assert snap.prefix_cache["source"] == "usage"
+        assert snap.prefix_cache["source"] in ("usage", SOURCE_COUNTERS)
         assert snap.prefix_cache["hit_rate"] < 0.05
         assert snap.workload.input_lengths is not None
         assert snap.workload.input_lengths.measured.mean == 512  # exact with the salt in
@@ -102,7 +102,7 @@ def test_a_salted_run_served_from_cache_is_warned_about(
     step = second.steps[0]
     assert step.prefix_cache_hit_rate is not None and step.prefix_cache_hit_rate > 0.5
     assert step.prefix_cache_warning is not None
-    assert "served from the prefix cache (usage)" in step.prefix_cache_warning
+    assert "served from the prefix cache (" in step.prefix_cache_warning
     lines = [line for line in stdout.splitlines() if "warning:" in line]
     assert any("salted to be cold" in line for line in lines), stdout
 

@@ -25,6 +25,8 @@ from gputui.ui.render.status import header_lines
 from gputui.ui.widgets.live_panels import SessionHeader
 from tests.ui.conftest import wait_for
 
+READ_FROM = ("usage", "server counters")
+
 
 def _tui(url: str, folder: Path, *extra: str) -> LiveController:
     args = build_parser().parse_args(
@@ -108,8 +110,9 @@ def test_a_second_tui_session_reads_nothing_from_the_firsts_cache(tmp_path: Path
         salted = _session(sim.url, tmp_path / "b")
         reused = _session(sim.url, tmp_path / "c", "--reuse-prompts")
     for snap in (first, salted, reused):
-        assert snap.prefix_cache is not None and snap.prefix_cache["source"] == "usage"
-        assert snap.steps and snap.steps[0].prefix_cache_source == "usage"
+        # usage while the simulator sends cached_tokens, its counters where it does not
+        assert snap.prefix_cache is not None and snap.prefix_cache["source"] in READ_FROM
+        assert snap.steps and snap.steps[0].prefix_cache_source in READ_FROM
     assert first.prefix_cache is not None and first.prefix_cache["hit_rate"] < 0.05
     assert salted.prefix_cache is not None and salted.prefix_cache["hit_rate"] < 0.05
     assert salted.workload.prompt_salt is not None
