@@ -44,6 +44,8 @@ class WorkloadProgress:
     started: int = 0
     complete: int = 0
     hit_rate: float | None = None
+    hit_source: str | None = None
+    """Where the hit rates were read: "usage", "server timings" or "server counters"."""
     sent: int = 0
     requests: int = 0
     elapsed_s: float = 0.0
@@ -102,4 +104,5 @@ def workload_progress(
         started=talks["started"],
         complete=talks["complete"],
         hit_rate=share.hit_rate if (share := meter.share(mine)) is not None else None,
+        hit_source=share.source if share is not None else None,
     )
