@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from gputui import __version__
 from gputui.argtypes import (
@@ -124,20 +123,6 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="begin each prompt with words unique to it, so no prefix cache hits (default on)",
-    )
-    work.add_argument(
-        "--token-counter",
-        choices=("auto", "server", "tokenizer", "approximate"),
-        default="auto",
-        help="how prompts are sized: the server's /tokenize, --tokenizer, or one token per "
-        "word (auto: the first that works)",
-    )
-    work.add_argument(
-        "--tokenizer",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="a local tokenizer.json (needs: pip install 'gputui[tokenizers]')",
     )
     work.add_argument(
         "--min-tokens",

@@ -55,6 +55,7 @@ DEFAULTS: Final[dict[str, Any]] = {
     "snapshot_dir": None,
     "target_precision": None,
     "max_step_seconds": None,
+    "reuse_prompts": False,
 }
 """The shared flags' values when neither the command line nor a scenario gives them."""
 
@@ -95,7 +96,7 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """Fixed request lengths and --ignore-eos."""
+    """Fixed request lengths, --ignore-eos, how prompts are sized, and run isolation."""
     work = parser.add_argument_group("workload")
     work.add_argument("--input-tokens", type=positive_int, default=None, help="(default 512)")
     work.add_argument("--output-tokens", type=positive_int, default=None, help="(default 128)")
@@ -104,6 +105,27 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="ask the server to ignore EOS so outputs have the requested length (default on)",
+    )
+    work.add_argument(
+        "--token-counter",
+        choices=("auto", "server", "tokenizer", "approximate"),
+        default="auto",
+        help="how prompts are sized: the server's /tokenize, --tokenizer, or one token per "
+        "word (auto: the first that works)",
+    )
+    work.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a local tokenizer.json (needs: pip install 'gputui[tokenizers]')",
+    )
+    work.add_argument(
+        "--reuse-prompts",
+        action="store_true",
+        default=None,
+        help="send the same prompts as an earlier run with this seed, so its prefix cache can "
+        "serve them (default: a new salt per run keeps every run cold)",
     )
 
 
@@ -239,6 +261,8 @@ class SessionSettings:
     snapshot_dir: Path
     target_precision: float | None = None
     max_step_seconds: float | None = None
+    reuse_prompts: bool = False
+    """No per-run salt: the prompts of an earlier run with this seed (`--reuse-prompts`)."""
 
     @property
     def sla(self) -> Sla:

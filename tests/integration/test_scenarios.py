@@ -206,7 +206,7 @@ SSE = [
 ]
 
 
-async def captured_bodies(tmp_path: Path, seed: str) -> list[bytes]:
+async def captured_bodies(tmp_path: Path, seed: str, *extra: str) -> list[bytes]:
     """The completion request bodies of one run against a server that records them."""
     response = chunked(200, [("Content-Type", "text/event-stream")], SSE)
     async with ReplayServer([response], model="sim") as server:
@@ -215,7 +215,7 @@ async def captured_bodies(tmp_path: Path, seed: str) -> list[bytes]:
             *("run", "--url", server.url, "--model", "sim", "--out", str(tmp_path / "r.json")),
             *("--scenario", "mixed", "--endpoint", "completions", "--seed", seed),
             *("--concurrency", "1", "--step-seconds", "1", "--warmup-seconds", "0"),
-            *("--gpu-telemetry", "none"),
+            *("--gpu-telemetry", "none", *extra),
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -232,12 +232,22 @@ async def captured_bodies(tmp_path: Path, seed: str) -> list[bytes]:
 
 
 async def test_same_seed_sends_identical_requests(tmp_path: Path) -> None:
-    first = await captured_bodies(tmp_path, "5")
-    second = await captured_bodies(tmp_path, "5")
-    other = await captured_bodies(tmp_path, "6")
-    n = min(len(first), len(second), len(other))
+    first = await captured_bodies(tmp_path, "5", "--reuse-prompts")
+    second = await captured_bodies(tmp_path, "5", "--reuse-prompts")
+    other = await captured_bodies(tmp_path, "6", "--reuse-prompts")
+    salted = await captured_bodies(tmp_path, "5")
+    n = min(len(first), len(second), len(other), len(salted))
     assert n >= 5
     assert first[:n] == second[:n]
+    # without --reuse-prompts each run salts its prompts: the same requests but for the salt
+    for reused, fresh in zip(first[:n], salted[:n], strict=True):
+        a, b = orjson.loads(reused), orjson.loads(fresh)
+        assert a["max_tokens"] == b["max_tokens"] and a["prompt"] != b["prompt"]
+        words, salted_words = a["prompt"].split(), b["prompt"].split()
+        assert len(salted_words) == len(words)  # one token a word: the same length
+        assert any(  # the lead word, k salt words, then the same prompt k words shorter
+            salted_words[k + 1 :] == words[1 : len(words) - k] for k in range(3, 9)
+        )
     assert len(set(first[:n])) == n  # every prompt unique
     assert all(a != b for a, b in zip(first[:n], other[:n], strict=True))
     lengths = {orjson.loads(b)["max_tokens"] for b in first[:n]}

@@ -71,9 +71,9 @@ def test_a_length_distribution_scenario_is_prepared_against_the_server(
                                       "--scenario", str(_dist_scenario(tmp_path))])  # fmt: skip
     values = resolve(args)
     assert values["input_tokens"] == 15  # the nominal (mean) length, for the header
-    spec = _prepared_workload(args, parse_target(fixed_sim.url), "sim", values)
-    assert spec is not None
-    source = spec.build()
+    prepared = _prepared_workload(args, parse_target(fixed_sim.url), "sim", values, None)
+    assert prepared is not None
+    source = prepared.spec.build()
     lengths = {source.next(i).input_tokens for i in range(200)}
     assert lengths <= set(range(10, 21))
     assert len(lengths) > 5  # drawn from the distribution, not one fixed length
@@ -84,8 +84,9 @@ def test_without_the_server_the_prompts_are_approximate_and_say_so(
 ) -> None:
     args = build_parser().parse_args(["tui", "--url", "http://127.0.0.1:9", "--model", "m",
                                       "--scenario", str(_dist_scenario(tmp_path))])  # fmt: skip
-    spec = _prepared_workload(args, parse_target("http://127.0.0.1:9"), "m", resolve(args))
-    assert spec is not None
+    target = parse_target("http://127.0.0.1:9")
+    prepared = _prepared_workload(args, target, "m", resolve(args), None)
+    assert prepared is not None and not prepared.exact
     assert "approximate" in capsys.readouterr().err
 
 

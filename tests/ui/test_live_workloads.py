@@ -76,6 +76,7 @@ def test_tui_conversations_show_turns_and_save_run_keys(tmp_path: Path) -> None:
     lines = texts(workload_lines(view, 60, 4))
     assert lines[1].split()[:4] == ["turn", "1", "2", "3"]
     assert lines[3].split()[:2] == ["cache", "0%"]
+    assert "(usage)" in lines[0] or "(server counters)" in lines[0]  # the hit rate's source
     assert path is not None
     snap = load_snapshot(path)
     assert snap.conversations is not None and snap.conversations["sessions"] == 4

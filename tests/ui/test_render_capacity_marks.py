@@ -27,9 +27,9 @@ def test_a_provisional_capacity_and_its_caveats_are_in_the_header() -> None:
         caveats=("21 and 32 fail below it: re-run", "SUSPECT: measured while the client was..."),
     )
     plain = "".join(texts([capacity_bracket(replace(view, capacity=capacity))]))
-    assert plain == "  capacity 42 (64: fail)"
+    assert plain == "capacity 42 (64: fail)"
     text = "".join(texts([capacity_bracket(replace(view, capacity=marked))]))
-    assert text == "  capacity ~42 provisional (64: fail) · 21 and 32 fail below it · SUSPECT"
+    assert text == "capacity ~42 provisional (64: fail) · 21 and 32 fail below it · SUSPECT"
 
 
 def test_a_likely_bound_carries_a_question_mark() -> None:

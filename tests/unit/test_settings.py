@@ -86,3 +86,17 @@ def test_flags_win_over_the_defaults() -> None:
     )
     settings = session_settings(args, None)
     assert (settings.price_per_hour, settings.precision, settings.workers) == (7.0, "fp8", 2)
+
+
+def test_prompt_flags_are_shared_and_the_demo_passes_them_on() -> None:
+    for prefix in PREFIX.values():
+        args = _settings([*prefix, "--reuse-prompts", "--token-counter", "server"])
+        assert session_settings(args, None).reuse_prompts
+        assert args.token_counter == "server" and args.tokenizer is None
+        assert not session_settings(_settings(prefix), None).reuse_prompts
+    from gputui.frontends.demo import _prompt_argv
+
+    demo = _settings(["demo", "--reuse-prompts", "--tokenizer", "tok.json"])
+    assert _prompt_argv(demo) == [
+        "--token-counter", "auto", "--tokenizer", "tok.json", "--reuse-prompts"
+    ]  # fmt: skip

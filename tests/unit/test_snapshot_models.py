@@ -135,6 +135,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "telemetry",
         "validation",
         "bursts",
+        "prefix_cache",
         "conversations",
         "trace",
         "price_per_hour",
@@ -156,6 +157,8 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "unique_prefix",
         "shared_prefix_tokens",
         "min_tokens",
+        "prompt_salt",
+        "prompt_isolation",
         "input_lengths",
         "output_lengths",
         "lengths_by_step",
@@ -166,6 +169,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     # for streams with thinking; multi-turn runs and trace replays fill the source keys.
     source_keys = {"turns", "prefix_cache_hit_rate", "conversations", "dispatch_lateness"}
     source_keys |= {"requests_warmup"}  # issue 24: the steps account for every request
+    source_keys |= {"prefix_cache_source", "prefix_cache_warning"}
     assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS | source_keys
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"):
         assert set(data["steps"][0][key]) == STATS_KEYS

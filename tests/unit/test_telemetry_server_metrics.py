@@ -76,6 +76,18 @@ def test_sglang() -> None:
     assert s.generation_tokens_total == 7_557_572
 
 
+def test_sglang_prefix_cache_from_cached_tokens_by_source() -> None:
+    assert read_metrics(text("sglang.txt"), 0).server.prefix_cache_hits_total is None  # type: ignore[union-attr]
+    added = (
+        "# TYPE sglang:cached_tokens_total counter\n"
+        'sglang:cached_tokens_total{model_name="m",cache_source="device"} 3000.0\n'
+        'sglang:cached_tokens_total{model_name="m",cache_source="host"} 168.0\n'
+    )
+    s = read_metrics(text("sglang.txt") + added, 0).server
+    assert s is not None
+    assert (s.prefix_cache_queries_total, s.prefix_cache_hits_total) == (8_128_902, 3168)
+
+
 def test_sglang_usage_from_used_tokens_when_token_usage_is_missing() -> None:
     lines = [ln for ln in text("sglang.txt").splitlines() if "token_usage" not in ln]
     s = read_metrics("\n".join(lines) + "\n", 0).server

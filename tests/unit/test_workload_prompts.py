@@ -162,12 +162,46 @@ def test_shared_prefix_is_shared_and_the_rest_unique() -> None:
 
 
 def test_prefixes_are_unique_and_differ_from_the_first_word() -> None:
-    source = prepare(FIXED, "completions").spec.build()
+    plan = prepare(FIXED, "completions").spec.plan
+    source = prepare(FIXED, "completions", isolate=False).spec.build()
+    assert source.next(0).prompt.split()[1] != plan.salt.split()[0]
     prompts = [source.next(i).prompt for i in range(20_000)]
-    prefix_words = prepare(FIXED, "completions").spec.plan.prefix_words
-    prefixes = [" ".join(p.split()[1 : 1 + prefix_words]) for p in prompts]
+    prefixes = [" ".join(p.split()[1 : 1 + plan.prefix_words]) for p in prompts]
     assert len(set(prefixes)) == len(prefixes)
     assert all(a.split()[1] != b.split()[1] for a, b in itertools.pairwise(prompts))
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_each_run_salts_the_start_of_every_prompt_and_stays_exact(endpoint: Endpoint) -> None:
+    runs = [prepare(MIXED, endpoint) for _ in range(3)]
+    salts = [run.spec.plan.salt for run in runs]
+    assert len(set(salts)) == 3
+    assert all(len(salt.split()) == runs[0].spec.plan.salt_words >= 3 for salt in salts)
+    for run in runs:
+        assert run.details["prompt_salt"] == run.spec.plan.salt
+        assert run.details["prompt_isolation"] == "per-run salt"
+        assert run.details["input_tokens_check"]["matched"] == 8
+    sources = [run.spec.build() for run in runs]
+    for request_id in range(200):
+        specs = [source.next(request_id) for source in sources]
+        assert len({spec.input_tokens for spec in specs}) == 1  # same lengths, same seed
+        for spec, salt in zip(specs, salts, strict=True):
+            assert spec.input_tokens == bill(spec, endpoint), request_id
+            assert spec.prompt.startswith(f"{LEAD} {salt} ")  # the first block differs per run
+        assert len({spec.prompt for spec in specs}) == 3
+
+
+def test_reused_or_shared_prompts_carry_no_salt() -> None:
+    reused = [prepare(MIXED, "chat", isolate=False) for _ in range(2)]
+    assert [run.details["prompt_salt"] for run in reused] == [None, None]
+    assert reused[0].details["prompt_isolation"] == "off (--reuse-prompts)"
+    first, second = (run.spec.build() for run in reused)
+    assert [first.next(i) for i in range(50)] == [second.next(i) for i in range(50)]
+    shared = prepare(SHARED, "chat")
+    assert shared.details["prompt_salt"] is None
+    assert shared.details["prompt_isolation"] == "off (shared prefixes on purpose)"
+    plain = FIXED.model_copy(update={"unique_prefix": False})
+    assert prepare(plain, "completions").details["prompt_salt"] is None
 
 
 def test_without_unique_prefix_equal_lengths_give_equal_prompts() -> None:
@@ -178,13 +212,13 @@ def test_without_unique_prefix_equal_lengths_give_equal_prompts() -> None:
 
 def test_same_seed_same_requests_in_any_order() -> None:
     ids = list(range(3000))
-    first = prepare(MIXED, "chat").spec.build()
+    first = prepare(MIXED, "chat", isolate=False).spec.build()
     expected = [first.next(i) for i in ids]
     random.Random(1).shuffle(ids)
-    second = prepare(MIXED, "chat").spec.build()
+    second = prepare(MIXED, "chat", isolate=False).spec.build()
     again = {i: second.next(i) for i in ids}
     assert expected == [again[i] for i in range(3000)]
-    other = prepare(MIXED.model_copy(update={"seed": 12}), "chat").spec.build()
+    other = prepare(MIXED.model_copy(update={"seed": 12}), "chat", isolate=False).spec.build()
     assert [other.next(i) for i in range(20)] != expected[:20]
 
 

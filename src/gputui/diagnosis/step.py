@@ -6,7 +6,8 @@ session's frame callback), bound with `start(session, sampler, metrics_url)` (wh
 session. It is called with each
 finished `StepResult` (`diagnose(result)`, from the step callback: every request of the step is
 back by then) and returns, and keeps, `{"server_latency", "ttft_breakdown", "e2e_breakdown",
-"roofline", "bottleneck"}` (each None when its inputs are missing). It reads the step's window
+"roofline", "bottleneck", "prefix_cache_warning"}` (each None when its inputs are missing; the
+last only when `expect_cold`, see `metrics.prefix_cache.cold_warning`). It reads the step's window
 [measure start, end) from the session, the server/GPU samples of the telemetry sampler in that
 window, the latency histograms' change from the `HistogramRecorder`, the RTT samples that arrived
 in the window, the client's frames (`on_frame`) and the step's records. A server records TTFT and
@@ -43,6 +44,7 @@ from gputui.engine.records import RequestRecord
 from gputui.engine.schedstat import cpu_pressure
 from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
 from gputui.metrics.error_log import step_error_evidence
+from gputui.metrics.prefix_cache import cold_warning, step_meter
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
 from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
@@ -99,6 +101,8 @@ class StepDiagnoser:
         self._lock = threading.Lock()
         self.diagnoses: dict[int, dict[str, Any]] = {}
         self._previous: StepResult | None = None
+        self.expect_cold = False
+        """The prompts were salted to miss every cache: a step that hits is warned about."""
 
     def start(
         self,
@@ -231,13 +235,14 @@ class StepDiagnoser:
         percentiles = server_percentiles_line(latency)
         if percentiles:
             verdict["evidence"].append(percentiles)
-        diagnosis = {
+        diagnosis: dict[str, Any] = {
             "server_latency": latency,
             "ttft_breakdown": breakdown,
             "e2e_breakdown": e2e,
             "roofline": roofline,
             "bottleneck": verdict,
         }
+        diagnosis["prefix_cache_warning"] = self._cold_warning(result, every, traces)
         self._previous = result
         self.diagnoses[result.index] = diagnosis
         return diagnosis
@@ -251,6 +256,20 @@ class StepDiagnoser:
         if diagnosis["bottleneck"] is None:
             return "bound by: not diagnosed (the step has no window)"
         return verdict_line(diagnosis["bottleneck"])
+
+    def warnings(self, result: StepResult) -> list[str]:
+        """The step's diagnosis warnings (a cold step served from cache) for `gputui run`."""
+        warning = self.diagnoses.get(result.index, {}).get("prefix_cache_warning")
+        return [str(warning)] if warning else []
+
+    def _cold_warning(
+        self, result: StepResult, every: Sequence[RequestRecord], traces: Any
+    ) -> str | None:
+        if not self.expect_cold:
+            return None
+        meter = step_meter(result.index, every, traces.server if traces is not None else ())
+        mine = [r for r in every if r.step_index == result.index]
+        return cold_warning(result.index, result.level, mine, meter)
 
     def attach(self, snapshot: Snapshot) -> Snapshot:
         """The snapshot with each step's diagnosis and the knee's explanation."""

@@ -77,6 +77,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 args.precision,
                 *(["--price-per-hour", str(args.price_per_hour)] if args.price_per_hour else []),
                 *source_argv(args),
+                *_prompt_argv(args),
             ]
         )
         return run_command(run_args, parser)
@@ -91,3 +92,10 @@ def _load_argv(args: argparse.Namespace) -> list[str]:
     if args.concurrency or args.sessions is None:
         argv += ["--concurrency", ",".join(map(str, args.concurrency or [1, 2, 4, 8, 16, 32, 64]))]
     return argv
+
+
+def _prompt_argv(args: argparse.Namespace) -> list[str]:
+    """How the headless sweep sizes and isolates its prompts, as the demo was asked."""
+    argv = ["--token-counter", args.token_counter]
+    argv += ["--tokenizer", str(args.tokenizer)] if args.tokenizer is not None else []
+    return argv + (["--reuse-prompts"] if args.reuse_prompts else [])

@@ -118,9 +118,10 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         if self._telemetry is not None:
             self._telemetry.start()
         self._session.start()
-        self._session.start_diagnosis(
+        diagnoser = self._session.start_diagnosis(
             self._telemetry, self.settings.metrics_url, model=self.settings.engine.client.model
         )
+        diagnoser.expect_cold = self.settings.workload_details.get("prompt_salt") is not None
         self._running = True
         self._starter = threading.Thread(target=self._connect, name="gputui-connect", daemon=True)
         self._starter.start()
@@ -313,6 +314,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 workload=self._progress,
                 control=self._control,
                 target_precision=self.settings.target_precision,
+                notices=self.settings.notices,
             )
         )
         self._view_key = key
@@ -379,7 +381,8 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         if plan is None or now - self._progress_ns < _PROGRESS_NS:
             return
         self._progress_ns = now
-        self._progress = workload_progress(plan, self._session.all_records(), now)
+        server = self._telemetry.traces(downsample_to=None).server if self._telemetry else ()
+        self._progress = workload_progress(plan, self._session.all_records(), now, server)
 
     def _track_cpu(self) -> None:
         """The UI process's CPU over the last second."""

@@ -23,7 +23,8 @@ from gputui.snapshot.assemble import (
     save_session,
     session_file,
 )
-from gputui.telemetry.sampler import TelemetrySampler
+from gputui.telemetry.sampler import TelemetrySampler, server_trace
+from gputui.workloads.sources import SourcePlan
 
 
 class LiveSavingMixin:
@@ -95,6 +96,7 @@ class LiveSavingMixin:
             },
             price_per_hour=self.settings.price_per_hour,
             precision=self.settings.precision,
+            workload_details=self.settings.workload_details,
         )
 
     def _save(
@@ -108,13 +110,14 @@ class LiveSavingMixin:
             else session_file(self.settings.snapshot_dir, label)
         )
         info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
-        plan = self.settings.source
+        plan = self.settings.source or SourcePlan()  # a plain session's hit rates too
+        server = server_trace(self._telemetry)
         save_session(
             self._session,
             info,
             self._telemetry,
             path,
-            finish=(lambda s: plan.finish(s, self._session.all_records())) if plan else None,
+            finish=lambda s: plan.finish(s, self._session.all_records(), server),
         )
         self._last_saved, self._saved_label = path, label
         self._event("info", f"{'updated' if same else 'saved'} {path.name}")

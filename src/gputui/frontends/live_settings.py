@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig
@@ -46,6 +46,10 @@ class LiveSettings:
     """The server's /metrics, whose latency histograms the step diagnosis reads (issue 18)."""
     target_precision: float = 0.05
     """Relative CI half-width the hold key (`h`) waits for (issue 16's `--target-precision`)."""
+    workload_details: dict[str, Any] = field(default_factory=dict)
+    """The prepared workload's snapshot fields (`workloads.prepare.PreparedRun.details`)."""
+    notices: tuple[str, ...] = ()
+    """What the header must say about the prompts (`workloads.report.prompt_notices`)."""
 
 
 def backend_from_server(server_header: str) -> str | None:

@@ -50,6 +50,7 @@ from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.client_state import run_warning
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.knee_sweep import gains_line
+from gputui.metrics.prefix_cache import step_cache_line
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
@@ -58,6 +59,7 @@ from gputui.settings import session_settings
 from gputui.snapshot.assemble import RunInfo, journal_header, journal_lines, save_session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.recovery import recover_leftovers
+from gputui.telemetry.sampler import server_trace
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
 from gputui.telemetry.spec_decode import spec_decode_line
@@ -113,6 +115,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         scenario_name=scenario.name if scenario is not None else None,
         scenario_file=scenario.path if scenario is not None else None,
         backend=checked.backend.name,
+        isolate=not settings.reuse_prompts,
     )
     check_context(checked.context, longest_prepared(prepared.spec, source))
     config = EngineConfig(
@@ -205,6 +208,11 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             measured_bandwidth_gbps=vram_bandwidth,
         )
         printer.explain = diagnoser.line
+        printer.diagnosis_warnings = diagnoser.warnings
+        printer.cache_line = lambda r: step_cache_line(
+            r.index, session.all_records(), server_trace(sampler)
+        )
+        diagnoser.expect_cold = prepared.details.get("prompt_salt") is not None
         _open_journal(
             session,
             journal_dir,
@@ -294,7 +302,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         info,
         sampler,
         out,
-        finish=lambda s: source.finish(s, session.all_records()),
+        finish=lambda s: source.finish(s, session.all_records(), server_trace(sampler)),
     )
     session.close_journal(saved=True)
     printer.table(session.finished_steps())

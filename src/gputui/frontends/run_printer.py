@@ -29,6 +29,10 @@ class StepPrinter:
         self._printed = 0
         self.explain: Callable[[StepResult], str] | None = None
         """The step's verdict line (diagnosis), printed under its numbers."""
+        self.diagnosis_warnings: Callable[[StepResult], list[str]] | None = None
+        """The diagnosis's warnings (a cold step served from cache), printed with the others."""
+        self.cache_line: Callable[[StepResult], str | None] | None = None
+        """The step's prefix-cache hit rate and its source, printed under the verdict."""
 
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
@@ -51,7 +55,12 @@ class StepPrinter:
             self._stream.write(f"step {self._printed} {body}")
             if verdict:
                 self._stream.write(f"  {verdict}\n")
-            self._stream.write("".join(f"  warning: {line}\n" for line in step_warnings(result)))
+            cache = self.cache_line(result) if self.cache_line is not None else None
+            if cache:
+                self._stream.write(f"  {cache}\n")
+            more = self.diagnosis_warnings(result) if self.diagnosis_warnings else []
+            warnings = [*step_warnings(result), *more]
+            self._stream.write("".join(f"  warning: {line}\n" for line in warnings))
             self._stream.flush()
 
     def response_models(self, asked: str, records: Sequence[RequestRecord]) -> None:

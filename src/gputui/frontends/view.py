@@ -125,6 +125,7 @@ class ViewInputs:
     diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     control: str = "operator"
     target_precision: float = DEFAULT_TARGET_PRECISION
+    notices: tuple[str, ...] = ()
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -167,6 +168,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
         knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
         control=inputs.control,
         target_precision=inputs.target_precision,
+        notices=inputs.notices,
     )
 
 

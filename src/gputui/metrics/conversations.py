@@ -3,7 +3,9 @@
 - `turn_stats`: per turn, TTFT and the prefix-cache hit rate = cached prompt tokens / prompt
   tokens of the ok requests whose usage reported `cached_tokens` (vLLM's
   `prefix_cache_hits / prefix_cache_queries`, from the client's side); llama.cpp's `timings.cache_n`
-  stands in when usage has no `cached_tokens`.
+  stands in when usage has no `cached_tokens`. Given a `metrics.prefix_cache.PrefixCacheMeter`,
+  a turn without either reads the server's counters instead, and each row names its
+  `prefix_cache_source`.
 - `conversation_stats`: E2E of a conversation = last byte of its last turn - send of its first,
   think times included (what the user lived through), over conversations with every turn ok.
 - `dispatch_lateness`: a replay's validity check: send stamp - scheduled time - connection setup
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gputui.engine.records import RequestRecord
+
+if TYPE_CHECKING:
+    from gputui.metrics.prefix_cache import PrefixCacheMeter
 
 
 def _dist(values: Sequence[float]) -> dict[str, float] | None:
@@ -54,8 +59,10 @@ def hit_rate(records: Sequence[RequestRecord]) -> float | None:
     return hits / queries if queries else None
 
 
-def turn_stats(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
-    """One row per turn: requests, TTFT, mean prompt and cached tokens, hit rate."""
+def turn_stats(
+    records: Sequence[RequestRecord], meter: PrefixCacheMeter | None = None
+) -> list[dict[str, Any]]:
+    """One row per turn: requests, TTFT, mean prompt and cached tokens, hit rate and its source."""
     by_turn: dict[int, list[RequestRecord]] = defaultdict(list)
     for r in records:
         if r.turn is not None:
@@ -66,6 +73,9 @@ def turn_stats(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
         ok = [r for r in group if r.ok]
         ttft = [(r.first_token_ns - r.sent_ns) / 1e9 for r in ok if r.first_token_ns is not None]
         prompts = [r.input_tokens for r in ok if r.input_tokens is not None]
+        share = meter.share(ok) if meter is not None else None
+        rate = share.hit_rate if share is not None else hit_rate(ok)
+        source = share.source if share is not None else "usage" if rate is not None else None
         rows.append(
             {
                 "turn": turn,
@@ -73,7 +83,8 @@ def turn_stats(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
                 "ok": len(ok),
                 "ttft_s": _dist(ttft),
                 "input_tokens_mean": float(np.mean(prompts)) if prompts else None,
-                "prefix_cache_hit_rate": hit_rate(ok),
+                "prefix_cache_hit_rate": rate,
+                "prefix_cache_source": source,
             }
         )
     return rows

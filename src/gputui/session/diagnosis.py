@@ -61,6 +61,9 @@ class DiagnosisMixin:
 
     def _verdict_changed(self, result: StepResult, diagnosis: dict[str, object] | None) -> None:
         """A verdict unlike the previous step's is an event (after the step's own events)."""
+        cache_warning = (diagnosis or {}).get("prefix_cache_warning")
+        if cache_warning:  # a step meant to be cold was served from the prefix cache
+            self.events.add("warning", str(cache_warning))
         verdict = (diagnosis or {}).get("bottleneck")
         if isinstance(verdict, dict):
             event = verdict_event(result, verdict, self._last_verdict)

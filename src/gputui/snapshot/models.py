@@ -136,6 +136,10 @@ class Workload(_Model):
     """Tokens of the system prompt that every request shared (prefix caching on purpose)."""
     min_tokens: bool | None = None
     """min_tokens = max_tokens was sent with each request."""
+    prompt_salt: str | None = None
+    """The run's salt, the words after the first of every prompt (None: prompts not salted)."""
+    prompt_isolation: str | None = None
+    """"per-run salt", or why the prompts were not salted (--reuse-prompts, shared prefixes)."""
     input_lengths: LengthCheck | None = None
     """Requested vs usage-reported input lengths of the ok requests (all steps)."""
     output_lengths: LengthCheck | None = None
@@ -236,7 +240,11 @@ class Step(_Model):
     turns: tuple[dict[str, Any], ...] | None = None
     """Multi-turn runs, per turn: requests, `ttft_s`, mean prompt, hit rate."""
     prefix_cache_hit_rate: float | None = None
-    """Cached / all prompt tokens of the step's ok requests, when the server reported them."""
+    """Cached / all prompt tokens of the step's ok requests (`metrics.prefix_cache`)."""
+    prefix_cache_source: str | None = None
+    """Where the hit rate was read: "usage", "server timings" or "server counters"."""
+    prefix_cache_warning: str | None = None
+    """Set when a step meant to be cold was served from the prefix cache (its hit rate > 5 %)."""
     conversations: dict[str, Any] | None = None
     """Multi-turn runs: conversations started and complete in the step, and their `e2e_s`."""
     requests_warmup: NonNegativeInt = 0
@@ -389,6 +397,9 @@ class Snapshot(_Model):
     """The rate hold near the knee that confirms the capacity (written by the engine)."""
     bursts: tuple[BurstSection, ...] = ()
     """Burst-and-recovery checks, one object per burst (written by the engine)."""
+    prefix_cache: dict[str, Any] | None = None
+    """The run's prefix-cache hit rate (`hit_rate`, `source`, tokens) and the server's counters'
+    own rate over the run (`server_counters_hit_rate`)."""
     conversations: dict[str, Any] | None = None
     """Multi-turn runs, over the whole run: turns, think time, started, complete, `e2e_s`."""
     trace: dict[str, Any] | None = None

@@ -377,3 +377,8 @@ def flatten_states(states: Iterable[SourceState]) -> dict[str, str]:
     return {
         s.kind: f"{s.source}: {s.status}" + (f" ({s.detail})" if s.detail else "") for s in states
     }
+
+
+def server_trace(sampler: TelemetrySampler | None) -> tuple[ServerSample, ...]:
+    """Every server sample of the run at full resolution (none without a sampler)."""
+    return sampler.traces(downsample_to=None).server if sampler is not None else ()

@@ -125,6 +125,10 @@ class ServerSample:
     """Accepted / draft tokens since the server started (SGLang: its own gauge)."""
     spec_accept_length: float | None = None
     """Tokens per decode step: 1 + accepted drafts per step."""
+    prefix_cache_queries_total: int | None = None
+    """Prompt tokens looked up in the prefix cache (vLLM; SGLang: its prompt tokens)."""
+    prefix_cache_hits_total: int | None = None
+    """Prompt tokens found there (vLLM's hits; SGLang's `cached_tokens_total`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -3,14 +3,17 @@
 Contract: `read_metrics(text, t_ns)` parses one scrape with prometheus-client's parser and returns a
 `MetricsView`: the backend detected from the metric-name prefixes, a `ServerSample` (requests
 running and waiting, KV-cache usage 0..1, preemptions, prompt and generation token counters, KV
-blocks and block size where the server gives them), and any dcgm-exporter GPU series found in the
-same text (the simulator exposes both). A field the backend does not expose is None, never 0.
+blocks and block size where the server gives them, prefix-cache queried and hit tokens), and any
+dcgm-exporter GPU series found in the same text (the simulator exposes both). A field the backend
+does not expose is None, never 0.
 Several series of one metric (vLLM's per-engine `engine` label, several models) are summed, except
 KV usage, which takes the fullest series: that engine is the one that queues first.
 
 Names (reference.md §4): vLLM `vllm:kv_cache_usage_perc` (V1) and its predecessor
 `vllm:gpu_cache_usage_perc` (V0, removed in 0.12); KV blocks from `vllm:cache_config_info`'s
-`num_gpu_blocks` and `block_size` labels. SGLang's `token_usage` and `max_total_num_tokens`. TGI has
+`num_gpu_blocks` and `block_size` labels. SGLang's `token_usage` and `max_total_num_tokens`.
+Prefix cache (tokens): vLLM's `vllm:prefix_cache_queries_total` and `vllm:prefix_cache_hits_total`;
+SGLang's `sglang:cached_tokens_total` against its `sglang:prompt_tokens_total`. TGI has
 no KV metric; its token counters are the `_sum` of its per-request histograms, so they move when a
 request finishes, not per token. llama.cpp's `requests_processing`/`requests_deferred`; its
 `kv_cache_usage_ratio` exists only in older builds and forks. Triton's `nv_trt_llm_*` gauges carry
@@ -107,6 +110,8 @@ def _vllm(index: PromIndex, t_ns: int) -> ServerSample:
         kv_blocks_total=blocks_total,
         kv_block_size=block_size,
         kv_capacity_tokens=_capacity(blocks_total, block_size),
+        prefix_cache_queries_total=_int(index.total("vllm:prefix_cache_queries_total")),
+        prefix_cache_hits_total=_int(index.total("vllm:prefix_cache_hits_total")),
         **spec_fields(index, "vllm:"),
     )
 
@@ -130,8 +135,16 @@ def _sglang(index: PromIndex, t_ns: int) -> ServerSample:
         kv_blocks_total=None if capacity is None or not page else round(capacity) // page,
         kv_block_size=page,
         kv_capacity_tokens=_int(capacity),
+        **_sglang_prefix_cache(index),
         **sglang_spec_fields(index),
     )
+
+
+def _sglang_prefix_cache(index: PromIndex) -> dict[str, int | None]:
+    """SGLang's cached prompt tokens (all `cache_source`s) against its prompt tokens."""
+    hits = _int(index.total("sglang:cached_tokens_total"))
+    queries = _int(index.total("sglang:prompt_tokens_total")) if hits is not None else None
+    return {"prefix_cache_queries_total": queries, "prefix_cache_hits_total": hits}
 
 
 def _tgi(index: PromIndex, t_ns: int) -> ServerSample:

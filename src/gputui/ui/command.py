@@ -109,64 +109,54 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _prepared_workload(
-    args: argparse.Namespace, target: Any, model: str, values: dict[str, Any]
+    args: argparse.Namespace, target: Any, model: str, values: dict[str, Any], backend: str | None
 ) -> Any:
-    """The scenario's workload with token-exact prompts (None without a scenario).
+    """The session's workload with token-exact prompts, as `gputui run` prepares it.
 
-    Sizing prompts exactly needs the server (its /tokenize, or usage probes). When it cannot be
-    reached the prompts are approximate, and the line printed before the TUI opens says so.
+    The scenario's workload, else the fixed lengths; sized with the server's /tokenize or
+    --tokenizer (approximate only when neither counts), salted per session unless
+    --reuse-prompts. When a scenario's server cannot be reached the prompts are approximate
+    (None: the engine's fixed-shape prompts) and the line printed before the TUI opens says so.
     """
-    if args.scenario is None:
-        return None
-    from gputui.workloads.scenario import load_scenario
-
-    scenario = load_scenario(args.scenario)
-    try:
-        prepared = scenario.prepare(
-            target,
-            model,
-            api_key=os.environ.get(values["api_key_env"]) or None,
-            endpoint=values["endpoint"],
-        )
-    except GputuiError as exc:
-        fixed = all(
-            getattr(dist, "kind", None) == "fixed"
-            for dist in (scenario.workload.input, scenario.workload.output)
-        )
-        if not fixed:
-            raise GputuiError(
-                f"--scenario {args.scenario}: its prompts are sized with the server, "
-                f"which cannot be reached: {exc}"
-            ) from None
-        sys.stderr.write(f"gputui: {exc}; prompts will be approximate\n")
-        return None
-    if not prepared.exact:
-        sys.stderr.write(f"gputui: prompt lengths: {prepared.method}\n")
-    return prepared.spec
-
-
-def _fixed_workload(target: Any, model: str, values: dict[str, Any], backend: str | None) -> Any:
-    """The fixed lengths as a token-exact workload: conversations and replays write prompts."""
-    from gputui.workloads.distributions import FixedDist
     from gputui.workloads.prepare import prepare_workload
-    from gputui.workloads.scenario import WorkloadConfig
+    from gputui.workloads.scenario import WorkloadConfig, load_scenario
 
-    config = WorkloadConfig(
-        input=FixedDist(tokens=values["input_tokens"]),
-        output=FixedDist(tokens=values["output_tokens"]),
-        ignore_eos=values["ignore_eos"],
-    )
-    prepared = prepare_workload(
-        config,
-        target=target,
-        model=model,
-        endpoint=values["endpoint"],
-        api_key=os.environ.get(values["api_key_env"]) or None,
-        backend=backend,
-    )
+    common: dict[str, Any] = {
+        "api_key": os.environ.get(values["api_key_env"]) or None,
+        "endpoint": values["endpoint"],
+        "token_counter": args.token_counter,
+        "tokenizer": args.tokenizer,
+        "backend": backend,
+        "isolate": not values["reuse_prompts"],
+    }
+    if args.scenario is None:
+        from gputui.workloads.distributions import FixedDist
+
+        config = WorkloadConfig(
+            input=FixedDist(tokens=values["input_tokens"]),
+            output=FixedDist(tokens=values["output_tokens"]),
+            ignore_eos=values["ignore_eos"],
+        )
+        prepared = prepare_workload(config, target=target, model=model, **common)
+    else:
+        scenario = load_scenario(args.scenario)
+        try:
+            prepared = scenario.prepare(target, model, **common)
+        except GputuiError as exc:
+            fixed = all(
+                getattr(dist, "kind", None) == "fixed"
+                for dist in (scenario.workload.input, scenario.workload.output)
+            )
+            if not fixed:
+                raise GputuiError(
+                    f"--scenario {args.scenario}: its prompts are sized with the server, "
+                    f"which cannot be reached: {exc}"
+                ) from None
+            sys.stderr.write(f"gputui: {exc}; prompts will be approximate\n")
+            return None
     if not prepared.exact:
         sys.stderr.write(f"gputui: prompt lengths: {prepared.method}\n")
-    return prepared.spec
+    return prepared
 
 
 def live_controller(
@@ -187,6 +177,7 @@ def live_controller(
     from gputui.metrics.sla import Sla
     from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
     from gputui.workloads.context_need import longest_prepared, longest_request
+    from gputui.workloads.report import prompt_notices
     from gputui.workloads.sources import tui_source_plan
 
     source = tui_source_plan(args)
@@ -196,17 +187,16 @@ def live_controller(
     context, model = _context_and_model(target, model, values)
     need = longest_request(_configured_workload(args, values), source)
     check_context(context, need)  # before any load: one line, exit 2
-    workload = _prepared_workload(args, target, model, values)
-    if workload is not None:
-        check_context(context, longest_prepared(workload, source))
+    prepared = _prepared_workload(args, target, model, values, "gputui-sim" if simulated else None)
+    if prepared is not None:
+        check_context(context, longest_prepared(prepared.spec, source))
     driven = source.trace is not None or source.conversations or source.dataset_order != "sample"
-    if driven:
-        base = (
-            workload
-            if workload is not None
-            else _fixed_workload(target, model, values, "gputui-sim" if simulated else None)
-        )
-        workload = source.engine_workload(base)
+    workload = source.engine_workload(prepared.spec) if prepared is not None else None
+    shape = (
+        RequestShape(prepared.nominal_input, prepared.nominal_output)
+        if prepared is not None
+        else RequestShape(values["input_tokens"], values["output_tokens"])
+    )
     extra_body: dict[str, Any] = {"ignore_eos": True} if values["ignore_eos"] else {}
     settings = LiveSettings(
         engine=EngineConfig(
@@ -221,9 +211,11 @@ def live_controller(
                     request_s=values["request_timeout"],
                     stall_s=values["stall_timeout"],
                 ),
-                **stream_counting("gputui-sim" if simulated else None),
+                **stream_counting(
+                    "gputui-sim" if simulated else None, args.tokenizer and str(args.tokenizer)
+                ),
             ),
-            shape=RequestShape(values["input_tokens"], values["output_tokens"]),
+            shape=shape,
             workload=workload,
         ),
         sla=Sla(values["sla_ttft_p95"], values["sla_tpot_p95"], values["max_error_rate"]),
@@ -241,6 +233,8 @@ def live_controller(
         price_per_hour=values["price_per_hour"],
         precision=values["precision"],
         source=source if driven else None,
+        workload_details=prepared.details if prepared is not None else {},
+        notices=prompt_notices(prepared),
     )
     config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)

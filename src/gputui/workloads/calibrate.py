@@ -86,8 +86,12 @@ def calibrate(
     unique_prefix: bool,
     shared_prefix_tokens: int,
     probe: Probe | None,
+    salt: int | None = None,
 ) -> Calibration:
-    """Measure the plan's overhead (see the module docstring); raises CountFailed."""
+    """Measure the plan's overhead (see the module docstring); raises CountFailed.
+
+    `salt` (`prompts.new_salt`) is written into every prompt and counted like the other words.
+    """
     words = usable_words(counter)
     if len(words) < 16:
         raise CountFailed(f"only {len(words)} pool words are one token each for this tokenizer")
@@ -97,10 +101,11 @@ def calibrate(
         seed=seed,
         unique_prefix=unique_prefix,
         shared_prefix_tokens=shared_prefix_tokens,
+        salt=salt,
     )
     body = BodyText(words, seed, _SAMPLE_WORDS)
     prompt, messages = plan.render(0, body.slice(0, _SAMPLE_WORDS))
-    counted = plan.system_words + plan.prefix_words + _SAMPLE_WORDS
+    counted = plan.system_words + plan.salt_words + plan.prefix_words + _SAMPLE_WORDS
     as_sent = count_form(counter, endpoint, prompt, messages)
     bare = counter.count(_completions_text(plan, prompt))
     chat_form = as_sent is not None
@@ -137,6 +142,7 @@ def calibrate(
         shared_prefix_tokens=shared_prefix_tokens,
         overhead=overhead,
         tokens_per_word=tokens_per_word,
+        salt=salt,
     )
     return Calibration(plan, method, exact, chat_form, form_overhead, tuple(notes))
 

@@ -3,7 +3,8 @@
 Contract: `workload_progress(plan, records, now_ns)` is pure and returns a frozen
 `WorkloadProgress` (None for a plain run). Conversations: per turn, the ok count, TTFT p50 and the
 prefix-cache hit rate over the latest step's records (the load as it is now, as the steps table
-reads it), and how many conversations that step started and completed. A replay: how many of the
+reads it; from usage, else from the server's counters), and how many conversations that step
+started and completed. A replay: how many of the
 trace's requests have finished, how far its clock has run (from the first scheduled send), and the
 dispatch lateness p99 and max over the whole replay, the validity check of the client. The same
 functions (`metrics.conversations`) write the snapshot's keys, so the panel and the file agree.
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gputui.engine.records import RequestRecord
-from gputui.metrics.conversations import conversation_stats, dispatch_lateness, hit_rate, turn_stats
+from gputui.metrics.conversations import conversation_stats, dispatch_lateness, turn_stats
+from gputui.metrics.prefix_cache import CounterSample, step_meter
 
 if TYPE_CHECKING:
     from gputui.workloads.sources import SourcePlan
@@ -42,6 +44,8 @@ class WorkloadProgress:
     started: int = 0
     complete: int = 0
     hit_rate: float | None = None
+    hit_source: str | None = None
+    """Where the hit rates were read: "usage", "server timings" or "server counters"."""
     sent: int = 0
     requests: int = 0
     elapsed_s: float = 0.0
@@ -51,9 +55,16 @@ class WorkloadProgress:
 
 
 def workload_progress(
-    plan: SourcePlan, records: Sequence[RequestRecord], now_ns: int
+    plan: SourcePlan,
+    records: Sequence[RequestRecord],
+    now_ns: int,
+    server: Sequence[CounterSample] = (),
 ) -> WorkloadProgress | None:
-    """The progress of `plan`'s workload over `records` (None: not a driven workload)."""
+    """The progress of `plan`'s workload over `records` (None: not a driven workload).
+
+    `server`: the server's samples, whose prefix-cache counters stand in for usage's cached
+    tokens when the server reports none (`metrics.prefix_cache`).
+    """
     if plan.trace is not None:
         scheduled = [r for r in records if r.queued_ns is not None]
         late = dispatch_lateness(scheduled)
@@ -75,6 +86,7 @@ def workload_progress(
         return WorkloadProgress(kind="conversations")
     step = max(r.step_index for r in records)
     mine = [r for r in records if r.step_index == step]
+    meter = step_meter(step, records, server)
     rows = tuple(
         TurnRow(
             turn=row["turn"],
@@ -82,7 +94,7 @@ def workload_progress(
             ttft_p50_s=row["ttft_s"]["p50"] if row["ttft_s"] else None,
             hit_rate=row["prefix_cache_hit_rate"],
         )
-        for row in turn_stats(mine)
+        for row in turn_stats(mine, meter)
     )
     talks = conversation_stats(mine, plan.turns)
     return WorkloadProgress(
@@ -91,5 +103,6 @@ def workload_progress(
         turns=rows,
         started=talks["started"],
         complete=talks["complete"],
-        hit_rate=hit_rate(mine),
+        hit_rate=share.hit_rate if (share := meter.share(mine)) is not None else None,
+        hit_source=share.source if share is not None else None,
     )

@@ -5,6 +5,11 @@ the target; a few dozen /tokenize calls, plus two per dataset entry it samples).
 `PreparedRun`: the picklable spec for `EngineConfig.workload`, the method by which input lengths
 were made (`server /tokenize (exact)`, `tokenizer.json (exact)` or `approximate (...)`), the
 snapshot's workload fields, and notes for the user. Datasets are read from local paths only.
+
+Run isolation: every run draws a new salt (`prompts.new_salt`) written at the start of every
+prompt, so no run reads another's prefix cache; `isolate=False` (`--reuse-prompts`) or a
+workload that shares prefixes on purpose (`shared_prefix_tokens`, `unique_prefix = false`) sends
+no salt. The snapshot records it (`prompt_salt`, `prompt_isolation`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from gputui.workloads.counters import (
 from gputui.workloads.datasets import DatasetEntry, load_dataset, sample_entries
 from gputui.workloads.distributions import EmpiricalDist, LengthDist
 from gputui.workloads.errors import WorkloadFileError
-from gputui.workloads.prompts import LEAD, BodyText
+from gputui.workloads.prompts import LEAD, BodyText, new_salt
 from gputui.workloads.scenario import DatasetConfig, WorkloadConfig
 from gputui.workloads.source import Entry, PreparedWorkload
 
@@ -81,11 +86,13 @@ def prepare_workload(
     backend: str | None = None,
     timeout_s: float = 30.0,
     http: httpx.Client | None = None,
+    isolate: bool = True,
 ) -> PreparedRun:
     """Calibrate prompts against the target (see the module docstring).
 
     `backend` (engine.backend's name for the target) decides `min_tokens = "auto"`; `http` is
-    a client to use instead of a new one (tests pass one with a mock transport).
+    a client to use instead of a new one (tests pass one with a mock transport); `isolate`
+    salts the prompts (module docstring).
     """
     send_min = (
         workload.min_tokens
@@ -94,6 +101,8 @@ def prepare_workload(
     )
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     notes: list[str] = []
+    isolation = isolation_of(workload, isolate=isolate)
+    salt = new_salt() if isolation == ISOLATED else None
     own = http is None
     http = httpx.Client(timeout=timeout_s, headers=headers) if http is None else http
     try:
@@ -102,11 +111,11 @@ def prepare_workload(
             notes.append(fallback)
         probe = partial(usage_probe, http, target, model, endpoint)
         try:
-            calibration = _calibrate(counter, endpoint, workload, probe)
+            calibration = _calibrate(counter, endpoint, workload, probe, salt)
         except CountFailed as exc:
             notes.append(f"token counting failed ({exc}): input lengths are approximate")
             counter = WordCounter()
-            calibration = _calibrate(counter, endpoint, workload, None)
+            calibration = _calibrate(counter, endpoint, workload, None, salt)
         try:
             spec = _spec(workload, calibration, counter, base_dir, send_min)
             check = verify(counter, calibration, _samples(spec))
@@ -127,7 +136,7 @@ def prepare_workload(
     if spec.input is not None and spec.input.bounds()[0] < base:
         notes.append(
             f"input lengths under {base} tokens are raised to {base} "
-            "(special tokens, template and the unique prefix)"
+            "(special tokens, template, the run's salt and the unique prefix)"
         )
     nominal_in, nominal_out = _nominal(spec)
     details: dict[str, Any] = {
@@ -140,6 +149,8 @@ def prepare_workload(
         "unique_prefix": workload.unique_prefix,
         "shared_prefix_tokens": workload.shared_prefix_tokens,
         "min_tokens": send_min,
+        "prompt_salt": calibration.plan.salt or None,
+        "prompt_isolation": isolation,
         "input_tokens_method": method,
         "input_tokens_check": None
         if check is None
@@ -148,8 +159,26 @@ def prepare_workload(
     return PreparedRun(spec, method, exact, nominal_in, nominal_out, details, tuple(notes))
 
 
+ISOLATED = "per-run salt"
+REUSED = "off (--reuse-prompts)"
+SHARED = "off (shared prefixes on purpose)"
+
+
+def isolation_of(workload: WorkloadConfig, *, isolate: bool) -> str:
+    """How this run's prompts are kept from other runs' prefix cache (`prompt_isolation`)."""
+    if not isolate:
+        return REUSED
+    if workload.shared_prefix_tokens > 0 or not workload.unique_prefix:
+        return SHARED
+    return ISOLATED
+
+
 def _calibrate(
-    counter: TokenCounter, endpoint: Endpoint, workload: WorkloadConfig, probe: Any
+    counter: TokenCounter,
+    endpoint: Endpoint,
+    workload: WorkloadConfig,
+    probe: Any,
+    salt: int | None,
 ) -> Calibration:
     return calibrate(
         counter,
@@ -158,6 +187,7 @@ def _calibrate(
         unique_prefix=workload.unique_prefix,
         shared_prefix_tokens=workload.shared_prefix_tokens,
         probe=probe,
+        salt=salt,
     )
 
 

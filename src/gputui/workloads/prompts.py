@@ -1,6 +1,7 @@
 """Prompts of an exact token length, unique per request, cheap to build on the engine's loop.
 
-Contract: a prompt is `LEAD + unique prefix + body` (after a shared system prompt, if any). Every
+Contract: a prompt is `LEAD + run salt + unique prefix + body` (after a shared system prompt, if
+any). Every
 word is a common English word that the server's tokenizer counts as exactly one token after a
 space (calibration keeps only those), and BPE pre-tokenizers split at spaces, so a prompt with `m`
 body words costs `base_tokens + m` tokens, where `base_tokens` = overhead (special tokens, chat
@@ -10,13 +11,19 @@ template, the lead word) + system words + prefix words, measured once by calibra
   `(mult * request_id + offset) mod P**prefix_words`: an affine bijection, so no two requests of a
   run share it (uniqueness is guaranteed, not likely), consecutive requests differ from the first
   prefix word on, and no prefix cache can serve a prompt for free.
+- The run salt (`salt`, `salt_words` pool words from a random number drawn per run, see
+  `new_salt`) sits in the first block of every prompt, so no two runs (or TUI sessions) share a
+  prefix-cache block even with one seed; "" when prompts are meant to be reused (`--reuse-prompts`,
+  or a scenario that shares prefixes on purpose). A conversation's messages all carry the run's
+  salt, so each turn still finds its own history cached.
 - The body is a slice of one seeded word sequence, starting at a per-request rotation.
-- Everything is a function of (seed, request_id): the same seed sends the same requests.
+- Everything else is a function of (seed, request_id): the same seed sends the same requests.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import dataclass
 from typing import Final
 
@@ -79,11 +86,18 @@ class PromptPlan:
     offset: int = 0
     tokens_per_word: float = 1.0
     """1 when calibrated against a tokenizer; measured by two usage probes when approximate."""
+    salt: str = ""
+    """The run's salt words, right after the lead word ("" when prompts are reused)."""
+
+    @property
+    def salt_words(self) -> int:
+        """Counted words of the salt."""
+        return len(self.salt.split())
 
     @property
     def base_tokens(self) -> int:
         """Tokens of a prompt with an empty body: the shortest prompt this plan can write."""
-        words = self.system_words + self.prefix_words
+        words = self.system_words + self.salt_words + self.prefix_words
         return self.overhead + round(words * self.tokens_per_word)
 
     def body_words(self, n_tokens: int) -> int:
@@ -107,6 +121,8 @@ class PromptPlan:
     def render(self, request_id: int, body: str) -> tuple[str, tuple[dict[str, str], ...] | None]:
         """(prompt, messages): messages only for chat (or responses) with a system prompt."""
         user = LEAD
+        if self.salt:
+            user += " " + self.salt
         if self.prefix_words:
             user += " " + self.prefix(request_id)
         if body:
@@ -128,13 +144,14 @@ def make_plan(
     shared_prefix_tokens: int,
     overhead: int = 0,
     tokens_per_word: float = 1.0,
+    salt: int | None = None,
 ) -> PromptPlan:
-    """A plan over a pool, its overhead still to be measured (`overhead`)."""
+    """A plan over a pool, its overhead still to be measured (`overhead`); salt: `new_salt`."""
     if len(words) < 2:
         raise ValueError("the word pool needs at least two one-token words")
     k = 0
     if unique_prefix:
-        k = max(1, math.ceil(9 * math.log(10) / math.log(len(words))))  # >= 1e9 prefixes
+        k = _digits_for(len(words))
     modulus = len(words) ** k
     rng = np.random.default_rng([seed % (1 << 64), 0x9F1])
     mult = int(rng.integers(1, 1 << 62)) % modulus or 1
@@ -155,7 +172,29 @@ def make_plan(
         mult=mult,
         offset=offset,
         tokens_per_word=tokens_per_word,
+        salt="" if salt is None else salt_text(words, salt),
     )
+
+
+def _digits_for(pool_size: int) -> int:
+    """Pool words needed for at least 1e9 distinct values."""
+    return max(1, math.ceil(9 * math.log(10) / math.log(pool_size)))
+
+
+def new_salt() -> int:
+    """A run's salt: 63 random bits (not from the seed: two runs with one seed must differ)."""
+    return secrets.randbits(63)
+
+
+def salt_text(words: tuple[str, ...], salt: int) -> str:
+    """The salt as pool words: its digits in base len(words), >= 1e9 distinct texts."""
+    size = len(words)
+    x = salt % size ** _digits_for(size)
+    out = []
+    for _ in range(_digits_for(size)):
+        x, digit = divmod(x, size)
+        out.append(words[digit])
+    return " ".join(out)
 
 
 def seeded_words(words: tuple[str, ...], seed: int, n: int, *, salt: int) -> list[str]:

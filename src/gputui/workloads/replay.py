@@ -136,7 +136,7 @@ def _prompts(base: PreparedWorkload, trace: Trace) -> list[RequestSpec]:
         n_out = entry.output_tokens
         extra = {"min_tokens": n_out} if base.min_tokens else None
         if entry.hash_ids:
-            words = [LEAD]
+            words = [LEAD, *plan.salt.split()]  # the run's salt: blocks shared in this run only
             for h in entry.hash_ids:
                 if h not in blocks:
                     blocks[h] = seeded_words(

@@ -27,6 +27,9 @@ def workload_lines(prepared: PreparedRun, scenario: Scenario | None) -> list[str
         extras.append("no unique prefix (prefix caching can hit)")
     if spec.min_tokens:
         extras.append("min_tokens sent")
+    salt = prepared.details.get("prompt_salt")
+    isolation = prepared.details.get("prompt_isolation")
+    extras.append(f"run salt {salt!r}" if salt else f"prompt isolation {isolation}")
     check = prepared.details.get("input_tokens_check")
     verified = f", {check['matched']}/{check['total']} calibration prompts exact" if check else ""
     lines = [
@@ -34,6 +37,19 @@ def workload_lines(prepared: PreparedRun, scenario: Scenario | None) -> list[str
     ]
     lines.extend(f"note: {note}" for note in prepared.notes)
     return lines
+
+
+def prompt_notices(prepared: PreparedRun | None) -> tuple[str, ...]:
+    """Short marks for the TUI's header: approximate lengths, prompts not isolated by a salt."""
+    if prepared is None:
+        return ("prompts approximate",)
+    out = []
+    if not prepared.exact:
+        out.append("prompts approximate")
+    isolation = str(prepared.details.get("prompt_isolation") or "")
+    if isolation and not prepared.details.get("prompt_salt"):
+        out.append("prompts reused" if "reuse" in isolation else "prompts share prefixes")
+    return tuple(out)
 
 
 def length_lines(workload: Workload) -> list[str]:

@@ -173,10 +173,12 @@ class Scenario(_Strict):
         token_counter: CounterMode = "auto",
         tokenizer: Path | None = None,
         backend: str | None = None,
+        isolate: bool = True,
     ) -> PreparedRun:
         """Calibrate prompts against the target and return the run's workload (blocking I/O).
 
-        `backend` is `PreflightResult.backend.name` (it decides `min_tokens = "auto"`).
+        `backend` is `PreflightResult.backend.name` (it decides `min_tokens = "auto"`);
+        `isolate=False` sends no per-run salt (`--reuse-prompts`).
         """
         from gputui.workloads.prepare import prepare_workload
 
@@ -195,6 +197,7 @@ class Scenario(_Strict):
             scenario_name=self.name,
             scenario_file=self.path or None,
             backend=backend,
+            isolate=isolate,
         )
 
     def workload_spec(

@@ -9,9 +9,9 @@ exit 2) before the scenario fills the other flags; `plan_workload_source` (run) 
 conversations start a second and N caps how many are under way; a trace is one step as long as
 the trace (the TUI: the load it starts with), without warm-up (every request counts).
 `SourcePlan.engine_workload(spec)` wraps the prepared workload; `SourcePlan.finish(snapshot,
-records)` adds the optional snapshot keys (per step `turns`, `prefix_cache_hit_rate`,
-`conversations`, `dispatch_lateness`; top level `conversations`, `trace`) and `lines(snapshot)`
-prints them.
+records, server)` adds the optional snapshot keys (per step `turns`, `prefix_cache_hit_rate` and
+`prefix_cache_source`, `conversations`, `dispatch_lateness`; top level `prefix_cache`,
+`conversations`, `trace`) for every run, a plain one too, and `lines(snapshot)` prints them.
 """
 
 from __future__ import annotations
@@ -27,12 +27,8 @@ from gputui.argtypes import positive_float, positive_int
 from gputui.engine.records import RequestRecord
 from gputui.engine.workload import WorkloadSpec
 from gputui.errors import UsageError
-from gputui.metrics.conversations import (
-    conversation_stats,
-    dispatch_lateness,
-    hit_rate,
-    turn_stats,
-)
+from gputui.metrics.conversations import conversation_stats, dispatch_lateness, turn_stats
+from gputui.metrics.prefix_cache import CounterSample, PrefixCacheMeter, counter_delta_rate
 from gputui.snapshot.models import Snapshot
 from gputui.workloads.distributions import LengthDist, parse_dist
 from gputui.workloads.source import DATASET_ORDERS, DatasetOrder, PreparedWorkload
@@ -132,24 +128,45 @@ class SourcePlan:
             return [f"dataset order: {self.dataset_order} (each entry once)"]
         return []
 
-    def finish(self, snapshot: Snapshot, records: Sequence[RequestRecord]) -> Snapshot:
-        """The snapshot with this source's keys (optional keys of schema 1)."""
+    def finish(
+        self,
+        snapshot: Snapshot,
+        records: Sequence[RequestRecord],
+        server: Sequence[CounterSample] = (),
+    ) -> Snapshot:
+        """The snapshot with this source's keys (optional keys of schema 1).
+
+        `server`: the server's samples over the run; their prefix-cache counters give the hit
+        rates where usage reports no cached tokens (`metrics.prefix_cache`).
+        """
+        meter = PrefixCacheMeter(records, server)
         steps = []
         for step in snapshot.steps:
             mine = [r for r in records if r.step_index == step.index]
-            update: dict[str, Any] = {"prefix_cache_hit_rate": hit_rate(mine)}
+            share = meter.share(mine)
+            update: dict[str, Any] = {
+                "prefix_cache_hit_rate": share.hit_rate if share else None,
+                "prefix_cache_source": share.source if share else None,
+            }
             if self.conversations:
-                update["turns"] = tuple(turn_stats(mine))
+                update["turns"] = tuple(turn_stats(mine, meter))
                 update["conversations"] = conversation_stats(mine, self.turns)
             if self.trace is not None:
                 update["dispatch_lateness"] = dispatch_lateness(mine)
             steps.append(step.model_copy(update=update))
-        update = {"steps": tuple(steps)}
+        share = meter.share(records)
+        update = {
+            "steps": tuple(steps),
+            "prefix_cache": {
+                **(share.to_dict() if share else {"hit_rate": None, "source": None}),
+                "server_counters_hit_rate": counter_delta_rate(server),
+            },
+        }
         if self.conversations:
             update["conversations"] = {
                 "sessions": self.sessions,
                 "think_time_ms": self.think_ms.describe() if self.think_ms else None,
-                "turns_by_turn": turn_stats(records),
+                "turns_by_turn": turn_stats(records, meter),
                 **conversation_stats(records, self.turns),
             }
         if self.trace is not None:
@@ -166,14 +183,23 @@ class SourcePlan:
                 rate = row["prefix_cache_hit_rate"]
                 prompt = row["input_tokens_mean"] or 0
                 p50, p95 = (ttft["p50"], ttft["p95"]) if ttft else (None, None)
+                source = row.get("prefix_cache_source")
                 out.append(
                     f"turn {row['turn']}: {row['ok']} ok, prompt {prompt:.0f} tokens, TTFT p50 "
                     f"{_ms(p50)} p95 {_ms(p95)}, prefix-cache hit rate {_pct(rate)}"
+                    + (f" ({source})" if source and rate is not None else "")
                 )
             e2e = c["e2e_s"]
             out.append(
                 f"conversations: {c['complete']} of {c['started']} complete ({c['turns']} turns), "
                 f"E2E p50 {_s(e2e and e2e['p50'])} p95 {_s(e2e and e2e['p95'])}"
+            )
+        cache = snapshot.prefix_cache
+        if cache is not None and cache.get("hit_rate") is not None:
+            counters = cache.get("server_counters_hit_rate")
+            out.append(
+                f"prefix cache: {_pct(cache['hit_rate'])} of prompt tokens hit ({cache['source']})"
+                + (f"; the server's counters over the run: {_pct(counters)}" if counters else "")
             )
         if snapshot.trace is not None:
             t = snapshot.trace

@@ -80,6 +80,8 @@ def header_groups(view: LiveView) -> list[Group]:
     if view.last_saved is not None:
         groups.append((2, [("saved ", "label"), (view.last_saved.name, "ok")]))
     groups += [(1, [(view.target_url, "accent")]), (1, [(view.model, "")])]
+    for notice in view.notices:  # e.g. "prompts approximate": the lengths are not exact
+        groups.append((1, [(notice, "warn")]))
     capacity = capacity_bracket(view)
     if capacity:
         groups.append((0, capacity))

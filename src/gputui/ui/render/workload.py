@@ -56,6 +56,8 @@ def _conversations(p: WorkloadProgress, width: int) -> list[Line]:
         (f"{p.complete} of {p.started} conversations complete", ""),
         (f" · hit rate {_pct(p.hit_rate)}", "accent"),
     ]
+    if p.hit_rate is not None and p.hit_source:  # usage is exact; counters are an estimate
+        head.append((f" ({p.hit_source})", "dim"))
     turns = _shown(p.turns, max((width - _LABEL) // _COL, 1))
     row_turn: Line = [("turn".ljust(_LABEL), "label")]
     row_ttft: Line = [("TTFT".ljust(_LABEL), "label")]
