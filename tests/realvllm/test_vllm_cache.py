@@ -32,6 +32,8 @@ COLD = 0.05
 TOTAL_TOLERANCE = 0.02
 """The run's total hit rate against vLLM's counters: within 2 points (the acceptance)."""
 MULTI_TURN = ("--endpoint", "chat", "--sessions", "4", "--turns", "3")
+TURN_TOLERANCE = 0.05
+"""Each turn's hit rate from the counters against its whole blocks of history."""
 BLOCK = 128
 """vLLM's prefix-cache block here (tests/realvllm/test_vllm_server.py)."""
 ONE_STEP = ("--concurrency", "2", "--step-seconds", "2", "--warmup-seconds", "0.5")
@@ -115,17 +117,19 @@ def test_multi_turn_hit_rates_per_turn_and_the_runs_total(vllm: VllmServer, tmp_
     rates = [turn_rate for _, _, turn_rate in turns]
     assert all(turn_rate is not None for turn_rate in rates), rates
     # What each turn hit: its history in whole 128-token blocks (turn 1 has none). Summed over
-    # the requests that is vLLM's hit count, token for token. The turns' rates from the counters
-    # are estimates, spread over the turns by a fit (metrics.prefix_cache), that blur when every
-    # counter interval holds the same mix of turns: printed beside these, not held to them.
+    # the requests that is vLLM's hit count, token for token (printed). The turns' rates from
+    # the counters are estimates (metrics.prefix_cache): every counter interval holds the same
+    # mix of turns, and a fit that leaned on the run's mean gave turn 1 13-24 % here, and a
+    # false "salted to be cold" warning; spread over the histories they come within a point.
     blocks = [_history_blocks(row, 256) for row in rows]
+    truth = [hits / row["input_tokens_mean"] for row, hits in zip(rows, blocks, strict=True)]
     expected = sum(row["ok"] * hits for row, hits in zip(rows, blocks, strict=True))
     print(
         "multi-turn: whole blocks of history hit "
-        + ", ".join(
-            f"{hits / row['input_tokens_mean']:.2%}" for row, hits in zip(rows, blocks, strict=True)
-        )
+        + ", ".join(f"{rate:.2%}" for rate in truth)
         + f" of turns 1, 2, 3: {expected} tokens in all"
     )
+    assert rates == pytest.approx(truth, abs=TURN_TOLERANCE)
+    assert "salted to be cold" not in stdout
     turn_lines = [line for line in stdout.splitlines() if line.startswith("turn ")]
     assert len(turn_lines) == 3 and all("hit rate" in line for line in turn_lines), stdout

@@ -177,3 +177,51 @@ def test_turn_rates_are_fitted_over_blocks_of_different_mixes() -> None:
     assert rates == pytest.approx([0.0, 0.5, 0.55], abs=0.01)  # 500 = 0 + 500; 1600 = 500 + 1100
     whole = meter.share(records)
     assert whole is not None and whole.hit_tokens == pytest.approx(2100)
+
+
+def _steady_mix(first_hit: int, history_hit: int) -> tuple[list[RequestRecord], list[ServerSample]]:
+    """Conversations of 2 turns: every 1 s interval holds one turn 1 (400 tokens, a 100-token
+    answer) and one turn 2 (its history 500 + 400), as a closed loop mixes them: every block
+    the same mix. The server counts `first_hit` hits for a turn 1, `history_hit` for a turn 2.
+    """
+    records: list[RequestRecord] = []
+    for k in range(7):
+        records.append(_record(2 * k, k + 0.2, 400, turn=1, conversation_id=k, output_tokens=100))
+        if k:  # the turn 2 of the conversation before
+            records.append(_record(2 * k + 1, k + 0.6, 900, turn=2, conversation_id=k - 1))
+    samples = [_sample(1, 0, 0)]  # from 1 s: the first interval (turn 1 alone) is not sampled
+    for t in range(2, 8):
+        inside = [r for r in records if t - 1 < (r.first_token_ns or 0) / S <= t]
+        queried = sum(r.input_tokens or 0 for r in inside)
+        hit = sum(first_hit if r.turn == 1 else history_hit for r in inside)
+        last = samples[-1]
+        assert last.prefix_cache_queries_total is not None
+        assert last.prefix_cache_hits_total is not None
+        samples.append(
+            _sample(
+                t, last.prefix_cache_queries_total + queried, last.prefix_cache_hits_total + hit
+            )
+        )
+    return records, samples
+
+
+def test_a_steady_mix_of_turns_puts_the_hits_on_the_histories() -> None:
+    # vLLM's blocks: turn 2 hits its 500-token history (as 384 in whole 128-token blocks); turn 1
+    # nothing. Every block mixes the turns alike, so the counters alone cannot tell them apart:
+    # the histories do, and no cold warning comes of it (seen on a real vLLM, issue 21).
+    records, samples = _steady_mix(0, 384)
+    meter = PrefixCacheMeter(records, samples)
+    rates = [row["prefix_cache_hit_rate"] for row in turn_stats(records, meter)]
+    assert rates == pytest.approx([0.0, 384 / 900], abs=0.01)
+    assert cold_warning(0, 2.0, records, meter) is None
+
+
+def test_hits_beyond_what_the_histories_hold_warn_the_cold_turns() -> None:
+    # 200 hits on each first turn (the salt did not isolate them) + 500 on each history: more
+    # than the histories hold, so the rest lands on the other tokens, first turns included.
+    records, samples = _steady_mix(200, 500)
+    meter = PrefixCacheMeter(records, samples)
+    rates = [row["prefix_cache_hit_rate"] for row in turn_stats(records, meter)]
+    assert rates == pytest.approx([0.25, 600 / 900], abs=0.01)  # 200 over 800 other tokens
+    warning = cold_warning(0, 2.0, records, meter)
+    assert warning is not None and "25% of its first turns' prompt tokens" in warning

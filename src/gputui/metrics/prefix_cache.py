@@ -22,8 +22,10 @@ server's samples (`telemetry.samples.ServerSample`, with `prefix_cache_queries_t
      then its requests' hits, whole.
   3. Within a block the hits are split over its requests in proportion to prompt tokens x their
      turn's hit rate, each turn's rate fitted by least squares over all blocks (blocks mixing
-     turns differently pin the rates down, what they cannot separate staying at the run's mean);
-     without turns, in proportion to prompt tokens (every request of a block gets its rate).
+     turns differently pin the rates down; what they cannot separate stays at a prior: the run's
+     hits spread over the turns' histories, the only part of a turn a cache can serve, so turn 1
+     gets none unless the histories cannot hold them all); without turns, in proportion to
+     prompt tokens (every request of a block gets its rate).
   A group's rate is the sum of its requests' estimated hits over their prompt tokens: exact for a
   run's total and for steps (they fill their own blocks), close for turns when their rates are
   steady over the run, polluted by other clients of the same server. Requests outside the sampled
@@ -167,8 +169,9 @@ def _turn_weights(records: Sequence[RequestRecord], blocks: Sequence[_Block]) ->
 
     A block's hits are the sum over its requests of (prompt tokens x their turn's rate); blocks
     of different mixes of turns pin each turn's rate down; a light ridge term keeps what they
-    cannot tell apart (blocks that all mix the turns alike) at the run's mean rate. Rates are
-    clipped to [0, 1]; a run without turns (or a single one) gives no weights.
+    cannot tell apart (blocks that all mix the turns alike) at the prior (`_prior_rates`: the
+    hits spread over the turns' histories). Rates are clipped to [0, 1]; a run without turns (or
+    a single one) gives no weights.
     """
     turns = sorted({t for b in blocks for k in b.members if (t := records[k].turn) is not None})
     if len(turns) < 2:
@@ -183,13 +186,56 @@ def _turn_weights(records: Sequence[RequestRecord], blocks: Sequence[_Block]) ->
             if turn is not None:
                 matrix[i, column[turn]] += (records[k].input_tokens or 0) * scale
         hits[i] = b.hit
-    # A light pull toward the run's mean rate: what the blocks cannot tell apart stays at it.
-    mean = hits.sum() / matrix.sum() if matrix.sum() > 0 else 0.0
+    # A light pull toward a prior: what the blocks cannot tell apart stays at it.
+    prior = _prior_rates(hits.sum(), matrix.sum(axis=0), history_shares(records, turns))
     weight = np.sqrt(RIDGE * np.trace(matrix.T @ matrix) / len(turns))
     stacked = np.vstack([matrix, weight * np.eye(len(turns))])
-    target = np.concatenate([hits, np.full(len(turns), weight * mean)])
+    target = np.concatenate([hits, weight * prior])
     rates = np.linalg.lstsq(stacked, target, rcond=None)[0]
     return {t: float(min(max(rates[column[t]], 0.0), 1.0)) for t in turns}
+
+
+def history_shares(records: Sequence[RequestRecord], turns: Sequence[int]) -> list[float] | None:
+    """Per turn, the share of its prompt tokens that its history (earlier turns) makes up.
+
+    Turn t re-sends turn t - 1's prompt and answer: those are all a prefix cache can serve
+    (turn 1: nothing). None when a later turn's previous turn is not among the records.
+    """
+    earlier: dict[tuple[int | None, int | None], RequestRecord] = {
+        (r.conversation_id, r.turn): r for r in records if r.conversation_id is not None
+    }
+    history = dict.fromkeys(turns, 0.0)
+    prompts = dict.fromkeys(turns, 0.0)
+    for r in records:
+        if r.turn not in history or not r.ok or not r.input_tokens:
+            continue
+        before = earlier.get((r.conversation_id, r.turn - 1)) if r.turn > 1 else None
+        if r.turn > 1 and (before is None or before.input_tokens is None):
+            continue
+        held = 0 if before is None else (before.input_tokens or 0) + before.output_tokens
+        history[r.turn] += min(held, r.input_tokens)
+        prompts[r.turn] += r.input_tokens
+    if any(prompts[t] <= 0 for t in turns):
+        return None
+    return [history[t] / prompts[t] for t in turns]
+
+
+def _prior_rates(hits: float, tokens: np.ndarray, shares: list[float] | None) -> np.ndarray:
+    """Each turn's rate before the blocks are read: the hits spread as the histories allow.
+
+    Without histories, the run's mean rate for every turn. With them, the hits go to the
+    history tokens (a cache serves histories: turn 1 gets none); hits beyond what the histories
+    hold go to the other tokens alike (another client's, or a salt that did not isolate).
+    """
+    total = float(tokens.sum())
+    if shares is None or total <= 0:
+        return np.full(len(tokens), hits / total if total > 0 else 0.0)
+    share = np.asarray(shares)
+    held = float(tokens @ share)
+    if hits <= held:
+        return share * (hits / held if held > 0 else 0.0)
+    rest = total - held
+    return share + (1 - share) * ((hits - held) / rest if rest > 0 else 0.0)
 
 
 def counter_shares(
