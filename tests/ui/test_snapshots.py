@@ -14,6 +14,7 @@ from gputui.ui.app import AppOptions
 from gputui.ui.replay import load_views
 from gputui.ui.screens.dialogs import SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.settings import SessionSettingsScreen
 from gputui.ui.widgets.live_panels import LatencyTable, StepsTable, SweepChart
 from gputui.ui.widgets.panel import LivePanel
 from tests.ui.conftest import replay_app, wait_for
@@ -64,6 +65,54 @@ def test_save_dialog(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, SaveSnapshotScreen))
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=open_save)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_settings_dialog(snap_compare: Any, size: tuple[int, int]) -> None:
+    app, _ = replay_app()
+
+    async def open_settings(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
+
+    assert snap_compare(app, terminal_size=size, run_before=open_settings)
+
+
+def test_settings_dialog_refuses_a_bare_tpot_in_seconds(snap_compare: Any) -> None:
+    app, _ = replay_app()
+
+    async def mistype(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
+        await pilot.press("tab", "3", "5", "enter")
+        await wait_for(
+            pilot,
+            lambda: "implausible" in str(pilot.app.screen.query_one("#settings-error").render()),
+        )
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=mistype)
+
+
+def _steps_sla(pilot: Pilot[Any]) -> float | None:
+    """The TTFT bound the steps table was last drawn with."""
+    view = pilot.app.screen.query_one(StepsTable).view
+    return view.sla.ttft_p95_s if view is not None else None
+
+
+def test_live_screen_after_tightening_the_sla(snap_compare: Any) -> None:
+    app, source = replay_app()
+
+    async def tighten(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
+        await pilot.press(*"150ms", "enter")
+        await wait_for(pilot, lambda: source.terms != [])
+        await wait_for(pilot, lambda: _steps_sla(pilot) == 0.15)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=tighten)
 
 
 CI_FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100-ci.json"

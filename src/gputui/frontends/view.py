@@ -83,6 +83,8 @@ class LiveView:
     """Each finished step's diagnosis by step index (`bottleneck`, `ttft_breakdown`, ...)."""
     knee_explanation: str | None = None
     """'knee at 32: bound by queue at 64; ...': the verdict of the first step past the knee."""
+    price_per_hour: float | None = None
+    """The node's hourly price (--price-per-hour, or the settings dialog), for the cost."""
 
     def diagnosis(self, step: StepResult) -> Mapping[str, Any]:
         """The step's diagnosis (empty when it has none)."""
@@ -124,6 +126,7 @@ class ViewInputs:
     diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     control: str = "operator"
     target_precision: float = DEFAULT_TARGET_PRECISION
+    price_per_hour: float | None = None
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -166,6 +169,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
         knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
         control=inputs.control,
         target_precision=inputs.target_precision,
+        price_per_hour=inputs.price_per_hour,
     )
 
 

@@ -1,4 +1,4 @@
-"""The session header (two lines) and the event log."""
+"""The session header (three lines) and the event log."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from gputui.frontends.live import LiveView
 from gputui.session import StatsFrame
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
+from gputui.ui.render.terms import terms_line
 
 EVENT_ROLES = {
     "error": "crit",
@@ -39,7 +40,7 @@ def backend_name(view: LiveView) -> str:
 
 
 def header_lines(view: LiveView, width: int) -> list[Line]:
-    """Load, step, in flight, clock and the client's CPU; then target, model, backend, GPUs."""
+    """Load, step, in flight, clock, CPU; target, model, backend, GPUs; verdict, SLA, cost."""
     state = view.target_state
     dot_role = "ok" if state == "ok" else ("crit" if state.startswith("unreachable") else "warn")
     frame = view.frame
@@ -68,7 +69,7 @@ def header_lines(view: LiveView, width: int) -> list[Line]:
     second += [("  GPU ", "label"), (gpu_names(view), "")]
     if view.label:
         second += [("  label ", "label"), (view.label, "")]
-    return [fit(first, width), fit(second, width)]
+    return [fit(first, width), fit(second, width), fit(terms_line(view), width)]
 
 
 VERDICT_ROLES = {"pass": "ok", "fail": "crit", "inconclusive": "inconclusive"}
