@@ -108,8 +108,9 @@ def test_live_screen_after_tightening_the_sla(snap_compare: Any) -> None:
         await _drawn(pilot)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
-        await pilot.press(*"150ms", "enter")
+        await pilot.press(*"150ms", "tab", "tab", "tab", "7", "enter")  # and a price of 7/h
         await wait_for(pilot, lambda: source.terms != [])
+        assert source.terms[0].price_per_hour == 7.0
         await wait_for(pilot, lambda: _steps_sla(pilot) == 0.15)
 
     assert snap_compare(app, terminal_size=(160, 48), run_before=tighten)
