@@ -97,7 +97,8 @@ class LiveScreen(Screen[None]):
             "hold",
             "Hold",
             id="hold_until_precise",
-            tooltip="Keep this level until its step is precise (any load key takes control back)",
+            tooltip="Keep this level until its step is precise and its SLA verdict decided "
+            "(any load key takes control back)",
         ),
         Binding(
             "a",
