@@ -27,6 +27,7 @@ from gputui.ui.replay import load_views
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.live import LiveScreen
 from gputui.ui.screens.sessions import SessionsScreen
+from gputui.ui.screens.settings import SessionSettingsScreen
 from gputui.ui.source import ReplaySource
 from gputui.ui.widgets.live_panels import StepsTable
 
@@ -68,6 +69,9 @@ async def _shoot(out: Path, name: str, size: tuple[int, int], folder: Path) -> P
             await _until(pilot, lambda: isinstance(app.screen, HelpScreen))
         elif name == "sessions":
             await _sessions(pilot)
+        elif name == "settings":
+            await pilot.press("e")
+            await _until(pilot, lambda: isinstance(app.screen, SessionSettingsScreen))
         elif name == "live-overlay":
             await _sessions(pilot)
             await pilot.press("down", "enter")  # the RTX 4090 (the older of the two)
@@ -90,7 +94,7 @@ async def main(out: Path) -> None:
         for snapshot in ("a100-80gb-pcie.json", "rtx4090-48gb.json"):
             shutil.copy(SAVED / snapshot, folder / snapshot)
         shots = [(name, size) for size in SIZES for name in ("live-knee", "help")]
-        shots += [("sessions", (120, 40)), ("live-overlay", (160, 48))]
+        shots += [("sessions", (120, 40)), ("live-overlay", (160, 48)), ("settings", (160, 48))]
         shots += [("sessions", (80, 24)), ("live-overlay", (80, 24))]
         for name, size in shots:
             path = await _shoot(out, name, size, folder)

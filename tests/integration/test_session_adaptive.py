@@ -42,6 +42,7 @@ def test_hold_until_precise_closes_a_precise_step_and_keeps_the_level(
         assert _wait(lambda: session.finished_steps(), 30.0)
         (step,) = session.finished_steps()[:1]
         assert step.level == 4 and step.imprecise is False
+        assert step.sla_verdict == "pass"  # the hold waits for a decided verdict too
         assert step.precision is not None and max(v or 1 for v in step.precision.values()) <= 0.10
         assert 0.03 <= step.warmup_s <= 0.5  # the first wave of 4 took about one lifetime
         current = session.current_step
@@ -52,6 +53,8 @@ def test_hold_until_precise_closes_a_precise_step_and_keeps_the_level(
     assert "holding" in phases
     measuring = [f for f in frames if f.step_phase == "holding" and f.precision is not None]
     assert measuring and measuring[-1].measured_n > 0
+    progress = [f.verdict_progress for f in measuring if f.verdict_progress is not None]
+    assert progress and progress[-1].needed == 59 and progress[-1].n > 0
 
 
 def test_start_auto_fills_steps_until_cancelled(fixed_sim: SimProcess) -> None:

@@ -83,8 +83,8 @@ async def test_every_shown_key_is_in_the_footer_at_80x24() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
         footer = app.screen.query_one(KeyFooter)
-        await wait_for(pilot, lambda: footer.size.height == 2)
-        shown = " ".join(_text(footer, 2))
+        await wait_for(pilot, lambda: footer.size.height in (2, 3))  # never cut: it grows
+        shown = " ".join(_text(footer, footer.size.height))
         for binding in LiveScreen.BINDINGS:
             assert not isinstance(binding, tuple)
             if binding.show:
@@ -103,7 +103,7 @@ async def test_e_shows_every_event_whole_and_t_every_step() -> None:
     app.animation_level = "none"
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
-        await pilot.press("e")
+        await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         panel = app.screen.query_one(EventLog)
         await wait_for(pilot, lambda: panel.view is not None and panel.size.height > 20)

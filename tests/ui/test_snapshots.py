@@ -18,6 +18,7 @@ from gputui.ui.replay import load_views
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.dialogs import SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.settings import SessionSettingsScreen
 from gputui.ui.source import ReplaySource
 from gputui.ui.widgets.live_panels import EventLog, LatencyTable, StepsTable, SweepChart
 from gputui.ui.widgets.panel import LivePanel
@@ -69,6 +70,55 @@ def test_save_dialog(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, SaveSnapshotScreen))
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=open_save)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_settings_dialog(snap_compare: Any, size: tuple[int, int]) -> None:
+    app, _ = replay_app()
+
+    async def open_settings(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
+
+    assert snap_compare(app, terminal_size=size, run_before=open_settings)
+
+
+def test_settings_dialog_refuses_a_bare_tpot_in_seconds(snap_compare: Any) -> None:
+    app, _ = replay_app()
+
+    async def mistype(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
+        await pilot.press("tab", "3", "5", "enter")
+        await wait_for(
+            pilot,
+            lambda: "implausible" in str(pilot.app.screen.query_one("#settings-error").render()),
+        )
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=mistype)
+
+
+def _steps_sla(pilot: Pilot[Any]) -> float | None:
+    """The TTFT bound the steps table was last drawn with."""
+    view = pilot.app.screen.query_one(StepsTable).view
+    return view.sla.ttft_p95_s if view is not None else None
+
+
+def test_live_screen_after_tightening_the_sla(snap_compare: Any) -> None:
+    app, source = replay_app()
+
+    async def tighten(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
+        await pilot.press(*"150ms", "tab", "tab", "tab", "7", "enter")  # and a price of 7/h
+        await wait_for(pilot, lambda: source.terms != [])
+        assert source.terms[0].price_per_hour == 7.0
+        await wait_for(pilot, lambda: _steps_sla(pilot) == 0.15)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=tighten)
 
 
 CI_FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100-ci.json"
@@ -158,7 +208,7 @@ def test_events_screen_80x24(snap_compare: Any) -> None:
 
     async def open_events(pilot: Pilot[Any]) -> None:
         await _drawn(pilot)
-        await pilot.press("e")
+        await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, DetailScreen))
         panel = pilot.app.screen.query_one(EventLog)
         await wait_for(pilot, lambda: panel.view is not None)

@@ -25,6 +25,7 @@ from gputui.metrics.confidence import min_n_two_sided
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
 from gputui.metrics.precision import StepPrecision
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.verdict_progress import verdict_progress
 from gputui.session import Session
 
 _POLL_S = 0.1
@@ -52,8 +53,18 @@ def run_step(
     return step
 
 
-def hold_step(session: Session, stop: threading.Event, index: int, limits: StepLimits) -> None:
-    """Wait while the open step `index` runs to its limits (see `run_step`)."""
+def hold_step(
+    session: Session,
+    stop: threading.Event,
+    index: int,
+    limits: StepLimits,
+    *,
+    until_decided: bool = False,
+) -> None:
+    """Wait while the open step `index` runs to its limits (see `run_step`).
+
+    `until_decided` (the TUI's hold): precise is not enough, its SLA verdict must be decided too.
+    """
     start_ns = time.perf_counter_ns()
     target = limits.target_precision
     # Without a target the step measures `step_s` once settled (the settling is bounded).
@@ -83,11 +94,20 @@ def hold_step(session: Session, stop: threading.Event, index: int, limits: StepL
             ):
                 checked_ns = now
                 reached, n = session.current_precision(target)
+                precise = reached is not None and reached.precise
+                if precise and until_decided:
+                    precise = _decided(session)
                 if reached is not None and (
-                    reached.precise or _hopeless(reached, n, measured_s, deadline_ns, now)
+                    precise or _hopeless(reached, n, measured_s, deadline_ns, now)
                 ):
                     return
         stop.wait(_POLL_S)
+
+
+def _decided(session: Session) -> bool:
+    """The open step's SLA verdict so far is a pass or a fail."""
+    so_far = session.step_so_far()
+    return so_far is not None and verdict_progress(so_far, session.sla).decided
 
 
 def _settle_bound_s(session: Session) -> float:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from gputui.session import Session
 
 DEFAULT_MAX_STEP_S = 60.0
+DEFAULT_MAX_HOLD_S = 300.0
+"""The hold (`h`) waits for a decided verdict too: at 1 request/s a P95 needs about a minute."""
 DEFAULT_MAX_LEVEL = 256.0
 
 
@@ -27,6 +29,7 @@ class AutoControl:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.max_step_s = DEFAULT_MAX_STEP_S
+        self.max_hold_s = DEFAULT_MAX_HOLD_S
         self.max_level = DEFAULT_MAX_LEVEL
         self.target_precision = 0.05
         self.phase = "measuring"
@@ -50,14 +53,14 @@ class AutoControl:
         self.phase = "measuring"
 
     def hold_until_precise(self, target_precision: float) -> None:
-        """Keep the current step open until it is precise, then close it at the same level."""
+        """Keep the current step open until precise and decided, then close it (same level)."""
         current = self.session.current_step
         if current is None:
             return
-        limits = StepLimits(target_precision, self.max_step_s, self.max_step_s)
+        limits = StepLimits(target_precision, self.max_hold_s, self.max_hold_s)
 
         def job(stop: threading.Event) -> None:
-            hold_step(self.session, stop, current.index, limits)
+            hold_step(self.session, stop, current.index, limits, until_decided=True)
             if not stop.is_set():
                 finish_step(self.session, stop, current.index)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 from gputui.control.sweep import InFlightTrace
@@ -38,6 +39,7 @@ from gputui.frontends.view import LiveEvent as LiveEvent
 from gputui.frontends.view import LiveView as LiveView
 from gputui.frontends.view import ViewInputs, build_view
 from gputui.metrics.outcome import hold_outcome
+from gputui.metrics.sla_terms import SessionTerms, TermsHistory, change_text
 from gputui.session import Session, StatsFrame
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.workloads.live_progress import WorkloadProgress, workload_progress
@@ -101,6 +103,8 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._control = "operator"
         self._job_seen = False
         """Frames of the hold or the auto sweep have been seen (its end: a frame without it)."""
+        self._terms = TermsHistory(SessionTerms(settings.sla, settings.price_per_hour))
+        """The SLA and price now, and their changes (the settings dialog; the snapshot)."""
 
     @property
     def session(self) -> Session:
@@ -255,6 +259,16 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
 
+    def change_terms(self, terms: SessionTerms) -> None:
+        """New SLA bounds and price from now on; the finished steps are re-judged at once."""
+        record = self._terms.change(self._elapsed_s(), terms)
+        if record is None:
+            self._event("info", "settings unchanged")
+            return
+        self._session.change_sla(terms.sla)
+        self.settings = replace(self.settings, sla=terms.sla, price_per_hour=terms.price_per_hour)
+        self._event("info", f"settings: {change_text(record)}; finished steps re-judged")
+
     # the view ------------------------------------------------------------------------------------
     def view(self) -> LiveView:
         """The current view; the same object until something changed."""
@@ -279,6 +293,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             self._stopped,
             int(self._elapsed_s()),
             self._progress,
+            self._terms.terms,
         )
         if self._view is not None and key == self._view_key:
             return self._view
@@ -315,6 +330,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 control=self._control,
                 target_precision=self.settings.target_precision,
                 notices=self.settings.notices,
+                price_per_hour=self.settings.price_per_hour,
             )
         )
         self._view_key = key

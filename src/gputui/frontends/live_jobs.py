@@ -42,7 +42,7 @@ class LiveJobsMixin:
         self._session.hold_until_precise(target)
         self._control = "holding"
         self._job_seen = False
-        self._event("info", f"holding {self._level:g} until ±{target * 100:g} %")
+        self._event("info", f"holding {self._level:g} until ±{target * 100:g} % and decided")
 
     def start_auto(self) -> None:
         """Start the auto sweep from the current level; the chart fills as its steps finish."""

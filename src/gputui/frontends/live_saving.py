@@ -15,14 +15,18 @@ from gputui.control.sweep import InFlightTrace
 from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
+from gputui.metrics.sla_terms import TermsHistory
 from gputui.session import Session
 from gputui.snapshot.assemble import (
     RunInfo,
+    assemble_session,
     journal_header,
     journal_lines,
     save_session,
     session_file,
 )
+from gputui.snapshot.export import write_html_report
+from gputui.snapshot.models import Snapshot
 from gputui.telemetry.sampler import TelemetrySampler, server_trace
 from gputui.workloads.sources import SourcePlan
 
@@ -43,6 +47,7 @@ class LiveSavingMixin:
     _saved_label: str | None = None
     """The label `_last_saved` was written under."""
     _running: bool
+    _terms: TermsHistory
     _event: Callable[[EventKind, str], None]
 
     def save(self, label: str | None = None) -> Path | None:
@@ -97,7 +102,34 @@ class LiveSavingMixin:
             price_per_hour=self.settings.price_per_hour,
             precision=self.settings.precision,
             workload_details=self.settings.workload_details,
+            settings_changes=tuple(self._terms.changes),
         )
+
+    def export_report(self) -> Path | None:
+        """Write the session so far as an HTML report beside the snapshots (blocking)."""
+        if not self._running or not self._session.finished_steps():
+            self._event("info", "no report yet: no step has finished")
+            return None
+        label = self._last_label or self.settings.label
+        snapshot = assemble_session(
+            self._session,
+            self._run_info(label, complete=False),
+            self._telemetry,
+            finish=self._finish,
+        )
+        try:
+            path = write_html_report(snapshot, self.settings.snapshot_dir, label)
+        except OSError as exc:
+            self._event("error", f"report not written: {exc}")
+            return None
+        self._event("info", f"report written: {path}")
+        return path
+
+    def _finish(self, snapshot: Snapshot) -> Snapshot:
+        """What the workload source adds (conversations, a trace replay; a plain session's hits)."""
+        plan = self.settings.source or SourcePlan()
+        server = server_trace(self._telemetry)
+        return plan.finish(snapshot, self._session.all_records(), server)
 
     def _save(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
@@ -110,15 +142,7 @@ class LiveSavingMixin:
             else session_file(self.settings.snapshot_dir, label)
         )
         info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
-        plan = self.settings.source or SourcePlan()  # a plain session's hit rates too
-        server = server_trace(self._telemetry)
-        save_session(
-            self._session,
-            info,
-            self._telemetry,
-            path,
-            finish=lambda s: plan.finish(s, self._session.all_records(), server),
-        )
+        save_session(self._session, info, self._telemetry, path, finish=self._finish)
         self._last_saved, self._saved_label = path, label
         self._event("info", f"{'updated' if same else 'saved'} {path.name}")
         return path

@@ -84,6 +84,8 @@ class LiveView:
     """Each finished step's diagnosis by step index (`bottleneck`, `ttft_breakdown`, ...)."""
     knee_explanation: str | None = None
     """'knee at 32: bound by queue at 64; ...': the verdict of the first step past the knee."""
+    price_per_hour: float | None = None
+    """The node's hourly price (--price-per-hour, or the settings dialog), for the cost."""
 
     def diagnosis(self, step: StepResult) -> Mapping[str, Any]:
         """The step's diagnosis (empty when it has none)."""
@@ -126,6 +128,7 @@ class ViewInputs:
     control: str = "operator"
     target_precision: float = DEFAULT_TARGET_PRECISION
     notices: tuple[str, ...] = ()
+    price_per_hour: float | None = None
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -169,6 +172,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
         control=inputs.control,
         target_precision=inputs.target_precision,
         notices=inputs.notices,
+        price_per_hour=inputs.price_per_hour,
     )
 
 

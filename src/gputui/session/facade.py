@@ -35,9 +35,11 @@ from gputui.errors import EngineFailed
 from gputui.metrics.client_state import ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.precision import mark_precision
+from gputui.metrics.rejudge import rejudge_step
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
+from gputui.metrics.verdict_progress import VerdictProgress
 from gputui.metrics.window import RollingWindow
 from gputui.session.diagnosis import DiagnosisMixin
 from gputui.session.events import EventLog, EventWatcher, load_event, step_events
@@ -83,7 +85,8 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self.max_warmup_s = max_warmup_s
         self._settle: SettleTracker | None = None
         self._targets: dict[int, float] = {}
-        self._precision_at: tuple[int, int, float | None, int] = (-1, -1, None, 0)
+        self._precision_at: tuple[int, int, float | None, int, VerdictProgress | None]
+        self._precision_at = (-1, -1, None, 0, None)
         self._auto: AutoControl | None = None
         self._on_step_finished = on_step_finished
         self._on_frame = on_frame
@@ -232,6 +235,17 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self._deliver(finished)
         if self.diagnoser is not None:
             self.diagnoser.stop()
+
+    def change_sla(self, sla: Sla) -> None:
+        """Judge the open and later steps by `sla`, and re-judge the finished ones at once."""
+        with self._lock:
+            self.sla = sla
+            specs = {s.index: s for s in self._steps}
+            done = {i: (r, list(self._records.get(i, []))) for i, r in self._finished.items()}
+        judged = {i: rejudge_step(r, specs[i], records, sla) for i, (r, records) in done.items()}
+        with self._lock:
+            self._finished.update(judged)
+            self._precision_at = (-1, -1, None, 0, None)  # the open step's verdict: next frame
 
     # the journal -------------------------------------------------------------------------------
     def open_journal(

@@ -22,6 +22,7 @@ from gputui.engine.ray_pool import RayPool
 from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED, ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.step import StepSpec
+from gputui.metrics.verdict_progress import VerdictProgress
 from gputui.metrics.window import RollingWindow, WindowStats
 from gputui.session.events import EventLog, EventWatcher
 from gputui.session.steady import SteadyStateMixin
@@ -72,6 +73,8 @@ class StatsFrame:
     """Requests of the current step finished inside its measured window so far."""
     precision: float | None = None
     """Largest relative 95 % CI half-width of P95 TTFT, P95 TPOT and output tok/s so far."""
+    verdict_progress: VerdictProgress | None = None
+    """The step's SLA verdict so far and what deciding it still needs (the header's line)."""
 
 
 class FramePublisherMixin(SteadyStateMixin):
@@ -143,6 +146,8 @@ class FramePublisherMixin(SteadyStateMixin):
             finished = len(self._finished)
         if step is None:
             return None
+        if phase.pop("for_step", step.index) != step.index:
+            phase = {}  # the load changed meanwhile: no figures of the step before
         self._seq += 1
         busiest = max(self.worker_cpu_percent())
         lag_ms = status.loop_lag_max_ms if status else 0.0

@@ -19,6 +19,7 @@ from gputui.metrics.precision import StepPrecision, step_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.steady import SteadyStart
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
+from gputui.metrics.verdict_progress import VerdictProgress, verdict_progress
 from gputui.session.settling import SettleTracker
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class SteadyStateMixin:
     _finished: dict[int, StepResult]
     _settle: SettleTracker | None
     _targets: dict[int, float]
-    _precision_at: tuple[int, int, float | None, int]
+    _precision_at: tuple[int, int, float | None, int, VerdictProgress | None]
     _auto: AutoControl | None
     _engine: EngineHandle | WorkerPool | RayPool
 
@@ -103,18 +104,27 @@ class SteadyStateMixin:
 
     def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
         """The open step's precision so far and its measured requests (None while settling)."""
+        so_far = self.step_so_far()
+        if so_far is None:
+            return None, 0
+        measured = so_far.requests_ok + so_far.requests_failed
+        return step_precision(so_far, target_precision), measured
+
+    def step_so_far(self) -> StepResult | None:
+        """The open step's figures so far (None while settling or without an open step)."""
         now = time.perf_counter_ns()
         with self._lock:
             step = self._steps[-1] if self._steps else None
             if step is None or step.end_ns >= 0 or now <= step.measure_start_ns:
-                return None, 0
+                return None
             records = list(self._records.get(step.index, []))
-        so_far = aggregate_step(replace(step, end_ns=now), records, self.sla)
-        measured = so_far.requests_ok + so_far.requests_failed
-        return step_precision(so_far, target_precision), measured
+        return aggregate_step(replace(step, end_ns=now), records, self.sla)
 
     def _phase_fields(self) -> dict[str, Any]:
-        """The frame's step phase, settling countdown, measured n and precision."""
+        """The frame's step phase, settling countdown, measured n, precision and verdict so far.
+
+        `for_step` names the step they are of (the load may change before the frame is built).
+        """
         now = time.perf_counter_ns()
         with self._lock:
             step = self._steps[-1] if self._steps else None
@@ -124,17 +134,27 @@ class SteadyStateMixin:
         phase = auto.phase if auto is not None and auto.running else "measuring"
         if now < step.measure_start_ns:
             return {
+                "for_step": step.index,
                 "step_phase": "settling" if phase == "measuring" else phase,
                 "settle_remaining_s": (step.measure_start_ns - now) / 1e9,
             }
-        index, at_ns, precision, measured = self._precision_at
+        index, at_ns, precision, measured, verdict = self._precision_at
         # At most once a second (aggregating the step so far is not free), and at once per step.
         if index != step.index or now - at_ns >= PRECISION_EVERY_NS:
             target = self._targets.get(step.index, DEFAULT_FRAME_TARGET)
-            reached, measured = self.current_precision(target)
+            so_far = self.step_so_far()
+            reached = step_precision(so_far, target) if so_far is not None else None
+            measured = so_far.requests_ok + so_far.requests_failed if so_far is not None else 0
             precision = reached.worst if reached is not None else None
-            self._precision_at = (step.index, now, precision, measured)
-        return {"step_phase": phase, "measured_n": measured, "precision": precision}
+            verdict = verdict_progress(so_far, self.sla) if so_far is not None else None
+            self._precision_at = (step.index, now, precision, measured, verdict)
+        return {
+            "for_step": step.index,
+            "step_phase": phase,
+            "measured_n": measured,
+            "precision": precision,
+            "verdict_progress": verdict,
+        }
 
     def hold_until_precise(self, target_precision: float) -> None:
         """Keep the current level until the precision target is met, then close the step.

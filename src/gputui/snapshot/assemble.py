@@ -104,6 +104,8 @@ class RunInfo:
     """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
     precision: str | None = None
     """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
+    settings_changes: tuple[dict[str, Any], ...] = ()
+    """SLA and price changes made mid-session (the TUI's settings dialog), oldest first."""
 
 
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
@@ -157,6 +159,8 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
     if info.repeats is not None:
         extra["repeats"] = info.repeats
+    if info.settings_changes:
+        extra["settings_changes"] = list(info.settings_changes)
     return snapshot.model_copy(update=extra)
 
 
@@ -243,6 +247,22 @@ def session_snapshot(
     return build_snapshot(session, info)
 
 
+def assemble_session(
+    session: Session,
+    info: RunInfo,
+    sampler: TelemetrySampler | None,
+    *,
+    finish: Callable[[Snapshot], Snapshot] | None = None,
+) -> Snapshot:
+    """The snapshot `save_session` writes, not written (the TUI's report export reads it)."""
+    snapshot = session_snapshot(session, info, sampler)
+    if finish is not None:
+        snapshot = finish(snapshot)
+    if session.diagnoser is not None:  # the steps' diagnoses and the knee's explanation
+        snapshot = session.diagnoser.attach(snapshot)
+    return snapshot
+
+
 def save_session(
     session: Session,
     info: RunInfo,
@@ -257,11 +277,7 @@ def save_session(
     conversation or trace sections); the Session's own diagnosis (`Session.start_diagnosis`) is
     attached after it, so both front ends' files carry it.
     """
-    snapshot = session_snapshot(session, info, sampler)
-    if finish is not None:
-        snapshot = finish(snapshot)
-    if session.diagnoser is not None:  # the steps' diagnoses and the knee's explanation
-        snapshot = session.diagnoser.attach(snapshot)
+    snapshot = assemble_session(session, info, sampler, finish=finish)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_snapshot(snapshot, path)
     return snapshot

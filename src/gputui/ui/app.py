@@ -21,10 +21,12 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from gputui.errors import GputuiError
+from gputui.metrics.sla_terms import SessionTerms, sla_text
 from gputui.snapshot.recovery import LeftoverJournal, discard, recover
 from gputui.ui.screens.dialogs import RecoverJournalScreen, RecoveryChoice, SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.live import LiveScreen
+from gputui.ui.screens.settings import SessionSettingsScreen
 from gputui.ui.source import LiveSource
 
 _SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
@@ -110,6 +112,45 @@ class GputuiApp(App[Path | None]):
     def _save_as(self, label: str | None) -> None:
         if label is not None:
             self._save_worker(label)
+
+    def ask_terms(self) -> None:
+        """The settings dialog over the current SLA and price; applied in a worker."""
+        if not self.quitting:
+            view = self.source.view()
+            terms = SessionTerms(view.sla, view.price_per_hour)
+            self.push_screen(SessionSettingsScreen(terms), self._terms_chosen)
+
+    def _terms_chosen(self, terms: SessionTerms | None) -> None:
+        if terms is not None:
+            self._terms_worker(terms)
+
+    @work(thread=True, exclusive=True, group="terms", exit_on_error=False)
+    def _terms_worker(self, terms: SessionTerms) -> None:
+        try:
+            self.source.change_terms(terms)
+        except GputuiError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.call_from_thread(self.notify, f"SLA {sla_text(terms.sla)}: steps re-judged", timeout=4)
+
+    def export_report(self) -> None:
+        """Write the session's HTML report in a worker; where it went is an event."""
+        if not self.quitting:
+            self._export_worker()
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False)
+    def _export_worker(self) -> None:
+        try:
+            path = self.source.export_report()
+        except GputuiError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        if path is None:
+            self.call_from_thread(
+                self.notify, "no report yet: no step has finished", severity="warning"
+            )
+        else:
+            self.call_from_thread(self.notify, f"report written: {path}", timeout=8)
 
     @work(thread=True, exclusive=True, group="save", exit_on_error=False)
     def _save_worker(self, label: str) -> None:

@@ -258,6 +258,7 @@ def views_from_snapshot(
                     error_rate_history=tuple(0.0 for _ in history[-240:]),
                     ui_cpu_percent=3.0,
                     label=snapshot.label,
+                    price_per_hour=snapshot.price_per_hour,
                 )
             )
         )

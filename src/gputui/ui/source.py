@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Protocol
 
 from gputui.frontends.live import LiveView
+from gputui.frontends.view import best_step_index
+from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.rejudge import rejudge_by_intervals
+from gputui.metrics.sla_terms import SessionTerms
 
 
 class LiveSource(Protocol):
@@ -58,6 +62,14 @@ class LiveSource(Protocol):
         """End the auto sweep or the hold (the load stays where it is)."""
         ...
 
+    def change_terms(self, terms: SessionTerms) -> None:
+        """New SLA bounds and price from now on; finished steps re-judged (blocking: a worker)."""
+        ...
+
+    def export_report(self) -> Path | None:
+        """Write the session's HTML report beside the snapshots (blocking: a worker)."""
+        ...
+
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot now (blocking: call from a worker thread)."""
         ...
@@ -80,6 +92,8 @@ class ReplaySource:
         self.calls: list[str] = []
         """Every command received, by name, e.g. ["step_up", "save:knee"]."""
         self.saved: list[str | None] = []
+        self.terms: list[SessionTerms] = []
+        """Every change of terms received, in order."""
 
     def view(self) -> LiveView:
         """The current view."""
@@ -149,6 +163,17 @@ class ReplaySource:
             self.view(), control=control, seq=self.view().seq + 100_000
         )
 
+    def change_terms(self, terms: SessionTerms) -> None:
+        """Recorded; every view is re-judged by its steps' own figures (no records here)."""
+        self.calls.append("change_terms")
+        self.terms.append(terms)
+        self._views = [rejudged_view(v, terms) for v in self._views]
+
+    def export_report(self) -> Path | None:
+        """Recorded; nothing is written."""
+        self.calls.append("export_report")
+        return None
+
     def save(self, label: str | None = None) -> Path | None:
         """Recorded; nothing is written."""
         self.calls.append(f"save:{label}")
@@ -162,3 +187,19 @@ class ReplaySource:
         self.calls.append(f"stop:{reason or ''}:{label}:{save}")
         self._views[self._index] = replace(self.view(), stopped=True)
         return None
+
+
+def rejudged_view(view: LiveView, terms: SessionTerms) -> LiveView:
+    """The view under other terms: its steps' verdicts, the capacity and the price."""
+    steps = tuple(rejudge_by_intervals(s, terms.sla) for s in view.steps)
+    capacity = qualified_capacity(steps, terms.sla) if steps else None
+    return replace(
+        view,
+        seq=view.seq + 100_000,
+        sla=terms.sla,
+        price_per_hour=terms.price_per_hour,
+        steps=steps,
+        capacity=capacity.capacity if capacity else None,
+        capacity_reason=capacity.reason if capacity else view.capacity_reason,
+        best_step_index=best_step_index(steps, capacity.capacity if capacity else None),
+    )

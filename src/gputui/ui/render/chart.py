@@ -68,11 +68,12 @@ class Series:
 
 @dataclass(frozen=True, slots=True)
 class HLine:
-    """A dashed horizontal line at `y` on one axis."""
+    """A dashed horizontal line at `y` on one axis, with an optional label at its right end."""
 
     y: float
     role: str
     axis: AxisSide = "right"
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +284,14 @@ def line_chart(
             col = px(v.x) // scale_x
             start = col + 1 if col + 1 + len(v.label) <= cols else col - len(v.label)
             canvas.put(start, 0, v.label, v.role)
+    taken: set[int] = set()
+    for h in hlines:
+        if h.label and len(h.label) < cols:
+            at = min(max(py(h.y, h.axis) // scale_y, 0), rows - 1)
+            while at in taken and at > 0:
+                at -= 1  # two labels on one row: the later one goes above
+            taken.add(at)
+            canvas.put(cols - len(h.label), at, h.label, h.role)
 
     out: list[Line] = []
     bar = "|" if ascii else "│"

@@ -1,4 +1,4 @@
-"""The session header: the load and step, then the target, packed into the lines there are."""
+"""The session header: the load and step, the target, then the terms (verdict, SLA, cost)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 from collections import Counter
 
 from gputui.frontends.live import LiveView
-from gputui.metrics.outcome import P95_DECIDABLE_N, p95_needs
 from gputui.session import StatsFrame
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
+from gputui.ui.render.terms import terms_parts
 
 
 def gpu_names(view: LiveView) -> str:
@@ -69,9 +69,6 @@ def header_groups(view: LiveView) -> list[Group]:
         step: Line = [("step ", "label"), (f"{len(view.steps) + 1}", "")]
         step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
         groups.append((0, step))
-        needs = verdict_needs(frame)
-        if needs:
-            groups.append((1, needs))
         groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))
     groups.append((1, [(fmt.clock(view.session_s), "")]))
     engine_cpu = f"{frame.client_cpu_percent:.0f}%" if frame is not None else "-"
@@ -92,18 +89,32 @@ def header_groups(view: LiveView) -> list[Group]:
     return groups
 
 
-def header_lines(view: LiveView, width: int, height: int = 2) -> list[Line]:
+def terms_groups(view: LiveView) -> list[Group]:
+    """The verdict's progress, the SLA and the cost stay longest; the price goes first."""
+    return [(1 if part[0][0] == "price " else 0, part) for part in terms_parts(view)]
+
+
+def header_lines(view: LiveView, width: int, height: int = 3) -> list[Line]:
     """The header in `height` lines of `width`, no item cut: the least important left out.
 
-    The load and step come first (half the lines, rounded up), then the target and what it
-    serves: each part drops its least important items when they do not fit its lines.
+    The load and step come first, then the target and what it serves, then the terms (the
+    verdict's progress, the SLA, the price and the cost): each part has its own lines when
+    there are three or more, and drops its least important items when they do not fit them.
     """
     groups = header_groups(view)
     split = next(i for i, (_, spans) in enumerate(groups) if spans[0][0] == view.target_url)
-    if height <= 1:
-        return pack(groups, width, max(height, 0))
-    top = (height + 1) // 2
-    return [*pack(groups[:split], width, top), *pack(groups[split:], width, height - top)]
+    terms = terms_groups(view)
+    if height <= 2:
+        top = (height + 1) // 2 if height == 2 else height
+        rest = groups[split:] + terms
+        return [*pack(groups[:split], width, top), *pack(rest, width, height - top)]
+    top = (height - 1) // 2
+    middle = height - 1 - top
+    return [
+        *pack(groups[:split], width, top),
+        *pack(groups[split:], width, middle),
+        *pack(terms, width, 1),
+    ]
 
 
 VERDICT_ROLES = {"pass": "ok", "fail": "crit", "inconclusive": "inconclusive"}
@@ -124,19 +135,6 @@ def capacity_bracket(view: LiveView) -> Line:
     for caveat in capacity.caveats:  # "21 and 32 fail below it", "... (SUSPECT)"
         line.append((f" · {caveat.split(':')[0]}", "warn"))
     return line
-
-
-def verdict_needs(frame: StatsFrame) -> Line:
-    """'P95 verdict: 23 of 59 requests, ~40 s' while a measuring step has too few to decide it."""
-    if frame.settle_remaining_s is not None or frame.in_warmup or frame.paused:
-        return []
-    needs = p95_needs(frame.measured_n, frame.window.requests_per_s)
-    if needs is None:
-        return []
-    n, eta_s = needs
-    eta = f", ~{eta_s:.0f} s" if eta_s is not None else ""
-    text = f"{n} of {P95_DECIDABLE_N} requests{eta}"
-    return [("P95 verdict: ", "label"), (text, "inconclusive")]
 
 
 def step_state(view: LiveView, frame: StatsFrame) -> Line:

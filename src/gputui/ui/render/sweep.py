@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gputui.frontends.live import LiveView
 from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.sla_terms import bound_text
 from gputui.metrics.step import StepMode, StepResult
 from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt
@@ -292,8 +293,8 @@ def sweep_lines(
                 ]
     peak = max([*left_values, *ghost_left, 1.0])
     hlines = [
-        HLine(b, role)
-        for b, role in ((sla.ttft_p95_s, "s2"), (sla.tpot_p95_s, "s3"))
+        HLine(b, role, label=bound_text(name, b))
+        for name, b, role in (("TTFT", sla.ttft_p95_s, "s2"), ("TPOT", sla.tpot_p95_s, "s3"))
         if b is not None
     ]
     vlines = [VLine(knee.level, "knee", knee_label(view))] if knee else []

@@ -28,10 +28,20 @@ KEYS = (
     ),
     ("space", "pause / resume sending; resuming starts a new step"),
     ("b", "fire a burst of requests on top of the load"),
-    ("h", "hold this level until its step is precise; load keys end it"),
+    (
+        "h",
+        "hold this level until its step is precise (±5 %) and its SLA verdict is decided, at "
+        "most 5 min; load keys end it",
+    ),
     ("a", "auto sweep from here, filling the chart; load keys end it"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
+    (
+        "e",
+        "SLA and price: the TTFT and TPOT P95 bounds (1s, 35ms), the error-rate bound (1%) and "
+        "the price per hour; the finished steps are re-judged at once, the change is saved",
+    ),
+    ("w", "write this session's HTML report beside the saved sessions (the event log says where)"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),
     ("e", "every event, whole (repeats folded), on a screen of its own; esc goes back"),
     ("t", "every finished step, on a screen of its own; esc goes back"),
@@ -44,13 +54,23 @@ PANELS = (
     (
         "Header",
         "target, model, backend, GPUs; load mode and level, step and its time (warm-up "
-        "shown), requests in flight, session clock, CPU of the load engine and of this UI",
+        "shown), requests in flight, session clock, CPU of the load engine and of this UI; "
+        "what the step's verdict still needs (below), the SLA, the price and the cost per "
+        "million output tokens at the capacity (a range when its 95 % interval is wide)",
+    ),
+    (
+        "P95 verdict",
+        "a P95 needs 59 requests before its 95 % interval has two ends: before that a step can "
+        'fail but not pass. "23 of 59 requests, ~40 s" counts them and the time left at the '
+        "step's request rate; then pass (the interval is under the bound), fail (over it) or "
+        "inconclusive (it straddles the bound: hold longer with h)",
     ),
     (
         "Sweep",
         "one point per finished step: output tok/s (● solid, left axis) against load; P95 TTFT "
         "(▲ dotted) and P95 TPOT (▼ dashed) on the right (log) axis; dashed lines are the SLA "
-        "bounds; ◆ is the current step, live; ┊ the knee; ★ the SLA-qualified capacity; dim "
+        "bounds, labelled at their right end (TTFT p95 1 s); ◆ is the current step, live; "
+        "┊ the knee; ★ the SLA-qualified capacity; dim "
         "○ ◇ □ curves are saved sessions (o to overlay, x to clear)",
     ),
     (
@@ -74,7 +94,7 @@ PANELS = (
         "Events",
         "errors by reason, throttling, preemption bursts, SLA breaches, a changed bound-by "
         "verdict, with session time; a repeat is folded into its latest line ('since 0:01:32, "
-        "x9': first seen, how often) and a long event wraps",
+        "x9': first seen, how often) and a long event wraps; l lists every event whole",
     ),
 )
 

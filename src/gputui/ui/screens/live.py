@@ -98,7 +98,8 @@ class LiveScreen(Screen[None]):
             "hold",
             "Hold",
             id="hold_until_precise",
-            tooltip="Keep this level until its step is precise (any load key takes control back)",
+            tooltip="Keep this level until its step is precise and its SLA verdict decided "
+            "(any load key takes control back)",
         ),
         Binding(
             "a",
@@ -109,6 +110,21 @@ class LiveScreen(Screen[None]):
         ),
         Binding(
             "e",
+            "settings",
+            "SLA/price",
+            id="settings",
+            tooltip="Change the SLA bounds, the error-rate bound and the price per hour; the "
+            "finished steps are re-judged at once",
+        ),
+        Binding(
+            "w",
+            "export_report",
+            "Report",
+            id="export_report",
+            tooltip="Write this session's HTML report beside the saved sessions",
+        ),
+        Binding(
+            "l",
             "detail('events')",
             "Events",
             id="all_events",
@@ -258,6 +274,14 @@ class LiveScreen(Screen[None]):
     def action_auto(self) -> None:
         """Start the auto sweep from the current level."""
         self.gapp.source.start_auto()
+
+    def action_settings(self) -> None:
+        """Open the SLA and price dialog."""
+        self.gapp.ask_terms()
+
+    def action_export_report(self) -> None:
+        """Write the HTML report (in a worker)."""
+        self.gapp.export_report()
 
     def action_save(self) -> None:
         """Ask for a label, then save."""

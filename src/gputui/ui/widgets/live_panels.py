@@ -20,7 +20,7 @@ class SessionHeader(LivePanel):
     """Target, model, backend, GPUs, load, step clock, in flight, session clock and client CPU."""
 
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
-        """The status, in the lines the header has (two, three when compact)."""
+        """The status, in the lines the header has (three: load, target, terms)."""
         return header_lines(view, width, height)
 
 
@@ -68,8 +68,8 @@ class StepsTable(LivePanel):
     """One row per finished step; the SLA-qualified best step highlighted."""
 
     def data_key(self, view: LiveView) -> object:
-        """Only a finished step (or its diagnosis) changes it."""
-        return (len(view.steps), len(view.diagnoses), view.best_step_index, view.knee)
+        """Only a finished step (or its diagnosis, or a changed SLA) changes it."""
+        return (len(view.steps), len(view.diagnoses), view.best_step_index, view.knee, view.sla)
 
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
         """The steps table."""
