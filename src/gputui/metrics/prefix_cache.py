@@ -195,26 +195,38 @@ def _turn_weights(records: Sequence[RequestRecord], blocks: Sequence[_Block]) ->
     return {t: float(min(max(rates[column[t]], 0.0), 1.0)) for t in turns}
 
 
-def history_shares(records: Sequence[RequestRecord], turns: Sequence[int]) -> list[float] | None:
-    """Per turn, the share of its prompt tokens that its history (earlier turns) makes up.
+def _histories(records: Sequence[RequestRecord]) -> dict[int, int | None]:
+    """Per ok multi-turn record (by id), the tokens its history holds; None when unknown.
 
     Turn t re-sends turn t - 1's prompt and answer: those are all a prefix cache can serve
-    (turn 1: nothing). None when a later turn's previous turn is not among the records.
+    (turn 1: nothing). Unknown when the previous turn is not among the records.
     """
     earlier: dict[tuple[int | None, int | None], RequestRecord] = {
         (r.conversation_id, r.turn): r for r in records if r.conversation_id is not None
     }
-    history = dict.fromkeys(turns, 0.0)
-    prompts = dict.fromkeys(turns, 0.0)
+    out: dict[int, int | None] = {}
     for r in records:
-        if r.turn not in history or not r.ok or not r.input_tokens:
+        if r.turn is None or not r.ok or not r.input_tokens:
             continue
         before = earlier.get((r.conversation_id, r.turn - 1)) if r.turn > 1 else None
         if r.turn > 1 and (before is None or before.input_tokens is None):
+            out[id(r)] = None
             continue
         held = 0 if before is None else (before.input_tokens or 0) + before.output_tokens
-        history[r.turn] += min(held, r.input_tokens)
-        prompts[r.turn] += r.input_tokens
+        out[id(r)] = min(held, r.input_tokens)
+    return out
+
+
+def history_shares(records: Sequence[RequestRecord], turns: Sequence[int]) -> list[float] | None:
+    """Per turn, the share of its prompt tokens that its history makes up (None: unknown)."""
+    held = _histories(records)
+    history = dict.fromkeys(turns, 0.0)
+    prompts = dict.fromkeys(turns, 0.0)
+    for r in records:
+        tokens = held.get(id(r))
+        if r.turn in history and tokens is not None:
+            history[r.turn] += tokens
+            prompts[r.turn] += r.input_tokens or 0
     if any(prompts[t] <= 0 for t in turns):
         return None
     return [history[t] / prompts[t] for t in turns]
@@ -322,12 +334,34 @@ def cold_warning(
     rate = share.hit_rate if share is not None else None
     if share is None or rate is None or rate <= COLD_HIT_RATE:
         return None
-    which = "first turns' " if any(r.turn is not None for r in first) else ""
+    turns = any(r.turn is not None for r in first)
+    if turns and share.source == SOURCE_COUNTERS and _histories_hold(records, meter):
+        return None
+    which = "first turns' " if turns else ""
     return (
         f"step {step_index + 1} ({level:g}): {rate:.0%} of its {which}prompt tokens were served "
         f"from the prefix cache ({share.source}) although its prompts were salted to be cold: "
         "another client is sending the same prompts, or the salt did not reach the first block"
     )
+
+
+def _histories_hold(records: Sequence[RequestRecord], meter: PrefixCacheMeter) -> bool:
+    """The counted hits fit in the later turns' histories: nothing says a first turn hit.
+
+    From the counters a first turn's share is an estimate that noise can push past the warning's
+    threshold; hits no more than the histories hold are what a salted conversation run is
+    expected to get (a history not among the records counts as a whole prompt).
+    """
+    whole = meter.share(records)
+    if whole is None:
+        return False
+    held = _histories(records)
+    room = sum(
+        tokens if (tokens := held.get(id(r))) is not None else r.input_tokens or 0
+        for r in records
+        if r.ok and (r.turn or 1) > 1
+    )
+    return whole.hit_tokens <= room
 
 
 def step_meter(
