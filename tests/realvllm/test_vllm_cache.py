@@ -9,7 +9,9 @@ gputui's numbers to the same counters read around its run, from outside.
   nothing of the first in vLLM's prefix cache (the issue measured 75 % hits without the salt);
   the same command with `--reuse-prompts` is served from the cache, and gputui says so too.
 - Multi-turn: 4 conversations x 3 turns on the chat endpoint. Each turn re-sends the history, so
-  turns 2 and 3 hit the cache and turn 1 does not; the run's total is vLLM's own rate.
+  turns 2 and 3 hit the cache (their history in whole 128-token blocks) and turn 1 does not: the
+  run's total is vLLM's own rate (2 points), each turn its history's (5 points), and no first
+  turn is taken for a cold prompt served from the cache.
 
 Each run prints its numbers (run pytest with -s to see them).
 """
