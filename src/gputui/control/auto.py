@@ -1,8 +1,9 @@
-"""The Session's own threads for `hold_until_precise` and `start_auto` (the TUI's keys).
+"""The TUI's jobs on a Session: `hold_until_precise` and `start_auto` (its keys), on their thread.
 
 Contract: one job at a time; starting one cancels the one before. `cancel` (any manual load
-change) stops the job within a moment and leaves the load where it is: control goes back to the
-operator. `phase` is "holding" or "auto" while a job runs (the frame's `step_phase`).
+change, or the session stopping) stops the job within a moment and leaves the load where it is:
+control goes back to the operator. `phase` is "holding" or "auto" while a job runs; the session
+is told (`Session.set_job_phase`), so its frames carry it as `step_phase`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class AutoControl:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        session.add_stop_listener(self.cancel)
         self.max_step_s = DEFAULT_MAX_STEP_S
         self.max_level = DEFAULT_MAX_LEVEL
         self.target_precision = 0.05
@@ -47,7 +49,7 @@ class AutoControl:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=2.0)
-        self.phase = "measuring"
+        self._set_phase("measuring")
 
     def hold_until_precise(self, target_precision: float) -> None:
         """Keep the current step open until it is precise, then close it at the same level."""
@@ -92,14 +94,18 @@ class AutoControl:
         self.cancel()
         stop = threading.Event()
         self._stop = stop
-        self.phase = phase
+        self._set_phase(phase)
 
         def body() -> None:
             try:
                 job(stop)
             finally:
                 if self._stop is stop:
-                    self.phase = "measuring"
+                    self._set_phase("measuring")
 
         self._thread = threading.Thread(target=body, name=f"gputui-{phase}", daemon=True)
         self._thread.start()
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.session.set_job_phase(phase)

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from gputui.control.auto import AutoControl
 from gputui.control.sweep import InFlightTrace
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
@@ -66,6 +67,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             workers=settings.workers,
             ray_address=settings.ray_address,
         )
+        self._jobs = AutoControl(self._session)
         self._lock = threading.Lock()
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level

@@ -1,7 +1,7 @@
 """The live controller's hold and auto sweep (issue 16): who sets the load, kept apart.
 
-Contract: `gputui.frontends.live.LiveController` inherits `LiveJobsMixin`. The Session runs the jobs
-(`Session.hold_until_precise`, `Session.start_auto`); this mixin starts and ends them and keeps
+Contract: `gputui.frontends.live.LiveController` inherits `LiveJobsMixin`. `control.auto` runs
+the jobs on the Session (`AutoControl`); this mixin starts and ends them and keeps
 `control` ("operator", "holding" or "auto"). Any load command takes control back first
 (`_take_control`), and a job is refused, with an event, while not connected or paused.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from gputui.control.auto import AutoControl
 from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
@@ -22,6 +23,7 @@ class LiveJobsMixin:
 
     settings: LiveSettings
     _session: Session
+    _jobs: AutoControl
     _lock: threading.Lock
     _mode: LoadMode
     _level: float
@@ -39,7 +41,7 @@ class LiveJobsMixin:
         if self._control == "auto":
             self.cancel_auto()  # hold where the sweep has got to
         target = self.settings.target_precision
-        self._session.hold_until_precise(target)
+        self._jobs.hold_until_precise(target)
         self._control = "holding"
         self._job_seen = False
         self._event("info", f"holding {self._level:g} until ±{target * 100:g} %")
@@ -48,7 +50,7 @@ class LiveJobsMixin:
         """Start the auto sweep from the current level; the chart fills as its steps finish."""
         if not self._ready("auto sweep"):
             return
-        self._session.start_auto(self._level)
+        self._jobs.start_auto(self._level)
         self._control = "auto"
         self._job_seen = False
         self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
@@ -57,7 +59,7 @@ class LiveJobsMixin:
         """End the auto sweep or the hold; the load stays at the level it had reached."""
         if self._control == "operator":
             return
-        self._session.cancel_auto()
+        self._jobs.cancel()
         was, self._control = self._control, "operator"
         current = self._session.current_step
         with self._lock:

@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,14 +37,11 @@ from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow
 from gputui.session.diagnosis import DiagnosisMixin
 from gputui.session.events import EventLog, EventWatcher, load_event, step_events
-from gputui.session.frames import FramePublisherMixin
 from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: callers import it here
+from gputui.session.publisher import FramePublisherMixin
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame
-
-if TYPE_CHECKING:
-    from gputui.control.auto import AutoControl
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
@@ -55,7 +51,7 @@ JOURNAL_INTERVAL_S = 1.0
 class Session(FramePublisherMixin, DiagnosisMixin):
     """A live load experiment against one target.
 
-    Steady state and precision: `session.steady`; frames: `session.frames`; diagnosis:
+    Steady state and precision: `session.steady`; frames: `session.publisher`; diagnosis:
     `session.diagnosis` (mixins, each with its own contract).
     """
 
@@ -81,7 +77,8 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self._settle: SettleTracker | None = None
         self._targets: dict[int, float] = {}
         self._precision_at: tuple[int, int, float | None, int] = (-1, -1, None, 0)
-        self._auto: AutoControl | None = None
+        self._job_phase = "measuring"
+        self._stop_listeners: list[Callable[[], None]] = []
         self._on_step_finished = on_step_finished
         self._on_frame = on_frame
         self._closing = threading.Event()
@@ -205,7 +202,8 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         `cancel` means the run was interrupted: in-flight requests are aborted (and excluded), and
         the step that was running is marked incomplete.
         """
-        self.cancel_auto()  # no background job may change the load past this point
+        for listener in self._stop_listeners:
+            listener()  # no background job may change the load past this point
         with self._lock:
             if cancel and self._steps and self._steps[-1].end_ns < 0:
                 self._interrupted_step = self._steps[-1].index
