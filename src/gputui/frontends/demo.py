@@ -31,7 +31,6 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Start the simulator, sweep it headless, write the snapshot."""
-    from gputui.cli import build_parser
     from gputui.frontends.run import run_command
     from gputui.sim.device import ModelDoesNotFit
     from gputui.sim.gpu_profile import GpuProfileSpec
@@ -49,8 +48,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return run_demo_tui(args, spec)
     sys.stdout.write(f"gputui demo: simulated {args.gpu} serving {args.model} ({args.precision})\n")
     with start_background(spec) as sim:
-        run_parser = build_parser()
-        run_args = run_parser.parse_args(
+        run_args = parser.parse_args(  # the `gputui` parser main() built, run's flags
             [
                 "run",
                 "--url",
