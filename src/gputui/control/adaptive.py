@@ -27,6 +27,8 @@ from gputui.metrics.precision import StepPrecision
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.session import Session
 
+DEFAULT_MAX_STEP_S = 40.0
+"""The longest a step runs for precision unless `--max-step-seconds` says: both front ends."""
 _POLL_S = 0.1
 _PRECISION_EVERY_S = 1.0
 _P95_MIN_N = min_n_two_sided(0.95)

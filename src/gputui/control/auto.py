@@ -12,25 +12,33 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gputui.control.adaptive import AutoRun, StepLimits, finish_step, hold_step
+from gputui.control.adaptive import DEFAULT_MAX_STEP_S, AutoRun, StepLimits, finish_step, hold_step
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 
 if TYPE_CHECKING:
     from gputui.session import Session
 
-DEFAULT_MAX_STEP_S = 60.0
 DEFAULT_MAX_LEVEL = 256.0
 
 
 class AutoControl:
     """Runs one background job on a Session (module contract)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        target_precision: float = DEFAULT_TARGET_PRECISION,
+        max_step_s: float | None = None,
+    ) -> None:
         self.session = session
         session.add_stop_listener(self.cancel)
-        self.max_step_s = DEFAULT_MAX_STEP_S
+        self.max_step_s = DEFAULT_MAX_STEP_S if max_step_s is None else max_step_s
+        """`--max-step-seconds`: a hold's and each auto step's longest run."""
         self.max_level = DEFAULT_MAX_LEVEL
-        self.target_precision = 0.05
+        self.target_precision = target_precision
+        """`--target-precision`: what the auto sweep's steps run to."""
         self.phase = "measuring"
         self.reason: str | None = None
         """Why the last auto sweep ended."""

@@ -67,7 +67,11 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             workers=settings.workers,
             ray_address=settings.ray_address,
         )
-        self._jobs = AutoControl(self._session)
+        self._jobs = AutoControl(
+            self._session,
+            target_precision=settings.target_precision,
+            max_step_s=settings.max_step_s,
+        )
         self._lock = threading.Lock()
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level

@@ -183,6 +183,7 @@ def live_controller(
     from gputui.engine.process import EngineConfig
     from gputui.engine.target import parse_target
     from gputui.frontends.live import LiveController, LiveSettings
+    from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
     from gputui.metrics.sla import Sla
     from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
     from gputui.workloads.sources import tui_source_plan
@@ -239,6 +240,8 @@ def live_controller(
         price_per_hour=values["price_per_hour"],
         precision=values["precision"],
         source=source if driven else None,
+        target_precision=values["target_precision"] or DEFAULT_TARGET_PRECISION,
+        max_step_s=values["max_step_seconds"],
     )
     config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)
