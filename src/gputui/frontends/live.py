@@ -26,6 +26,7 @@ from pathlib import Path
 
 from gputui.control.auto import AutoControl
 from gputui.control.sweep import InFlightTrace
+from gputui.engine.api import EngineFactory
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
@@ -51,7 +52,13 @@ _PROGRESS_NS = 1_000_000_000
 class LiveController(LiveJobsMixin, LiveSavingMixin):
     """Drives one live session (see the module docstring; jobs and saving: the mixins)."""
 
-    def __init__(self, settings: LiveSettings, telemetry: TelemetrySampler | None = None) -> None:
+    def __init__(
+        self,
+        settings: LiveSettings,
+        telemetry: TelemetrySampler | None = None,
+        *,
+        engine: EngineFactory | None = None,
+    ) -> None:
         self.settings = settings
         self._telemetry = telemetry
         self._trace = InFlightTrace()
@@ -66,6 +73,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             telemetry=telemetry.latest if telemetry is not None else None,
             workers=settings.workers,
             ray_address=settings.ray_address,
+            engine=engine,
         )
         self._jobs = AutoControl(
             self._session,

@@ -1,13 +1,14 @@
 """The Session: the one facade that both the TUI and the headless `gputui run` drive.
 
-Contract: the Session owns the engine process (through EngineHandle), the step bookkeeping and the
-statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`, `stop`); each change
-of level opens a new step whose first `warmup_s` are excluded from its statistics. A step is
-finished once it is closed *and* every request sent during it has come back, so its figures never
-silently lose the slow requests. Live figures are published as an immutable `StatsFrame` swapped
-into `latest`; readers never see a half-built frame and never lock. The Session also keeps what
-both front ends share: the event log (`events`, detected on the frame thread), the crash journal
-(`open_journal`) and the steps a snapshot is assembled from (`snapshot.assemble.save_session`).
+Contract: the Session owns the engine (`engine.api.Engine`: a process or a pool), the step
+bookkeeping and the statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`,
+`stop`); each change of level opens a new step whose first `warmup_s` are excluded from its
+statistics. A step is finished once it is closed *and* every request sent during it has come back,
+so its figures never silently lose the slow requests. Live figures are published as an immutable
+`StatsFrame` swapped into `latest`; readers never see a half-built frame and never lock. The Session
+also keeps what both front ends share: the event log (`events`, detected on the frame thread), the
+crash journal (`open_journal`) and the steps a snapshot is assembled from
+(`snapshot.assemble.save_session`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from gputui.diagnosis.step import StepDiagnoser
+from gputui.engine.api import Engine, EngineFactory, engine_factory
 from gputui.engine.commands import Burst, Load, Pause, Resume
-from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
-from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineConfig, EngineStatus
-from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.errors import EngineFailed
 from gputui.metrics.precision import mark_precision
@@ -68,6 +67,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         ray_address: str | None = None,
         telemetry: Callable[[], TelemetryFrame | None] | None = None,
         max_warmup_s: float = DEFAULT_MAX_WARMUP_S,
+        engine: EngineFactory | None = None,
     ) -> None:
         self.config = config
         self.sla = sla
@@ -84,13 +84,8 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self._closing = threading.Event()
         self._frames: threading.Thread | None = None
         self.workers = workers
-        self._engine: EngineHandle | WorkerPool | RayPool
-        if ray_address is not None:
-            self._engine = RayPool(config, workers, self._on_batch, ray_address)
-        elif workers > 1:
-            self._engine = WorkerPool(config, workers, self._on_batch)
-        else:
-            self._engine = EngineHandle(config, self._on_batch)
+        build = engine if engine is not None else engine_factory(config, workers, ray_address)
+        self._engine: Engine = build(self._on_batch)
         self._lock = threading.Lock()
         self._steps: list[StepSpec] = []
         self._records: dict[int, list[RequestRecord]] = {}

@@ -26,7 +26,7 @@ from gputui.telemetry.sampler import TelemetryFrame
 
 if TYPE_CHECKING:
     from gputui.diagnosis.step import StepDiagnoser
-    from gputui.engine.handle import EngineHandle
+    from gputui.engine.api import Engine
 
 
 class FramePublisherMixin(SteadyStateMixin):
@@ -40,7 +40,7 @@ class FramePublisherMixin(SteadyStateMixin):
     _rtt_ns: list[int]
     _seq: int
     _paused: bool
-    _engine: EngineHandle | WorkerPool | RayPool
+    _engine: Engine
     events: EventLog
     target_state: str
     diagnoser: StepDiagnoser | None

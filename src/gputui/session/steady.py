@@ -25,9 +25,7 @@ from gputui.session.settling import SettleTracker
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gputui.engine.handle import EngineHandle
-    from gputui.engine.pool import WorkerPool
-    from gputui.engine.ray_pool import RayPool
+    from gputui.engine.api import Engine
 
 PRECISION_EVERY_NS = 1_000_000_000
 DEFAULT_FRAME_TARGET = 0.05
@@ -49,7 +47,7 @@ class SteadyStateMixin:
     _precision_at: tuple[int, int, float | None, int]
     _job_phase: str
     _stop_listeners: list[Callable[[], None]]
-    _engine: EngineHandle | WorkerPool | RayPool
+    _engine: Engine
 
     def _new_tracker(self, step: StepSpec) -> SettleTracker | None:
         """A settling tracker for a step without a fixed warm-up (lock held)."""
