@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
+from gputui.control.auto import AutoControl
 from gputui.engine.client import ClientConfig
 from gputui.engine.commands import Command, Load
 from gputui.engine.handle import BatchCallback
@@ -89,3 +91,41 @@ def test_a_session_runs_its_steps_on_an_injected_engine() -> None:
     time.sleep(0.1)
     session.stop(cancel=False, drain_timeout_s=0.0)
     assert [s.requests_ok for s in session.finished_steps()] == [6, 3]
+
+
+def _wait(condition: Callable[[], object], timeout_s: float) -> bool:
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_job_that_ends_by_itself_says_so_without_any_frame() -> None:
+    """No frames at all: the owner still learns that the hold ended (control.auto's `on_end`)."""
+    engines: list[FakeEngine] = []
+
+    def build(on_batch: BatchCallback) -> FakeEngine:
+        engines.append(FakeEngine(on_batch))
+        return engines[-1]
+
+    config = EngineConfig(
+        client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
+        shape=RequestShape(16, 8),
+    )
+    session = Session(config, Sla(1.0, 0.1, 0.1), warmup_s=0.0, engine=build)
+    (engine,) = engines
+    ended: list[str] = []
+    jobs = AutoControl(session, max_step_s=0.2, on_end=ended.append)
+    session.start(frame_interval_s=None)
+    session.set_load("concurrency", 2)
+    jobs.hold_until_precise(0.05)  # nothing comes back: the step ends at its 0.2 s maximum
+    assert _wait(lambda: len(session.step_specs()) == 2, 5.0)  # closed, its load held on
+    engine.deliver([], {0: 0, 1: 0})  # the reader's next batch: step 0 has all it sent
+    assert _wait(lambda: ended, 5.0)
+    assert ended == ["holding"] and not jobs.running
+    (step,) = session.finished_steps()
+    assert step.index == 0 and step.imprecise
+    session.stop(cancel=True, drain_timeout_s=0.0)
+    assert ended == ["holding"]  # stopping is not a second end

@@ -1,9 +1,10 @@
 """The TUI's jobs on a Session: `hold_until_precise` and `start_auto` (its keys), on their thread.
 
-Contract: one job at a time; starting one cancels the one before. `cancel` (any manual load
-change, or the session stopping) stops the job within a moment and leaves the load where it is:
-control goes back to the operator. `phase` is "holding" or "auto" while a job runs; the session
-is told (`Session.set_job_phase`), so its frames carry it as `step_phase`.
+Contract: one job at a time; starting one cancels the one before. `cancel` (any manual load change,
+or the session stopping) stops the job within a moment and leaves the load where it is: control goes
+back to the operator. A job that ends by itself (swept, or precise) says so through `on_end`, on its
+own thread: its owner never has to infer the end from frames. `phase` is "holding" or "auto" while a
+job runs; the session is told (`Session.set_job_phase`), so its frames carry it as `step_phase`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ class AutoControl:
         *,
         target_precision: float = DEFAULT_TARGET_PRECISION,
         max_step_s: float | None = None,
+        on_end: Callable[[str], None] | None = None,
     ) -> None:
         self.session = session
+        self._on_end = on_end
         session.add_stop_listener(self.cancel)
         self.max_step_s = DEFAULT_MAX_STEP_S if max_step_s is None else max_step_s
         """`--max-step-seconds`: a hold's and each auto step's longest run."""
@@ -110,6 +113,8 @@ class AutoControl:
             finally:
                 if self._stop is stop:
                     self._set_phase("measuring")
+                    if not stop.is_set() and self._on_end is not None:
+                        self._on_end(phase)  # ended by itself, not cancelled
 
         self._thread = threading.Thread(target=body, name=f"gputui-{phase}", daemon=True)
         self._thread.start()

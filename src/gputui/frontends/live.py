@@ -79,6 +79,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             self._session,
             target_precision=settings.target_precision,
             max_step_s=settings.max_step_s,
+            on_end=self._job_ended,
         )
         self._lock = threading.Lock()
         self._mode: LoadMode = settings.start_mode
@@ -110,8 +111,6 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         )  # from the first view on, so the workload panel is laid out from the start
         self._progress_ns = 0
         self._control = "operator"
-        self._job_seen = False
-        """Frames of the hold or the auto sweep have been seen (its end: a frame without it)."""
 
     @property
     def session(self) -> Session:
@@ -352,16 +351,6 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
     def _on_frame(self, frame: StatsFrame) -> None:
         """Each new frame, on the Session's frame thread (after its events): history, trace."""
         self._trace.on_frame(frame)
-        control = self._control
-        if control != "operator":
-            if frame.step_phase == control:
-                self._job_seen = True
-            elif self._job_seen:  # the Session's job ended by itself (swept, or precise)
-                self._control = "operator"
-                done = "auto sweep finished" if control == "auto" else "hold ended"
-                self._event("info", f"{done}: operator control")
-                with self._lock:
-                    self._mode, self._level = frame.mode, frame.level
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
         self._update_progress()

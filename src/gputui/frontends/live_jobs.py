@@ -31,7 +31,6 @@ class LiveJobsMixin:
     _running: bool
     _connected: bool
     _control: str
-    _job_seen: bool
     _event: Callable[[EventKind, str], None]
 
     def hold_until_precise(self) -> None:
@@ -41,31 +40,42 @@ class LiveJobsMixin:
         if self._control == "auto":
             self.cancel_auto()  # hold where the sweep has got to
         target = self.settings.target_precision
-        self._jobs.hold_until_precise(target)
-        self._control = "holding"
-        self._job_seen = False
+        self._control = "holding"  # before the job starts: it may end at once
         self._event("info", f"holding {self._level:g} until ±{target * 100:g} %")
+        self._jobs.hold_until_precise(target)
 
     def start_auto(self) -> None:
         """Start the auto sweep from the current level; the chart fills as its steps finish."""
         if not self._ready("auto sweep"):
             return
-        self._jobs.start_auto(self._level)
-        self._control = "auto"
-        self._job_seen = False
+        self._control = "auto"  # before the job starts: it may end at once
         self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
+        self._jobs.start_auto(self._level)
 
     def cancel_auto(self) -> None:
         """End the auto sweep or the hold; the load stays at the level it had reached."""
-        if self._control == "operator":
+        with self._lock:
+            was, self._control = self._control, "operator"
+        if was == "operator":
             return
         self._jobs.cancel()
-        was, self._control = self._control, "operator"
         current = self._session.current_step
         with self._lock:
             if current is not None:
                 self._mode, self._level = current.mode, current.level
         self._event("info", f"{'auto sweep' if was == 'auto' else 'hold'} ended: operator control")
+
+    def _job_ended(self, phase: str) -> None:
+        """The hold or the auto sweep ended by itself (on the job's thread): control goes back."""
+        current = self._session.current_step
+        with self._lock:
+            if self._control != phase:
+                return  # the operator took control first
+            self._control = "operator"
+            if current is not None:
+                self._mode, self._level = current.mode, current.level
+        done = "auto sweep finished" if phase == "auto" else "hold ended"
+        self._event("info", f"{done}: operator control")
 
     @property
     def control(self) -> str:
