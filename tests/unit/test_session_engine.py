@@ -129,3 +129,33 @@ def test_a_job_that_ends_by_itself_says_so_without_any_frame() -> None:
     assert step.index == 0 and step.imprecise
     session.stop(cancel=True, drain_timeout_s=0.0)
     assert ended == ["holding"]  # stopping is not a second end
+
+
+def test_cancelling_a_job_returns_at_once_and_no_load_change_follows() -> None:
+    engines: list[FakeEngine] = []
+
+    def build(on_batch: BatchCallback) -> FakeEngine:
+        engines.append(FakeEngine(on_batch))
+        return engines[-1]
+
+    config = EngineConfig(
+        client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
+        shape=RequestShape(16, 8),
+    )
+    session = Session(config, Sla(1.0, 0.1, 0.1), warmup_s=0.0, engine=build)
+    (engine,) = engines
+    jobs = AutoControl(session, max_step_s=0.05)
+    session.start(frame_interval_s=None)
+    session.set_load("concurrency", 1)
+    jobs.start_auto(2)
+    assert _wait(lambda: len(engine.commands) >= 2, 5.0)  # the sweep opened its first step
+    started = time.perf_counter()
+    jobs.cancel()
+    assert time.perf_counter() - started < 0.05  # the UI loop is not held up
+    count = len(session.step_specs())
+    for index in range(len(engine.commands) + 2):  # the sweep's steps may now all finish
+        engine.deliver([], dict.fromkeys(range(index + 1), 0))
+    time.sleep(0.3)
+    assert len(session.step_specs()) == count  # nothing the cancelled job did came after
+    assert jobs.phase == "measuring"
+    session.stop(cancel=True, drain_timeout_s=0.0)

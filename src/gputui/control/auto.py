@@ -13,9 +13,18 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gputui.control.adaptive import DEFAULT_MAX_STEP_S, AutoRun, StepLimits, finish_step, hold_step
+from gputui.control.adaptive import (
+    DEFAULT_MAX_STEP_S,
+    AutoRun,
+    DrivenSession,
+    StepLimits,
+    finish_step,
+    hold_step,
+)
+from gputui.engine.load import LoadMode
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
-from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, StepPrecision
+from gputui.metrics.step import StepResult, StepSpec
 
 if TYPE_CHECKING:
     from gputui.session import Session
@@ -47,6 +56,7 @@ class AutoControl:
         """Why the last auto sweep ended."""
         self.decision: KneeDecision | None = None
         self._stop = threading.Event()
+        self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
@@ -55,11 +65,13 @@ class AutoControl:
         return self._thread is not None and self._thread.is_alive()
 
     def cancel(self) -> None:
-        """Stop the running job (the load stays as it is)."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=2.0)
+        """Stop the running job (the load stays as it is); returns at once, never joins it.
+
+        The job changes the load only through a `_JobView` that refuses once `cancel` has set the
+        job's stop under the same lock, so nothing the job does can follow the operator's change.
+        """
+        with self._guard:
+            self._stop.set()
         self._set_phase("measuring")
 
     def hold_until_precise(self, target_precision: float) -> None:
@@ -69,10 +81,10 @@ class AutoControl:
             return
         limits = StepLimits(target_precision, self.max_step_s, self.max_step_s)
 
-        def job(stop: threading.Event) -> None:
-            hold_step(self.session, stop, current.index, limits)
+        def job(session: DrivenSession, stop: threading.Event) -> None:
+            hold_step(session, stop, current.index, limits)
             if not stop.is_set():
-                finish_step(self.session, stop, current.index)
+                finish_step(session, stop, current.index)
 
         self._start("holding", job)
 
@@ -85,9 +97,10 @@ class AutoControl:
         )
         limits = StepLimits(self.target_precision, self.max_step_s, self.max_step_s)
 
-        def job(stop: threading.Event) -> None:
+        def job(session: DrivenSession, stop: threading.Event) -> None:
+            self.reason = "interrupted"
             auto = AutoRun(
-                self.session,
+                session,
                 stop,
                 planner=planner,
                 limits=limits,
@@ -101,15 +114,18 @@ class AutoControl:
     def _remember(self, decision: KneeDecision) -> None:
         self.decision = decision
 
-    def _start(self, phase: str, job: Callable[[threading.Event], None]) -> None:
+    def _start(self, phase: str, job: Callable[[DrivenSession, threading.Event], None]) -> None:
         self.cancel()
         stop = threading.Event()
         self._stop = stop
         self._set_phase(phase)
+        view = _JobView(self.session, stop, self._guard)
 
         def body() -> None:
             try:
-                job(stop)
+                job(view, stop)
+            except JobCancelled:
+                pass  # cancelled between two of its load changes: nothing more to do
             finally:
                 if self._stop is stop:
                     self._set_phase("measuring")
@@ -122,3 +138,59 @@ class AutoControl:
     def _set_phase(self, phase: str) -> None:
         self.phase = phase
         self.session.set_job_phase(phase)
+
+
+class JobCancelled(Exception):
+    """A cancelled job tried to change the load: it stops there."""
+
+
+class _JobView:
+    """The Session as one job sees it: reads pass through, load changes stop once cancelled."""
+
+    def __init__(self, session: Session, stop: threading.Event, guard: threading.Lock) -> None:
+        self._session = session
+        self._stop = stop
+        self._guard = guard
+
+    @property
+    def warmup_s(self) -> float | None:
+        return self._session.warmup_s
+
+    @property
+    def max_warmup_s(self) -> float:
+        return self._session.max_warmup_s
+
+    @property
+    def current_step(self) -> StepSpec | None:
+        return self._session.current_step
+
+    def step_specs(self) -> list[StepSpec]:
+        return self._session.step_specs()
+
+    def finished_steps(self) -> list[StepResult]:
+        return self._session.finished_steps()
+
+    def settled(self, index: int) -> bool:
+        return self._session.settled(index)
+
+    def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
+        return self._session.current_precision(target_precision)
+
+    def set_load(self, mode: LoadMode, level: float) -> StepSpec:
+        with self._guard:
+            self._check()
+            return self._session.set_load(mode, level)
+
+    def hold(self) -> StepSpec | None:
+        with self._guard:
+            self._check()
+            return self._session.hold()
+
+    def set_step_target(self, index: int, target_precision: float) -> None:
+        with self._guard:
+            self._check()
+            self._session.set_step_target(index, target_precision)
+
+    def _check(self) -> None:
+        if self._stop.is_set():
+            raise JobCancelled
