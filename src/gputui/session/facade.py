@@ -34,24 +34,24 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow
-from gputui.session.diagnosis import DiagnosisMixin
+from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import EventLog, EventWatcher, load_event, step_events
 from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: callers import it here
 from gputui.session.publisher import FramePublisherMixin
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.telemetry.sampler import TelemetryFrame
+from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
 """How often the journal is written and fsync'd: a `kill -9` loses at most this much."""
 
 
-class Session(FramePublisherMixin, DiagnosisMixin):
+class Session(FramePublisherMixin):
     """A live load experiment against one target.
 
-    Steady state and precision: `session.steady`; frames: `session.publisher`; diagnosis:
-    `session.diagnosis` (mixins, each with its own contract).
+    Steady state and precision: `session.steady`; frames: `session.publisher` (mixins, each with
+    its own contract); diagnosis: a `session.diagnosis.StepDiagnosis` it hands finished steps.
     """
 
     def __init__(
@@ -117,9 +117,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self.target_state = "ok"
         """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
         self._watcher = EventWatcher()
-        self.diagnoser: StepDiagnoser | None = None
-        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
-        self._last_verdict: str | None = None
+        self._diagnosis = StepDiagnosis(self.events)
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -213,8 +211,39 @@ class Session(FramePublisherMixin, DiagnosisMixin):
             self._engine_stopped = True
             finished = self._finish_ready_steps(force=True)
         self._deliver(finished)
-        if self.diagnoser is not None:
-            self.diagnoser.stop()
+        self._diagnosis.stop()
+
+    # diagnosis ---------------------------------------------------------------------------------
+    def start_diagnosis(
+        self,
+        sampler: TelemetrySampler | None,
+        metrics_url: str | None,
+        *,
+        model: str | None,
+        measured_bandwidth_gbps: float | None = None,
+    ) -> StepDiagnoser:
+        """Diagnose every step finished from now on (call after `start`; `stop` ends it).
+
+        The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
+        sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
+        its diagnoses to the snapshot, and a verdict that changes between steps is an event.
+        """
+        return self._diagnosis.start(
+            self, sampler, metrics_url, model=model, measured_bandwidth_gbps=measured_bandwidth_gbps
+        )
+
+    @property
+    def diagnoser(self) -> StepDiagnoser | None:
+        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
+        return self._diagnosis.diagnoser
+
+    @diagnoser.setter
+    def diagnoser(self, diagnoser: StepDiagnoser | None) -> None:
+        self._diagnosis.diagnoser = diagnoser
+
+    def diagnoses(self) -> dict[int, dict[str, object]]:
+        """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
+        return self._diagnosis.diagnoses()
 
     # the journal -------------------------------------------------------------------------------
     def open_journal(
@@ -259,8 +288,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         for result in finished:
             for kind, text in step_events(result):
                 self.events.add(kind, text)
-            diagnosis = self._diagnose(result)
-            self._verdict_changed(result, diagnosis)
+            diagnosis = None if result.index in self._hidden else self._diagnosis.on_step(result)
             if writer is not None:
                 writer.add_step(result, diagnosis)
             if self._on_step_finished is not None:
