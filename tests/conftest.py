@@ -1,8 +1,9 @@
 """Shared fixtures (a fixed-profile simulator on an ephemeral loopback port) and the CI switch.
 
-`GPUTUI_REQUIRE=e2e,browser,realserver` names test groups (markers) that must run: a skip of any
-test in a required group becomes a failure that says why it skipped. `.ci/run` sets it after
-installing tmux and Chromium, so a missing tool fails CI instead of quietly skipping its tests.
+`GPUTUI_REQUIRE=e2e,browser,realserver,realvllm` names test groups (markers) that must run: a skip
+of any test in a required group becomes a failure that says why it skipped. `.ci/run` sets it after
+installing tmux and Chromium (and adds realserver and realvllm once their setups succeeded), so a
+missing tool fails CI instead of quietly skipping its tests.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def fixed_sim() -> Iterator[SimProcess]:
         yield sim
 
 
-REQUIRED_GROUPS = ("e2e", "browser", "realserver")
+REQUIRED_GROUPS = ("e2e", "browser", "realserver", "realvllm")
 """Markers that `GPUTUI_REQUIRE` may name."""
 
 
@@ -31,6 +32,8 @@ def _required() -> set[str]:
     names = {n.strip() for n in os.environ.get("GPUTUI_REQUIRE", "").split(",") if n.strip()}
     if os.environ.get("GPUTUI_REQUIRE_REALSERVER") == "1":
         names.add("realserver")
+    if os.environ.get("GPUTUI_REQUIRE_REALVLLM") == "1":
+        names.add("realvllm")
     unknown = names - set(REQUIRED_GROUPS)
     if unknown:
         raise pytest.UsageError(f"GPUTUI_REQUIRE names unknown groups: {sorted(unknown)}")

@@ -10,34 +10,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from gputui import __version__
 from gputui.argtypes import (
-    non_negative_float,
+    OneLineParser,
+    level_list,
+    minutes,
     non_negative_int,
+    non_negative_seconds,
     positive_float,
     positive_int,
+    rate_list,
+    seconds,
 )
 from gputui.errors import GputuiError
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [positive_int(part) for part in text.split(",") if part.strip()] or _empty(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"expected levels like 1,2,4,8: {exc}") from None
-
-
-def _float_list(text: str) -> list[float]:
-    try:
-        return [positive_float(part) for part in text.split(",") if part.strip()] or _empty(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"expected rates like 0.5,1,2: {exc}") from None
-
-
-def _empty(text: str) -> NoReturn:
-    raise argparse.ArgumentTypeError(f"no levels in {text!r}")
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,8 +39,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
     load = parser.add_argument_group("load")
     levels = load.add_mutually_exclusive_group()
-    levels.add_argument("--concurrency", type=_int_list, help="closed-loop levels, e.g. 1,2,4,8")
-    levels.add_argument("--rate", type=_float_list, help="open-loop requests/s, e.g. 0.5,1,2")
+    levels.add_argument("--concurrency", type=level_list, help="closed-loop levels, e.g. 1,2,4,8")
+    levels.add_argument("--rate", type=rate_list, help="open-loop requests/s, e.g. 0.5,1,2")
     levels.add_argument(
         "--auto",
         action="store_true",
@@ -68,10 +54,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="hold R requests/s (Poisson) for --seconds: does the SLA hold, is the queue bounded?",
     )
     load.add_argument("--max-level", type=positive_int, default=256, help="--auto's ceiling")
-    load.add_argument("--max-minutes", type=positive_float, default=30.0, help="--auto's budget")
-    load.add_argument(
-        "--seconds", type=positive_float, default=60.0, help="length of the validation hold"
-    )
+    load.add_argument("--max-minutes", type=minutes, default=30.0, help="--auto's budget")
+    load.add_argument("--seconds", type=seconds, default=60.0, help="length of the validation hold")
     load.add_argument("--no-validate", action="store_true", help="skip the hold after --auto")
     load.add_argument(
         "--burst",
@@ -80,7 +64,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="fire K extra requests at once every --burst-every seconds",
     )
-    load.add_argument("--burst-every", type=positive_float, default=30.0, metavar="S")
+    load.add_argument("--burst-every", type=seconds, default=30.0, metavar="S")
     load.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default=None)
     load.add_argument(
         "--burstiness", type=positive_float, default=None, help="gamma shape (1 = Poisson)"
@@ -88,13 +72,13 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--max-in-flight", type=positive_int, default=1024)
     load.add_argument(
         "--step-seconds",
-        type=positive_float,
+        type=seconds,
         default=None,
         help="length of each step (required unless the --scenario gives it)",
     )
     load.add_argument(
         "--warmup-seconds",
-        type=non_negative_float,
+        type=non_negative_seconds,
         default=None,
         help="a fixed warm-up excluded from each step's statistics (default: each step starts "
         "measuring once the load has settled, at most 30 s)",
@@ -190,13 +174,31 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+DURATIONS_NOTE = (
+    "Durations take a unit: 35ms, 1.5s, 500us, 2m; a bare number is in the flag's own unit "
+    "(seconds, or the ms or minutes its name says)."
+)
+
+
+class _Commands:
+    """The subcommands' `add_parser`, every one with the durations note under its --help."""
+
+    def __init__(self, action: argparse._SubParsersAction[OneLineParser]) -> None:
+        self._action = action
+
+    def add_parser(self, name: str, *, help: str) -> argparse.ArgumentParser:
+        return self._action.add_parser(name, help=help, epilog=DURATIONS_NOTE)
+
+
+def build_parser() -> OneLineParser:
     """The whole CLI."""
-    parser = argparse.ArgumentParser(
-        prog="gputui", description="Live LLM serving-load experiments in the terminal."
+    parser = OneLineParser(
+        prog="gputui",
+        description="Live LLM serving-load experiments in the terminal.",
+        epilog=DURATIONS_NOTE,
     )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
     run = commands.add_parser("run", help="headless sweep: one line per step, a snapshot JSON")
     _add_run_arguments(run)
     demo = commands.add_parser(
@@ -245,8 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gputui` script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    top = build_parser()
+    args = top.parse_args(argv)
+    if args.command is None:
+        args = top.parse_args(["demo"])
+    parser = top.subcommand(args.command) or top  # its errors carry its own name
     try:
         if args.command == "run":
             from gputui.frontends.run import run_command
@@ -285,8 +290,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.sim.command import run_sim_command
 
             return run_sim_command(args)
-        if args.command is None:
-            args = parser.parse_args(["demo"])
         from gputui.frontends.demo import run_demo
 
         return run_demo(args, parser)

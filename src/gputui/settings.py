@@ -20,13 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from gputui.argtypes import fraction, non_negative_float, positive_float, positive_int
+from gputui.argtypes import (
+    duration,
+    fraction,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    seconds,
+)
 
 if TYPE_CHECKING:
     from gputui.metrics.sla import Sla
     from gputui.workloads.scenario import Scenario
 
-Endpoint = Literal["completions", "chat"]
+Endpoint = Literal["completions", "chat", "responses"]
 
 DEFAULTS: Final[dict[str, Any]] = {
     "endpoint": "completions",
@@ -51,6 +58,11 @@ DEFAULTS: Final[dict[str, Any]] = {
 }
 """The shared flags' values when neither the command line nor a scenario gives them."""
 
+TTFT_IMPLAUSIBLE_S: Final = 600.0
+"""A bare --sla-ttft-p95 above this many seconds is refused: 1000 was meant as 1000ms."""
+TPOT_IMPLAUSIBLE_S: Final = 5.0
+"""A bare --sla-tpot-p95 above this many seconds is refused: 35 was meant as 35ms."""
+
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -> None:
     """--url and --model (unless the demo sets them), --endpoint, --api-key-env, --scenario."""
@@ -62,9 +74,10 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -
         )
     target.add_argument(
         "--endpoint",
-        choices=("completions", "chat"),
+        choices=("completions", "chat", "responses"),
         default=None,
-        help="request kind (default: the scenario's, else completions)",
+        help="request kind: /v1/completions, /v1/chat/completions or /v1/responses "
+        "(default: the scenario's, else completions)",
     )
     target.add_argument(
         "--api-key-env",
@@ -97,8 +110,20 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
 def add_sla_arguments(parser: argparse.ArgumentParser) -> None:
     """The SLA a step is judged against."""
     sla = parser.add_argument_group("SLA")
-    sla.add_argument("--sla-ttft-p95", type=positive_float, default=None, metavar="SECONDS")
-    sla.add_argument("--sla-tpot-p95", type=positive_float, default=None, metavar="SECONDS")
+    sla.add_argument(
+        "--sla-ttft-p95",
+        type=duration(implausible_above_s=TTFT_IMPLAUSIBLE_S, what="to the first token"),
+        default=None,
+        metavar="DURATION",
+        help="bound on the P95 time to first token, e.g. 1s or 800ms (a bare number is seconds)",
+    )
+    sla.add_argument(
+        "--sla-tpot-p95",
+        type=duration(implausible_above_s=TPOT_IMPLAUSIBLE_S, what="per output token"),
+        default=None,
+        metavar="DURATION",
+        help="bound on the P95 time per output token, e.g. 35ms (a bare number is seconds)",
+    )
     sla.add_argument("--max-error-rate", type=fraction, default=None, metavar="F")
 
 
@@ -107,7 +132,7 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     client = parser.add_argument_group("client")
     client.add_argument(
         "--request-timeout",
-        type=positive_float,
+        type=seconds,
         default=None,
         metavar="S",
         help="give up on a request after S seconds in all (failure: timeout); the only bound "
@@ -115,14 +140,14 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     )
     client.add_argument(
         "--connect-timeout",
-        type=positive_float,
+        type=seconds,
         default=None,
         metavar="S",
         help="give up opening a connection after S seconds (failure: connect; default 10)",
     )
     client.add_argument(
         "--stall-timeout",
-        type=positive_float,
+        type=seconds,
         default=None,
         metavar="S",
         help="give up on a response silent for S seconds once its body has started "
@@ -183,7 +208,7 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     )
     steps.add_argument(
         "--max-step-seconds",
-        type=positive_float,
+        type=seconds,
         default=None,
         metavar="S",
         help="end a step after S seconds (settling included) even when imprecise; it is then "

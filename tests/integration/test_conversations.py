@@ -83,7 +83,13 @@ def run_once(
     max_active: int | None = None,
     until: int = USERS,
 ) -> tuple[list[RequestRecord], dict[str, float]]:
-    spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b", prefix_caching=caching)
+    # Usage's cached_tokens, as vLLM sends it with --enable-prompt-tokens-details.
+    spec = GpuProfileSpec(
+        gpu="a100-80gb-pcie",
+        model="llama-3.1-8b",
+        prefix_caching=caching,
+        prompt_tokens_details=True,
+    )
     with start_background(spec) as sim:
         prepared = prepare_workload(
             WorkloadConfig(input=FixedDist(tokens=IN), output=FixedDist(tokens=OUT)),

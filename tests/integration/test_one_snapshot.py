@@ -147,6 +147,8 @@ def test_tui_and_run_save_the_same_sections(a100_sim: SimProcess, tmp_path: Path
             b = step.ttft_breakdown
             assert b is not None and step.ttft_s.mean is not None
             parts = b["network_s"] + b["queue_s"] + b["prefill_s"] + b["client_s"]
+            parts += b["server_other_s"]  # the sim's own overhead, split off the client's
+            assert b["unsplit"] is None and b["server_other_s"] > 0
             assert parts == pytest.approx(step.ttft_s.mean, rel=0.05)
             assert 0.0 < b["prefill_s"] < step.ttft_s.mean
 

@@ -21,6 +21,9 @@ from gputui.engine.http import ConnectionPool
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.metrics.request_metrics import itl_counts, record_columns, request_metrics
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepSpec, aggregate_step
+from gputui.metrics.step_quality import step_warnings
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.sim.stream_style import StreamStyle
@@ -168,10 +171,24 @@ async def test_four_tokens_per_event_counted_with_tokenize(sim: SimProcess) -> N
 
 
 @pytest.mark.parametrize("sim", [FOUR], indirect=True, ids=["4-per-event"])
-async def test_four_tokens_per_event_uncounted_is_per_event_and_says_so(sim: SimProcess) -> None:
-    records = await send_all(sim.url, 4, 64)
-    assert {r.event_tokens_method for r in records} == {"events"}
-    assert request_metrics(records).itl_s.size == 4 * 15  # the old, per-chunk ITL
+async def test_four_tokens_per_event_uncounted_spread_the_usage_and_say_so(sim: SimProcess) -> None:
+    """No continuous usage, no /tokenize, no tokenizer: the usage total is spread over the events.
+
+    66 tokens in 17 events (16 of 4, one of 2): the spread (3.9 each) is not the truth per event,
+    but the mean ITL is the per-token mean (40 ms for 4 tokens at 10 ms would read 10 ms again).
+    """
+    records = await send_all(sim.url, 12, 66)
+    assert {r.event_tokens_method for r in records} == {"usage_spread"}
+    assert all(r.token_ns.size == 17 for r in records)
+    for r in records:
+        assert r.event_tokens is not None and int(r.event_tokens.sum()) == 66
+        assert int(r.event_tokens.max()) - int(r.event_tokens.min()) <= 1  # even
+    error = assert_per_token_itl(records, sim.url, 66)
+    print(f"usage_spread: mean ITL within {100 * error:.2f} % of the per-token truth")
+    spec = StepSpec(0, "concurrency", 4.0, records[0].sent_ns, records[0].sent_ns, 1 << 62)
+    step = aggregate_step(spec, records, Sla())
+    assert step.event_tokens_method == "usage_spread"
+    assert any("spread evenly over its events" in line for line in step_warnings(step))
 
 
 TOOLS = StreamStyle(reasoning_share=0.5, tool_calls=True, tokens_per_event=2)

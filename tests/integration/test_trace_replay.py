@@ -104,7 +104,12 @@ def test_malformed_trace_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_multiturn_scenario_through_the_cli(tmp_path: Path) -> None:
-    spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b", served_model_name="sim")
+    spec = GpuProfileSpec(
+        gpu="a100-80gb-pcie",
+        model="llama-3.1-8b",
+        served_model_name="sim",
+        prompt_tokens_details=True,  # usage's cached_tokens (vLLM: --enable-prompt-tokens-details)
+    )
     out = tmp_path / "mt.json"
     with start_background(spec) as sim:
         result = subprocess.run(

@@ -56,6 +56,10 @@ def test_breakdown_from_timings_agrees_with_the_clients_ttft(
         )  # fmt: skip
         assert b["queue_s"] == 0.0
         assert b["prefill_s"] <= b["ttft_s"]
+        # llama.cpp reports no TTFT of its own: the server's rest is not split from the client's,
+        # and the breakdown says so (the remainder below is client + server, labelled as such).
+        assert b["server_other_s"] is None and b["server_ttft_s"] is None
+        assert b["unsplit"] is not None
         assert b["client_s"] >= -rtt, figures
         if step.level == 1:
             assert b["client_s"] <= rtt + SLACK_S, figures

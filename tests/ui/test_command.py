@@ -112,6 +112,6 @@ def test_demo_opens_the_tui_unless_given_sweep_levels() -> None:
     assert not tui.headless and tui.concurrency is None
     assert tui.snapshot_dir is None and tui.label is None  # every tui flag but --url
     headless = parser.parse_args(["demo", "--concurrency", "1,8", "--out", "x.json"])
-    assert headless.concurrency == "1,8"
+    assert headless.concurrency == [1, 8]
     with pytest.raises(SystemExit):
         parser.parse_args(["demo", "--url", "http://x:1"])

@@ -72,8 +72,8 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     view = replay_views(DIAG_FIXTURE)[-1]
     assert view.diagnoses and view.knee is not None
     lines = texts(steps_lines(view, 150, 12))
-    assert "bound by" in lines[0] and "░n ▒q █p ·c" in lines[0]  # a 20-cell bar: the short key
-    assert "░net ▒queue █prefill ·client" in texts(steps_lines(view, 200, 12))[0]
+    assert "bound by" in lines[0] and "░n ▒q █p ▓s ·c" in lines[0]  # a 20-cell bar: the short key
+    assert "░net ▒queue █prefill ▓srv ·client" in texts(steps_lines(view, 200, 12))[0]
     rows = lines[1 : 1 + len(view.steps)]
     for step, row in zip(view.steps, rows, strict=True):
         verdict = view.diagnosis(step)["bottleneck"]["verdict"]

@@ -46,7 +46,12 @@ def _run_until(controller: LiveController, done: object, seconds: float) -> Live
 
 
 def test_tui_conversations_show_turns_and_save_run_keys(tmp_path: Path) -> None:
-    spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b", served_model_name="sim")
+    spec = GpuProfileSpec(
+        gpu="a100-80gb-pcie",
+        model="llama-3.1-8b",
+        served_model_name="sim",
+        prompt_tokens_details=True,  # usage's cached_tokens (vLLM: --enable-prompt-tokens-details)
+    )
     with start_background(spec) as sim:
         args = build_parser().parse_args(
             ["tui", "--url", sim.url, "--model", "sim", "--endpoint", "chat",

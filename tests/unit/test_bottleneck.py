@@ -29,17 +29,45 @@ def _breakdown(ttft: float, rtt: float, queue: float, prefill: float) -> dict[st
     return found
 
 
-def test_breakdown_sums_and_shares() -> None:
+def test_breakdown_without_a_server_ttft_says_what_it_could_not_split() -> None:
     b = _breakdown(0.620, 0.003, 0.410, 0.180)
     assert b["network_s"] + b["queue_s"] + b["prefill_s"] + b["client_s"] == pytest.approx(0.620)
-    assert b["client_s"] == pytest.approx(0.027)
+    assert b["client_s"] == pytest.approx(0.027)  # client and the server's rest, together
+    assert b["server_other_s"] is None and b["server_ttft_s"] is None
+    assert b["unsplit"] is not None and "no TTFT" in b["unsplit"]
     assert b["queue_share"] == pytest.approx(0.410 / 0.620, abs=1e-4)
     assert b["explained_share"] == pytest.approx(0.593 / 0.620, abs=1e-4)
+    assert "client+server 27 ms" in " ".join(bottleneck(StepEvidence(1, breakdown=b))["evidence"])
     assert ttft_breakdown(0.5, 0.001, None, 0.2) is None  # no server histograms: no breakdown
+
+
+def test_breakdown_splits_the_servers_own_overhead_from_the_clients() -> None:
+    # The real vLLM at one stream: client TTFT 48.7 ms, vLLM's TTFT histogram 46.9 ms.
+    b = ttft_breakdown(0.0487, 0.0002, 0.00001, 0.038, 0.0, server_ttft_mean_s=0.0469)
+    assert b is not None
+    assert b["server_other_s"] == pytest.approx(0.0469 - 0.00001 - 0.038)
+    assert b["client_s"] == pytest.approx(0.0487 - 0.0469 - 0.0002)  # 1.6 ms, not 10.5 ms
+    parts = ("network_s", "queue_s", "prefill_s", "server_other_s", "client_s")
+    assert sum(b[k] for k in parts) == pytest.approx(0.0487, abs=1e-6)
+    assert b["unsplit"] is None and b["server_ttft_s"] == pytest.approx(0.0469)
+    assert b["explained_share"] == pytest.approx((0.0469 + 0.0002) / 0.0487, abs=1e-4)
+    evidence = bottleneck(StepEvidence(1, breakdown=b))["evidence"]
+    assert "server other 8.9 ms" in evidence[0] and "client 1.6 ms" in evidence[0]
+    assert not any("caught other requests" in line for line in evidence)
+    # The client's own overhead dominating: the hint names the client, not the server's window.
+    slow = ttft_breakdown(0.100, 0.0002, 0.00001, 0.038, None, server_ttft_mean_s=0.0469)
+    assert slow is not None
+    hint = bottleneck(StepEvidence(1, breakdown=slow))["evidence"][0]
+    assert "is the client's" in hint and "caught other requests" not in hint
     e2e = e2e_breakdown(2.0, 0.003, 0.4, 0.2, 1.3)
     assert e2e is not None
     assert e2e["decode_share"] == pytest.approx(0.65)
     assert e2e["client_s"] == pytest.approx(0.097)
+    assert e2e["server_other_s"] is None and e2e["unsplit"] is not None
+    split = e2e_breakdown(2.0, 0.003, 0.4, 0.2, 1.3, server_e2e_mean_s=1.99)
+    assert split is not None
+    assert split["server_other_s"] == pytest.approx(0.09)  # 1.99 - 0.4 - 0.2 - 1.3
+    assert split["client_s"] == pytest.approx(2.0 - 1.99 - 0.003) and split["unsplit"] is None
 
 
 def test_roofline_matches_the_worked_example() -> None:

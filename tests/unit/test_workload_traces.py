@@ -116,6 +116,8 @@ def test_malformed_traces_are_one_line_errors(tmp_path: Path, text: str, message
 def test_window_syntax() -> None:
     assert parse_window("10:40") == (10.0, 40.0)
     assert parse_window(":5") == (0.0, 5.0)
+    assert parse_window("1m:90s") == (60.0, 90.0)
+    assert parse_window("500ms:") == (0.5, float("inf"))
     with pytest.raises(UsageError):
         parse_window("40:10")
 

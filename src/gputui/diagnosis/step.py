@@ -35,13 +35,14 @@ from gputui.diagnosis.window import (
     gpu_window,
     server_latency_from_histograms,
     server_latency_from_timings,
+    server_percentiles_line,
     server_window,
 )
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
 from gputui.metrics.step import StepResult, StepSpec
-from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
+from gputui.metrics.ttft_breakdown import client_label, e2e_breakdown, ttft_breakdown
 from gputui.snapshot.models import Snapshot
 from gputui.telemetry.histogram_recorder import HistogramRecorder
 from gputui.telemetry.sampler import TelemetrySampler
@@ -174,9 +175,21 @@ class StepDiagnoser:
             queue = 0.0
         connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
         connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
-        breakdown = ttft_breakdown(result.ttft_s.mean, rtt_mean, queue, prefill, connect_mean)
+        breakdown = ttft_breakdown(
+            result.ttft_s.mean,
+            rtt_mean,
+            queue,
+            prefill,
+            connect_mean,
+            server_ttft_mean_s=_latency_mean(latency, "ttft_s"),
+        )
         e2e = e2e_breakdown(
-            result.e2e_s.mean, rtt_mean, queue, prefill, _latency_mean(latency, "decode_s")
+            result.e2e_s.mean,
+            rtt_mean,
+            queue,
+            prefill,
+            _latency_mean(latency, "decode_s"),
+            server_e2e_mean_s=_latency_mean(latency, "e2e_s"),
         )
         roofline = self._roofline(result, measured_ok or records, server, gpu_spec)
         previous = self._previous
@@ -205,6 +218,9 @@ class StepDiagnoser:
             previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
         )
         verdict = bottleneck(evidence)
+        percentiles = server_percentiles_line(latency)
+        if percentiles:
+            verdict["evidence"].append(percentiles)
         diagnosis = {
             "server_latency": latency,
             "ttft_breakdown": breakdown,
@@ -377,8 +393,11 @@ def knee_explanation(knee_level: float, steps: Sequence[dict[str, Any]]) -> str 
         parts.append(queue_bits[0])
     b = step.get("ttft_breakdown")
     if b:
+        other = b.get("server_other_s")
+        server = "" if other is None else f" + server other {_ms(other)}"
         parts.append(
             f"TTFT {_ms(b['ttft_s'])} ms = queue {_ms(b['queue_s'])} + prefill "
-            f"{_ms(b['prefill_s'])} + network {_ms(b['network_s'])} + client {_ms(b['client_s'])}"
+            f"{_ms(b['prefill_s'])}{server} + network {_ms(b['network_s'])} + "
+            f"{client_label(b)} {_ms(b['client_s'])}"
         )
     return "; ".join(parts)

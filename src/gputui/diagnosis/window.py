@@ -11,14 +11,16 @@ for `metrics.bottleneck.StepEvidence` or JSON-ready dicts for the snapshot:
 - `client_window(frames, records, lo, hi)`: the busiest engine process's CPU and the event loop's
   worst lag from the session's frames, and the p95 dispatch lateness (sent - scheduled) of
   open-loop requests;
-- `server_latency_from_histograms` / `server_latency_from_timings`: `steps[].server_latency`.
+- `server_latency_from_histograms` / `server_latency_from_timings`: `steps[].server_latency`;
+- `server_percentiles_line(latency)`: its p50 (p95) for the step's verdict line, each a bound
+  where its bucket was too coarse (`telemetry.latency_histograms.bucket_bound`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -26,7 +28,7 @@ from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import THROTTLE_CLOCK_RATIO, THROTTLE_REASON_MASK
 from gputui.metrics.summary import Summary, summarize
 from gputui.telemetry.histogram_recorder import HistogramWindow
-from gputui.telemetry.latency_histograms import INTERPOLATION, summarize_histogram
+from gputui.telemetry.latency_histograms import INTERPOLATION, quantile_text, summarize_histogram
 from gputui.telemetry.samples import GpuSample, ServerSample
 
 
@@ -170,3 +172,18 @@ def server_latency_from_timings(records: Sequence[RequestRecord]) -> dict[str, A
         "note": "llama.cpp reports prompt_ms (prefill) and predicted_ms (decode) per request; "
         "no queue time: it is taken as 0",
     }
+
+
+_SHOWN: Final = (("ttft_s", "TTFT"), ("queue_s", "queue"), ("prefill_s", "prefill"))
+
+
+def server_percentiles_line(latency: dict[str, Any] | None) -> str | None:
+    """'server p50 (p95): TTFT 34.2 ms (61 ms), queue < 0.3 s (< 0.3 s), prefill ...' or None."""
+    if latency is None:
+        return None
+    bits = []
+    for key, name in _SHOWN:
+        summary = latency.get(key)
+        if isinstance(summary, dict):
+            bits.append(f"{name} {quantile_text(summary, 'p50')} ({quantile_text(summary, 'p95')})")
+    return f"server p50 (p95): {', '.join(bits)}" if bits else None

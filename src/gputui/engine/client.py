@@ -16,7 +16,8 @@ a timeout fires up to that much late.
 Tokens per event (see engine.event_tokens): with `continuous_usage` the request asks for
 `stream_options.continuous_usage_stats` (servers that honour it: vLLM, the simulator); with an
 `event_counter` the texts of a finished request's events are counted when its usage total says
-that some event carried more than one token. Neither runs per event.
+that some event carried more than one token; without one (or when it fails) that usage total is
+spread evenly over the events (`usage_spread`). None of these runs per event.
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ from gputui.engine.event_tokens import (
     METHOD_CONTINUOUS,
     METHOD_EVENTS,
     METHOD_TOKENIZER,
+    METHOD_USAGE_SPREAD,
     EventCounter,
     EventCounterSpec,
     counts_from_running,
     reconcile,
+    spread_usage,
 )
 from gputui.engine.http import ConnectionPool, Exchange
 from gputui.engine.records import (
@@ -150,6 +153,8 @@ class StreamingClient:
     ) -> bytes:
         """The JSON request body (the run's extra body, then the request's, override defaults)."""
         config = self._config
+        if config.endpoint == "responses":
+            return responses_body(config, prompt, max_tokens, messages, extra_body)
         body: dict[str, Any] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
         if config.endpoint == "chat":
             body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
@@ -237,6 +242,9 @@ class StreamingClient:
             record = _record(exchange, reader, sent_ns, connect_ns, common, keep_text=keep_text)
             if self._counter is not None and needs_counting(record):
                 record = await self._count_events(record, reader)
+            if needs_counting(record):  # nothing could count the events: spread the usage total
+                spread = spread_usage(int(record.token_ns.size), record.output_tokens)
+                record = with_event_counts(record, spread, METHOD_USAGE_SPREAD, reader)
             key = self._config.api_key
             if key and record.error_detail and key in record.error_detail:
                 # A server that echoes the key in its error text must not put it in our records.
@@ -287,6 +295,30 @@ class StreamingClient:
         self._pool.close()
         if self._counter is not None:
             self._counter.close()
+
+
+def responses_body(
+    config: ClientConfig,
+    prompt: str,
+    max_tokens: int,
+    messages: Sequence[dict[str, Any]] | None,
+    extra_body: dict[str, Any] | None,
+) -> bytes:
+    """A /v1/responses request: `input` and `max_output_tokens`; usage always comes at the end.
+
+    No `stream_options`: the Responses API has none (its final `response.completed` event carries
+    the usage), so its tokens per event are counted from the event texts (`event_counter`).
+    """
+    body: dict[str, Any] = {
+        "model": config.model,
+        "input": list(messages) if messages else prompt,
+        "max_output_tokens": max_tokens,
+        "stream": True,
+    }
+    body.update(config.extra_body)
+    if extra_body:
+        body.update(extra_body)
+    return orjson.dumps(body)
 
 
 def _record(

@@ -17,6 +17,11 @@ in this order (the method is recorded on the request as `event_tokens_method`):
   honours it), each distinct text once (a bounded cache); the counts are then
   reconciled with the usage total (the tokens beyond one per event are shared in proportion to what
   the tokenizer found), since a text cut at an event boundary can tokenize differently.
+- `usage_spread`: the usage total says some events carried several tokens but nothing can count
+  them (no continuous usage, no /tokenize, no --tokenizer, or the counter failed): the total is
+  spread evenly over the events (`spread_usage`). The mean ITL is then the true per-token mean
+  whenever the usage is right (its gaps sum to the decode time over total - 1 tokens); single gaps
+  are as even as the spread assumes.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from gputui.engine.http import ConnectionPool
 METHOD_CONTINUOUS: Final = "continuous_usage"
 METHOD_EVENTS: Final = "events"
 METHOD_TOKENIZER: Final = "tokenizer"
+METHOD_USAGE_SPREAD: Final = "usage_spread"
 
 _CACHE_LIMIT: Final = 100_000
 _PARALLEL: Final = 8
@@ -200,6 +206,14 @@ def reconcile(counts: Sequence[int], total: int | None) -> Counts:
         base[order] += 1
     result: Counts = (base + 1).astype(np.int32)
     return result
+
+
+def spread_usage(n_events: int, total: int) -> Counts:
+    """`total` tokens over `n_events` events, as evenly as integers allow (each at least one).
+
+    The remainder goes to the earliest events (largest remainder on equal shares, stable order).
+    """
+    return reconcile([1] * n_events, total)
 
 
 CONTINUOUS_USAGE_BACKENDS: Final = frozenset({"vllm", "gputui-sim"})

@@ -98,8 +98,8 @@ class RequestRecord:
     event_tokens: npt.NDArray[np.int32] | None = None
     """Tokens carried by each token event, aligned with `token_ns`; None: one each."""
     event_tokens_method: str = "events"
-    """How `event_tokens` was decided (see engine.event_tokens): continuous_usage, tokenizer or
-    events (one token per event)."""
+    """How `event_tokens` was decided (see engine.event_tokens): continuous_usage, tokenizer,
+    usage_spread (the usage total spread evenly over the events) or events (one token per event)."""
     conversation_id: int | None = None
     """Multi-turn runs: the conversation this request is a turn of."""
     turn: int | None = None

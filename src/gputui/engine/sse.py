@@ -20,7 +20,13 @@ rule lives here (see ../shared/docs/reference.md §5):
   `prompt_tokens_details.cached_tokens` and llama.cpp's `timings` object are kept when present;
 - the `model` each chunk names is kept (a server may answer with another name than was asked);
 - `[DONE]` may be missing (the stream just ends) or come without any `finish_reason` (truncated);
-- an `{"error": ...}` object (or a flat `{"object": "error"}`) inside a 200 stream is a failure;
+- the Responses API (/v1/responses) names each event by `type`: `response.output_text.delta`
+  (and refusal, tool-call argument deltas) are answer tokens, `response.reasoning_text.delta`
+  thinking; `response.completed` (also when cut by `max_output_tokens`: status "incomplete"),
+  `response.incomplete` or `response.failed` ends it with the usage (`input_tokens`,
+  `output_tokens`, their details) and a status, read as `stop`, `length` or a failure; no `[DONE]`;
+- an `{"error": ...}` object (or a flat `{"object": "error"}` or `{"type": "error"}`) inside a 200
+  stream is a failure;
 - bytes that are not JSON are a failure (`malformed_event`), never a crash; an empty `data:`
   line is a keep-alive, like an SSE comment.
 """
@@ -32,6 +38,13 @@ from typing import Any, Final
 import orjson
 
 from gputui.engine.records import REASON_ERROR_EVENT, REASON_MALFORMED_EVENT, ServerTimings
+from gputui.engine.responses_api import (
+    ANSWER_DELTAS,
+    REASONING_DELTAS,
+    RESPONSE_ENDS,
+    chat_usage,
+    finish_reason,
+)
 
 _DATA: Final = b"data: "
 _DONE: Final = b"[DONE]"
@@ -241,6 +254,10 @@ class StreamReader:
             if finish:
                 self.finish_reason = finish
         else:
+            kind = obj.get("type")
+            if type(kind) is str and kind.startswith("response."):
+                self._response_event(kind, obj, now_ns)
+                return
             usage = obj.get("usage")
         if self.model is None:
             model = obj.get("model")
@@ -251,8 +268,47 @@ class StreamReader:
         timings = obj.get("timings")
         if timings:
             self._timings(timings)
-        if "error" in obj or obj.get("object") == "error":
+        if "error" in obj or obj.get("object") == "error" or obj.get("type") == "error":
             self._fail(REASON_ERROR_EVENT, error_message(obj))
+
+    def _response_event(self, kind: str, obj: dict[str, Any], now_ns: int) -> None:
+        """One event of the Responses API (/v1/responses): a text delta, or the response's state."""
+        answer = kind in ANSWER_DELTAS
+        if answer or kind in REASONING_DELTAS:
+            text = obj.get("delta")
+            if text and type(text) is not str:
+                self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(orjson.dumps(obj))}")
+            elif text:
+                self._token(text, now_ns, answer=answer)
+            return
+        response = obj.get("response")
+        if type(response) is not dict:
+            return
+        if self.model is None and type(response.get("model")) is str:
+            self.model = response["model"]
+        if kind not in RESPONSE_ENDS:
+            return
+        self.done = True
+        usage = response.get("usage")
+        if type(usage) is dict:
+            self._usage(chat_usage(usage))
+        if kind == "response.failed" or response.get("status") == "failed":
+            self._fail(REASON_ERROR_EVENT, error_message(response))
+        else:
+            self.finish_reason = finish_reason(response)
+
+    def _token(self, text: str, now_ns: int, *, answer: bool) -> None:
+        """A token event outside the chat and completions hot path."""
+        stamps = self.token_ns
+        stamps.append(now_ns)
+        if self.first_token_ns is None:
+            self.first_token_ns = now_ns
+        if not answer:
+            self.reasoning_events.append(len(stamps) - 1)
+        elif self.first_answer_ns is None:
+            self.first_answer_ns = now_ns
+        if self.texts is not None:
+            self.texts.append(text)
 
     def _usage(self, usage: Any) -> None:
         if type(usage) is not dict:

@@ -8,7 +8,18 @@ from urllib.parse import urlsplit
 
 from gputui.errors import UsageError
 
-Endpoint = Literal["completions", "chat"]
+Endpoint = Literal["completions", "chat", "responses"]
+"""`completions` (/v1/completions), `chat` (/v1/chat/completions), `responses` (/v1/responses)."""
+_PATHS: dict[str, str] = {
+    "completions": "/completions",
+    "chat": "/chat/completions",
+    "responses": "/responses",
+}
+
+
+def applies_chat_template(endpoint: Endpoint) -> bool:
+    """True when the server wraps the prompt in the model's chat template (chat, responses)."""
+    return endpoint != "completions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +50,7 @@ class Target:
 
     def endpoint_path(self, endpoint: Endpoint) -> str:
         """The request path for an endpoint kind."""
-        return self.api_prefix + ("/chat/completions" if endpoint == "chat" else "/completions")
+        return self.api_prefix + _PATHS[endpoint]
 
 
 def parse_target(url: str) -> Target:
@@ -56,7 +67,7 @@ def parse_target(url: str) -> Target:
     if parts.query or parts.fragment:
         raise UsageError(f"--url must be the server's base URL, without ? or #: {url!r}")
     path = parts.path.rstrip("/")
-    for suffix in ("/chat/completions", "/completions"):
+    for suffix in ("/chat/completions", "/completions", "/responses"):
         path = path.removesuffix(suffix)
     if not path.endswith("/v1"):
         path += "/v1"

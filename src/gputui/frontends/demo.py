@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.argtypes import level_list, seconds
 from gputui.errors import UsageError
 
 
@@ -24,8 +25,10 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     add_tui_arguments(parser, demo=True)
     headless = parser.add_argument_group("headless sweep (instead of the TUI)")
     headless.add_argument("--headless", action="store_true", help="sweep without the TUI")
-    headless.add_argument("--concurrency", default=None, help="levels (1,2,4,8,16,32,64)")
-    headless.add_argument("--step-seconds", default="8")
+    headless.add_argument(
+        "--concurrency", type=level_list, default=None, help="levels (1,2,4,8,16,32,64)"
+    )
+    headless.add_argument("--step-seconds", type=seconds, default=8.0)
     headless.add_argument("--out", default="gputui-demo.json", metavar="FILE.json")
 
 
@@ -61,9 +64,9 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 "--output-tokens",
                 str(args.output_tokens or 128),
                 "--sla-ttft-p95",
-                str(args.sla_ttft_p95 or 1.0),
+                f"{args.sla_ttft_p95 or 1.0!r}s",  # a unit: re-parsed, never "implausible"
                 "--sla-tpot-p95",
-                str(args.sla_tpot_p95 or 0.035),
+                f"{args.sla_tpot_p95 or 0.035!r}s",
                 "--label",
                 f"demo {args.gpu} {args.model}",
                 "--out",
@@ -81,8 +84,8 @@ def _load_argv(args: argparse.Namespace) -> list[str]:
     """The headless sweep's load: the demo's ramp, or what --sessions or --trace implies."""
     if args.trace is not None:  # one step as long as the trace, every request counted
         return []
-    argv = ["--step-seconds", args.step_seconds]
+    argv = ["--step-seconds", f"{args.step_seconds!r}s"]
     argv += ["--warmup-seconds", str(2.0 if args.warmup_seconds is None else args.warmup_seconds)]
     if args.concurrency or args.sessions is None:
-        argv += ["--concurrency", args.concurrency or "1,2,4,8,16,32,64"]
+        argv += ["--concurrency", ",".join(map(str, args.concurrency or [1, 2, 4, 8, 16, 32, 64]))]
     return argv

@@ -16,7 +16,13 @@ from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
 from gputui.session import Session
-from gputui.snapshot.assemble import RunInfo, journal_header, save_session, session_file
+from gputui.snapshot.assemble import (
+    RunInfo,
+    journal_header,
+    journal_lines,
+    save_session,
+    session_file,
+)
 from gputui.telemetry.sampler import TelemetrySampler
 
 
@@ -54,6 +60,7 @@ class LiveSavingMixin:
                 self.settings.snapshot_dir,
                 journal_header(info, self.settings.sla),
                 on_error=lambda message: self._event("error", message),
+                extra_lines=journal_lines(self._session, info, self._telemetry),
             )
         except OSError as exc:
             self._event("error", f"no journal (crash recovery off): {exc}")

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -52,7 +53,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session
 from gputui.settings import session_settings
-from gputui.snapshot.assemble import RunInfo, journal_header, save_session
+from gputui.snapshot.assemble import RunInfo, journal_header, journal_lines, save_session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.recovery import recover_leftovers
 from gputui.telemetry.samples import ServerSample
@@ -199,7 +200,13 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             measured_bandwidth_gbps=vram_bandwidth,
         )
         printer.explain = diagnoser.line
-        _open_journal(session, journal_dir, journal_header(info, sla), printer)
+        _open_journal(
+            session,
+            journal_dir,
+            journal_header(info, sla),
+            printer,
+            journal_lines(session, info, sampler),
+        )
         if bursts is not None:
             bursts.start()
         repeats = _Repeats(args.repeats)
@@ -310,11 +317,15 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _open_journal(
-    session: Session, folder: Path, header: JournalHeader, printer: StepPrinter
+    session: Session,
+    folder: Path,
+    header: JournalHeader,
+    printer: StepPrinter,
+    extra_lines: Callable[[], list[dict[str, Any]]],
 ) -> Path | None:
     """The run's crash journal beside its snapshot (a run without one still runs)."""
     try:
-        path = session.open_journal(folder, header, on_error=printer.note)
+        path = session.open_journal(folder, header, on_error=printer.note, extra_lines=extra_lines)
     except OSError as exc:
         printer.note(f"no journal (crash recovery off): {exc}")
         return None

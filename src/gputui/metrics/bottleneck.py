@@ -18,7 +18,8 @@ The rules run in this order and the first that holds is the verdict:
 4. `queue`: the server's queue time is >= QUEUE_SHARE of TTFT, or requests were waiting and the
    KV cache was full (>= KV_FULL, or no room for one more request of the step's mean context),
    preemptions occurred or more requests waited than ran. (Shares of TTFT count only when network
-   + queue + prefill explain CONSISTENT_LOW..CONSISTENT_HIGH of it.)
+   + queue + prefill (+ the server's other time, when split) explain CONSISTENT_LOW..CONSISTENT_HIGH
+   of it.)
 5. `prefill-compute`: prefill is >= PREFILL_SHARE of TTFT and prefill used >= COMPUTE_HIGH of
    the card's dense peak.
 6. `decode-bandwidth`: decode used >= BANDWIDTH_HIGH of the card's bandwidth and TPOT grew by
@@ -37,6 +38,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Final
+
+from gputui.metrics.ttft_breakdown import client_label
 
 CLIENT_CPU_PCT: Final = 90.0
 CLIENT_LAG_MS: Final = 20.0
@@ -132,6 +135,47 @@ def _rise(now: float | None, before: float | None) -> float | None:
     return now / before - 1.0
 
 
+def breakdown_text(b: dict[str, Any]) -> str:
+    """'TTFT 49 ms = queue 0.0 ms + prefill 25 ms + server other 9.0 ms + network ... + client ...'.
+
+    Without the server's own TTFT the last part reads 'client+server' (see
+    metrics.ttft_breakdown: the server's rest could not be split from the client's).
+    """
+    other = b.get("server_other_s")
+    server = "" if other is None else f" + server other {_ms(other)}"
+    client = client_label(b)
+    return (
+        f"TTFT {_ms(b['ttft_s'])} = queue {_ms(b['queue_s'])} + prefill {_ms(b['prefill_s'])}"
+        f"{server} + network {_ms(b['network_s'])} + {client} {_ms(b['client_s'])}"
+    )
+
+
+def _unexplained_hint(b: dict[str, Any]) -> str | None:
+    """Why the measured parts do not add up to the TTFT, when they do not (None when they do).
+
+    Over CONSISTENT_HIGH the server's histogram window caught other requests (a load change inside
+    it). Under CONSISTENT_LOW with the server's own TTFT split off, the rest lies outside the
+    server and the network: the client's. Without it, the server's own overhead is in the rest.
+    """
+    share = b["explained_share"]
+    if CONSISTENT_LOW <= share <= CONSISTENT_HIGH:
+        return None
+    if share > CONSISTENT_HIGH:
+        return (
+            f"server parts add up to {share:.0%} of TTFT: the server's window caught other "
+            "requests (longer steps help)"
+        )
+    if b.get("server_other_s") is not None:
+        return (
+            f"server and network explain {share:.0%} of TTFT: the rest "
+            f"({_ms(b['client_s'])}) is the client's"
+        )
+    return (
+        f"queue, prefill and network explain {share:.0%} of TTFT: the rest holds the server's "
+        "own overhead, which it reports no TTFT to split by, and the client's"
+    )
+
+
 def bottleneck(e: StepEvidence) -> dict[str, Any]:
     """The verdict and its evidence (rules and order in the module docstring)."""
     lines: list[str] = []
@@ -176,15 +220,10 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     if b is not None and ttft:
         if b["network_share"] >= NETWORK_SHARE:
             decide("network")
-        if not CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH:
-            lines.append(
-                f"server parts add up to {b['explained_share']:.0%} of TTFT: the server's window "
-                "caught other requests (longer steps help)"
-            )
-        lines.append(
-            f"TTFT {_ms(ttft)} = queue {_ms(b['queue_s'])} + prefill {_ms(b['prefill_s'])} + "
-            f"network {_ms(b['network_s'])} + client {_ms(b['client_s'])}"
-        )
+        hint = _unexplained_hint(b)
+        if hint:
+            lines.append(hint)
+        lines.append(breakdown_text(b))
     # A breakdown whose measured parts overshoot the TTFT came from a window that caught another
     # load level's requests (a step shorter than a few request lifetimes): its shares mislead.
     consistent = b is not None and CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH

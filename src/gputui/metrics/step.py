@@ -35,8 +35,8 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
   of the measured ok requests and `reasoning_share` is their thinking tokens / output tokens; both
   are None when no measured ok request had thinking tokens. `reasoning_tokens` sums them.
 - `event_tokens_method`: how the tokens of each event were counted for ITL (engine.event_tokens:
-  continuous_usage, tokenizer, events), over the measured ok requests; several methods are joined
-  with "+"; None without any.
+  continuous_usage, tokenizer, usage_spread, events), over the measured ok requests; several
+  methods are joined with "+"; None without any.
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ class StepResult:
     before reaching it; None when no target applied (`metrics.precision.mark_precision`)."""
     precision: dict[str, float | None] | None = None
     """Relative 95 % CI half-width reached per metric, on steps run to a precision target."""
+    requests_warmup: int = 0
+    """Requests of the step sent before its measurement started (in no statistic, but counted,
+    so that a session's steps account for every request it received)."""
 
     @property
     def error_rate(self) -> float | None:
@@ -198,6 +201,7 @@ def aggregate_step(
         incomplete=incomplete,
         output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
         short_outputs=int(short.sum()),
+        requests_warmup=int((~measured).sum()),
     )
     ci = rate_and_share_intervals(
         cols,

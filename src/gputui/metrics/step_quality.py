@@ -24,6 +24,12 @@ def step_warnings(result: StepResult) -> list[str]:
         )
     if result.requests_ok and not result.output_tokens_from_usage:
         lines.append("the server sent no usage report: output tokens are counted as content chunks")
+    if "usage_spread" in (result.event_tokens_method or ""):
+        lines.append(
+            "several tokens per event and nothing to count them (no continuous usage, /tokenize "
+            "or --tokenizer): each request's usage total is spread evenly over its events, so "
+            "mean ITL is per token, single gaps assume an even spread"
+        )
     if result.imprecise:
         widths = list((result.precision or {}).values())
         finite = [v for v in widths if v is not None]

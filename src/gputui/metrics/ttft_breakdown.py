@@ -1,26 +1,39 @@
-"""Where a step's mean TTFT (and E2E) went: network, server queue, server prefill, the client.
+"""Where a step's mean TTFT (and E2E) went: network, queue, prefill, the server's rest, client.
 
-Contract: `ttft_breakdown(ttft_mean_s, rtt_mean_s, queue_mean_s, prefill_mean_s, connect_mean_s)`
-splits the client's mean TTFT (domain.md section 9) into
+Contract: `ttft_breakdown(ttft_mean_s, rtt_mean_s, queue_mean_s, prefill_mean_s, connect_mean_s,
+server_ttft_mean_s)` splits the client's mean TTFT (domain.md section 9) into
 
-    network_s = the RTT probe's mean over the step (round trip: the request out, the answer back)
-    queue_s   = the server's mean queue time (waiting before it was first scheduled)
-    prefill_s = the server's mean prefill time (scheduled to first token)
-    client_s  = TTFT - network - queue - prefill: client overhead, HTTP parsing and stream
-                buffering on either side; the part nobody measured directly
+    network_s      = the RTT probe's mean over the step (round trip: request out, answer back)
+    queue_s        = the server's mean queue time (waiting before it was first scheduled)
+    prefill_s      = the server's mean prefill time (scheduled to first token)
+    server_other_s = the server's own TTFT (its histogram's mean) - queue - prefill: what the server
+                     spent outside the engine's queue and prefill (API, tokenization, scheduling,
+                     detokenization; a real vLLM spends a few ms there)
+    client_s       = client TTFT - the server's TTFT - network: the client's overhead, HTTP parsing
+                     and stream buffering on either side
 
-each in seconds and as a share of the TTFT. The parts sum to the TTFT by construction, so the
-check that matters is `explained_share` = (network + queue + prefill) / TTFT: near 1 when the
-measured parts account for the TTFT, and `client_s` small. gputui stamps a request when its
-first byte is written, after any new connection was set up, so connection setup is *not* inside
-TTFT: its mean per request (`connect_s`) is reported beside the breakdown, not in it.
-`e2e_breakdown` does the same for the mean E2E with queue, prefill and decode.
-Pure functions; None in, None out (a server without the histograms gets no breakdown).
+each in seconds and as a share of the TTFT; the parts sum to the TTFT by construction. Where the
+server reports no TTFT of its own (llama.cpp's `timings`, TGI, SGLang builds without it) the
+server's rest cannot be told apart from the client's: `server_other_s` is None, `client_s` is TTFT
+- network - queue - prefill, and `unsplit` says what it holds (None when everything was split). The
+check that matters is `explained_share` = (network + queue + prefill + server_other) / TTFT: near 1
+when the measured parts account for the TTFT. gputui stamps a request when its first byte is
+written, after any new connection was set up, so connection setup is *not* inside TTFT: its mean
+per request (`connect_s`) is reported beside the breakdown, not in it. `e2e_breakdown` does the
+same for the mean E2E with queue, prefill and decode (no server-side E2E rest is split there).
+Pure functions; None in, None out (a server without queue/prefill numbers gets no breakdown).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
+
+UNSPLIT: Final = (
+    "client_s includes the server's own overhead outside queue and prefill (API, tokenization, "
+    "scheduling): the server reports no TTFT of its own to split it by"
+)
+"""`ttft_breakdown["unsplit"]` when the server has no TTFT histogram."""
 
 
 def _parts(total_s: float, parts: dict[str, float]) -> dict[str, Any]:
@@ -39,25 +52,40 @@ def ttft_breakdown(
     queue_mean_s: float | None,
     prefill_mean_s: float | None,
     connect_mean_s: float | None = None,
+    server_ttft_mean_s: float | None = None,
 ) -> dict[str, Any] | None:
     """`steps[].ttft_breakdown` (see the module docstring); None when a part is unknown."""
     if not ttft_mean_s or ttft_mean_s <= 0 or queue_mean_s is None or prefill_mean_s is None:
         return None
     network = rtt_mean_s or 0.0
+    parts = {"network_s": network, "queue_s": queue_mean_s, "prefill_s": prefill_mean_s}
+    split = server_ttft_mean_s is not None
+    if server_ttft_mean_s is not None:
+        parts["server_other_s"] = server_ttft_mean_s - queue_mean_s - prefill_mean_s
     out: dict[str, Any] = {"ttft_s": round(ttft_mean_s, 6)}
-    out.update(
-        _parts(
-            ttft_mean_s,
-            {"network_s": network, "queue_s": queue_mean_s, "prefill_s": prefill_mean_s},
-        )
-    )
+    out.update(_parts(ttft_mean_s, parts))
+    if not split:
+        out["server_other_s"] = None
+        out["server_other_share"] = None
+    out["server_ttft_s"] = None if server_ttft_mean_s is None else round(server_ttft_mean_s, 6)
+    out["unsplit"] = None if split else UNSPLIT
     out["connect_s"] = None if connect_mean_s is None else round(connect_mean_s, 6)
     out["rtt_measured"] = rtt_mean_s is not None
     out["formula"] = (
         "TTFT(mean) = network (RTT probe mean) + server queue (mean) + server prefill (mean) + "
-        "client (the rest: client overhead, stream buffering); connection setup is outside TTFT"
+        "server other (server TTFT mean - queue - prefill) + client (TTFT - server TTFT - "
+        "network); connection setup is outside TTFT"
+        if split
+        else "TTFT(mean) = network (RTT probe mean) + server queue (mean) + server prefill (mean) "
+        "+ client (the rest, with the server's own overhead: no server TTFT to split it by); "
+        "connection setup is outside TTFT"
     )
     return out
+
+
+def client_label(breakdown: Mapping[str, Any]) -> str:
+    """'client', or 'client+server' when the client's part holds the server's unsplit rest."""
+    return "client+server" if breakdown.get("unsplit") else "client"
 
 
 def e2e_breakdown(
@@ -66,8 +94,13 @@ def e2e_breakdown(
     queue_mean_s: float | None,
     prefill_mean_s: float | None,
     decode_mean_s: float | None,
+    server_e2e_mean_s: float | None = None,
 ) -> dict[str, Any] | None:
-    """The same split of the mean E2E, with the server's decode time added."""
+    """The same split of the mean E2E, with the server's decode time added.
+
+    With the server's own E2E histogram mean its rest (`server_other_s` = server E2E - queue -
+    prefill - decode) is split from the client's as for TTFT; without it `unsplit` says so.
+    """
     if not e2e_mean_s or e2e_mean_s <= 0:
         return None
     if queue_mean_s is None or prefill_mean_s is None or decode_mean_s is None:
@@ -78,4 +111,11 @@ def e2e_breakdown(
         "prefill_s": prefill_mean_s,
         "decode_s": decode_mean_s,
     }
-    return {"e2e_s": round(e2e_mean_s, 6), **_parts(e2e_mean_s, parts)}
+    if server_e2e_mean_s is not None:
+        parts["server_other_s"] = server_e2e_mean_s - queue_mean_s - prefill_mean_s - decode_mean_s
+    out = {"e2e_s": round(e2e_mean_s, 6), **_parts(e2e_mean_s, parts)}
+    if server_e2e_mean_s is None:
+        out["server_other_s"] = None
+        out["server_other_share"] = None
+    out["unsplit"] = None if server_e2e_mean_s is not None else UNSPLIT.replace("TTFT", "E2E")
+    return out

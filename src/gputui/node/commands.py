@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.argtypes import bounded, open_fraction, positive_float
+from gputui.argtypes import bounded, open_fraction, positive_float, seconds
 from gputui.errors import GputuiError
 
 BACKENDS = ("auto", "torch", "cupy", "numpy")
@@ -100,12 +100,10 @@ def add_vram_check_arguments(parser: argparse.ArgumentParser) -> None:
 def add_burn_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare `gputui burn`'s flags."""
     _add_common(parser)
-    parser.add_argument(
-        "--seconds", type=positive_float, default=600.0, help="burn length (default 600)"
-    )
+    parser.add_argument("--seconds", type=seconds, default=600.0, help="burn length (default 600)")
     parser.add_argument(
         "--interval",
-        type=positive_float,
+        type=seconds,
         default=0.5,
         metavar="S",
         help="GPU sampling interval (default 0.5)",

@@ -16,9 +16,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -247,11 +248,17 @@ class Session(FramePublisherMixin):
 
     # the journal -------------------------------------------------------------------------------
     def open_journal(
-        self, folder: Path, header: JournalHeader, on_error: Callable[[str], None] | None = None
+        self,
+        folder: Path,
+        header: JournalHeader,
+        on_error: Callable[[str], None] | None = None,
+        extra_lines: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
     ) -> Path:
         """Journal every finished request and step from now on (both front ends; OSError if not).
 
-        Steps already started are journalled at once, so a crash loses at most the last second.
+        Steps already started are journalled at once, so a crash loses at most the last second;
+        so are their measurement windows as settling moves them, and `extra_lines` (the
+        sampler's hardware and telemetry: `snapshot.journal_telemetry`) at every write.
         """
         journal = Journal.create(folder, header)
         writer = JournalWriter(
@@ -260,6 +267,8 @@ class Session(FramePublisherMixin):
             self.started_ns,
             interval_s=JOURNAL_INTERVAL_S,
             on_error=on_error,
+            specs=self.step_specs,
+            extra_lines=extra_lines,
         )
         with self._lock:
             for spec in self._steps:

@@ -20,16 +20,16 @@ import sys
 
 from gputui.argtypes import (
     fraction,
-    non_negative_float,
+    milliseconds,
     non_negative_int,
     open_fraction,
     port,
-    positive_float,
     positive_int,
+    seconds,
 )
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
 from gputui.sim.fixed import FixedProfileSpec
-from gputui.sim.gpu_profile import GpuProfileSpec
+from gputui.sim.gpu_profile import DEFAULT_SERVER_OVERHEAD_S, GpuProfileSpec
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.server import DEFAULT_MODEL_NAME
 from gputui.sim.stream_style import REASONING_FIELDS, StreamStyle
@@ -70,12 +70,26 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="turn off automatic prefix caching (vLLM V1 has it on by default)",
     )
+    gpu.add_argument(
+        "--enable-prompt-tokens-details",
+        dest="prompt_tokens_details",
+        action="store_true",
+        help="send usage.prompt_tokens_details.cached_tokens on the final usage chunk, as vLLM "
+        "does with this flag (without it, as in vLLM, the cache shows only in /metrics)",
+    )
+    gpu.add_argument(
+        "--server-overhead-ms",
+        type=milliseconds,
+        default=DEFAULT_SERVER_OVERHEAD_S * 1e3,
+        help="the API server's own time before the engine queue: in the TTFT histogram, not in "
+        f"queue or prefill (default {DEFAULT_SERVER_OVERHEAD_S * 1e3:g})",
+    )
     parser.add_argument(
-        "--ttft-ms", type=non_negative_float, default=50.0, help="time to first token (default 50)"
+        "--ttft-ms", type=milliseconds, default=50.0, help="time to first token (default 50)"
     )
     parser.add_argument(
         "--itl-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=10.0,
         help="inter-token latency; 0 writes tokens as fast as possible (default 10)",
     )
@@ -98,14 +112,14 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--network-delay-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=0.0,
         metavar="MS",
         help="play a far-away client: every response (and so the RTT probe) leaves MS later",
     )
     parser.add_argument(
         "--network-jitter-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=0.0,
         metavar="MS",
         help="uniform jitter of +-MS on that delay (responses keep their order)",
@@ -166,14 +180,14 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     faults.add_argument(
         "--slow-start-ms",
-        type=non_negative_float,
+        type=milliseconds,
         default=DEFAULT_SLOW_START_MS,
         metavar="MS",
         help=f"how late a slow_start request's first token is (default {DEFAULT_SLOW_START_MS:g})",
     )
     faults.add_argument(
         "--die-after",
-        type=positive_float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="crash: exit SECONDS after the first completion request, dropping every connection",
@@ -275,6 +289,8 @@ def profile_spec(args: argparse.Namespace) -> FixedProfileSpec | GpuProfileSpec:
         max_batched_tokens=args.max_batched_tokens,
         seed=args.seed,
         prefix_caching=args.prefix_caching,
+        prompt_tokens_details=args.prompt_tokens_details,
+        server_overhead_s=args.server_overhead_ms / 1e3,
         served_model_name=served,
         stream_style=stream_style(args),
     )

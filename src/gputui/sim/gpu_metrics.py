@@ -1,9 +1,11 @@
 """Prometheus text for a simulated GPU server: vLLM's metric names and dcgm-exporter's.
 
 Contract: `render_metrics(device, served_model_name, uuid)` is a pure function of the device's
-current state. vLLM series carry `model_name` (reference.md §4.1; KV usage is a 0..1 fraction,
-counters end in `_total`); DCGM series carry `gpu`, `UUID`, `pci_bus_id`, `device` and `modelName`
-like dcgm-exporter's template (§3; framebuffer in MiB, power in W, clocks in MHz). One server
+current state. vLLM series carry `engine` and `model_name` as vLLM 0.32 labels them (reference.md
+§4.1; KV usage `vllm:kv_cache_usage_perc` is a 0..1 fraction, counters end in `_total`, the
+waiting requests are also split `vllm:num_requests_waiting_by_reason` {capacity, deferred});
+DCGM series carry `gpu`, `UUID`, `pci_bus_id`, `device` and `modelName` like dcgm-exporter's
+template (§3; framebuffer in MiB, power in W, clocks in MHz). One server
 exposing both lets a client test its vLLM and its DCGM parsers against a single endpoint.
 """
 
@@ -42,7 +44,7 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
     sched = device.scheduler
     thermal = device.thermal
     plan = device.plan
-    model = _labels({"model_name": served_model_name})
+    model = _labels({"engine": "0", "model_name": served_model_name})
     out: list[str] = []
 
     def vllm(name: str, kind: str, help_text: str, value: float) -> None:
@@ -61,6 +63,17 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
         "Number of requests waiting to be processed.",
         len(sched.waiting),
     )
+    _family(
+        out,
+        "vllm:num_requests_waiting_by_reason",
+        "gauge",
+        "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
+        "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, "
+        "blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
+    )
+    for reason, count in (("capacity", len(sched.waiting)), ("deferred", 0)):
+        labels = _labels({"engine": "0", "model_name": served_model_name, "reason": reason})
+        out.append(f"vllm:num_requests_waiting_by_reason{labels} {float(count)!r}")
     vllm(
         "vllm:kv_cache_usage_perc",
         "gauge",
@@ -104,7 +117,9 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
         "Count of successfully processed requests.",
     )
     for reason, count in sched.finished_total.items():
-        labels = _labels({"finished_reason": reason, "model_name": served_model_name})
+        labels = _labels(
+            {"engine": "0", "finished_reason": reason, "model_name": served_model_name}
+        )
         out.append(f"vllm:request_success_total{labels} {float(count)!r}")
     _family(out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
     cache = _labels(

@@ -9,6 +9,13 @@ decoding sequence (and the first token when a chunked prefill completes) through
 threads. `prometheus_text()` exposes vLLM's and dcgm-exporter's names, and `max_model_len` tells
 the server which requests to reject.
 
+Like vLLM's API server, the profile spends `server_overhead_s` (`gputui sim --server-overhead-ms`,
+DEFAULT_SERVER_OVERHEAD_S) between a request's arrival and its entry in the engine's queue (the API
+layer, tokenization, the hand-over to the engine core): vLLM's TTFT histogram counts it, its queue
+and prefill histograms do not, so TTFT - queue - prefill is that overhead. `cached_tokens` goes out
+in usage only with `prompt_tokens_details` (vLLM's `--enable-prompt-tokens-details`; off by
+default, as in vLLM).
+
 `GpuProfileSpec` is the picklable recipe the server's process runner sends to the server process;
 `spec.build()` raises `CatalogError` for unknown names and `ModelDoesNotFit` when the weights leave
 no room for a KV cache, both with a message fit for one CLI line.
@@ -32,6 +39,8 @@ from gputui.sim.profile import CachedTokensSink, SimRequest, TokenSink
 from gputui.sim.scheduler import Iteration
 from gputui.sim.stream_style import StreamStyle
 
+DEFAULT_SERVER_OVERHEAD_S: Final = 0.003
+"""The API server's own time before the engine queue (a real vLLM on CPU spent several ms)."""
 LATE_TOLERANCE_NS: Final = 2_000_000
 """When an iteration's callback runs less than this late, the next iteration starts at the planned
 end time, so event-loop jitter does not slow the simulated GPU down; later than that, the GPU is
@@ -58,6 +67,10 @@ class GpuProfileSpec:
     """Name reported in /v1/models and the `model_name` label; empty means the catalog name."""
     stream_style: StreamStyle | None = None
     """Reasoning, tool calls, tokens per event (speculative decoding: the fixed profile only)."""
+    server_overhead_s: float = DEFAULT_SERVER_OVERHEAD_S
+    """Arrival to the engine's queue: in vLLM's TTFT histogram, not in its queue or prefill."""
+    prompt_tokens_details: bool = False
+    """vLLM's `--enable-prompt-tokens-details`: usage carries `cached_tokens` (final chunk)."""
 
     def __post_init__(self) -> None:
         if self.stream_style is not None and self.stream_style.spec_decode_k:
@@ -86,6 +99,8 @@ class GpuProfileSpec:
             self.build_device(),
             self.served_model_name,
             simulated_uuid(self.gpu, self.seed),
+            server_overhead_s=self.server_overhead_s,
+            prompt_tokens_details=self.prompt_tokens_details,
         )
         if self.stream_style is not None:
             profile.stream_style = self.stream_style
@@ -104,8 +119,12 @@ class GpuProfile:
         uuid: str,
         *,
         use_timerfd: bool | None = None,
+        server_overhead_s: float = 0.0,
+        prompt_tokens_details: bool = False,
     ) -> None:
         self.device = device
+        self._overhead_ns = round(server_overhead_s * 1e9)
+        self._prompt_tokens_details = prompt_tokens_details
         self.served_model_name = served_model_name
         self.uuid = uuid
         self.stream_style = StreamStyle()
@@ -156,10 +175,24 @@ class GpuProfile:
             request = dataclasses.replace(request, prompt_tokens=1)  # BOS: vLLM never sees 0
         if request.prompt_tokens + request.max_tokens > limit:
             request = dataclasses.replace(request, max_tokens=limit - request.prompt_tokens)
-        self.device.scheduler.add(request)
         self._sinks[request.request_id] = sink
         self.latency.arrived(request.request_id, request.arrival_ns)
-        if not self._busy and not self._closed:
+        queued_ns = request.arrival_ns + self._overhead_ns
+        if self._overhead_ns and queued_ns > time.perf_counter_ns():
+            self._deadlines.call_at_ns(queued_ns, partial(self._enqueue, request, queued_ns))
+        else:
+            self._enqueue(request, max(queued_ns, request.arrival_ns))
+
+    def _enqueue(self, request: SimRequest, queued_ns: int) -> None:
+        """The request reaches the engine's queue (after the API server's overhead)."""
+        sink = self._sinks.get(request.request_id)
+        if sink is None or sink.closed or self._closed:
+            self._sinks.pop(request.request_id, None)
+            self.latency.cancelled(request.request_id)
+            return
+        self.device.scheduler.add(request)
+        self.latency.queued(request.request_id, queued_ns)
+        if not self._busy:
             now_ns = time.perf_counter_ns()
             self._catch_up_idle(now_ns)
             self._launch(now_ns)
@@ -214,7 +247,7 @@ class GpuProfile:
             return
         result = self.device.end(it)
         sinks = self._sinks
-        for rid, cached in result.cached.items():
+        for rid, cached in result.cached.items() if self._prompt_tokens_details else ():
             target: object = sinks.get(rid)
             if isinstance(target, CachedTokensSink):
                 target.cached_tokens = cached

@@ -1,18 +1,21 @@
 """vLLM's per-request latency histograms, observed from what the simulator scheduled and wrote.
 
-Contract: `LatencyRecorder` is told when a request arrived (`arrived`), when the scheduler first
-put it in a batch (`scheduled`), when each of its tokens was written (`token`) and when it ended
+Contract: `LatencyRecorder` is told when a request arrived at the API server (`arrived`), when it
+entered the engine's queue (`queued`; arrival when never told), when the scheduler first put it
+in a batch (`scheduled`), when each of its tokens was written (`token`) and when it ended
 (`finished`). It then observes, as vLLM V1 does (`vllm/v1/metrics/loggers.py`):
 
 - `vllm:time_to_first_token_seconds` = first token - arrival, at the first token;
 - `vllm:inter_token_latency_seconds` = each gap between two tokens of a request, as it happens;
 - at the request's end: `vllm:e2e_request_latency_seconds` = end - arrival,
-  `vllm:request_queue_time_seconds` = first scheduled - arrival,
+  `vllm:request_queue_time_seconds` = first scheduled - queued,
   `vllm:request_prefill_time_seconds` = first token - first scheduled,
   `vllm:request_decode_time_seconds` = last token - first token,
   `vllm:request_inference_time_seconds` = end - first scheduled.
 
-So queue + prefill = TTFT exactly, per request. Bucket boundaries are vLLM's. Besides the
+So TTFT = the server's overhead (queued - arrival) + queue + prefill, per request, as on a real
+vLLM, whose TTFT histogram's mean exceeds queue + prefill by its API and tokenization time. Bucket
+boundaries and labels (`engine`, `model_name`) are vLLM 0.32's. Besides the
 histograms it keeps the last `MAX_RECORDS` finished requests' own values (`records()`, served as
 `GET /sim/latency`), the ground truth that quantiles from buckets are checked against. A cancelled
 request is forgotten (vLLM observes no latency for an aborted request). Cost per token: one dict
@@ -87,10 +90,11 @@ class _Histogram:
 
 
 class _Live:
-    __slots__ = ("arrival_ns", "first_ns", "last_ns", "scheduled_ns")
+    __slots__ = ("arrival_ns", "first_ns", "last_ns", "queued_ns", "scheduled_ns")
 
     def __init__(self, arrival_ns: int) -> None:
         self.arrival_ns = arrival_ns
+        self.queued_ns = arrival_ns
         self.scheduled_ns = -1
         self.first_ns = -1
         self.last_ns = -1
@@ -109,6 +113,12 @@ class LatencyRecorder:
     def arrived(self, request_id: int, arrival_ns: int) -> None:
         """The request reached the engine (its first byte was parsed)."""
         self._live[request_id] = _Live(arrival_ns)
+
+    def queued(self, request_id: int, t_ns: int) -> None:
+        """The request entered the engine's queue (after the API server's own work)."""
+        live = self._live.get(request_id)
+        if live is not None:
+            live.queued_ns = t_ns
 
     def scheduled(self, request_id: int, t_ns: int) -> None:
         """The request is in this iteration's batch (only the first call counts)."""
@@ -133,10 +143,10 @@ class LatencyRecorder:
         live = self._live.pop(request_id, None)
         if live is None or live.first_ns < 0:
             return
-        scheduled = live.scheduled_ns if live.scheduled_ns >= 0 else live.arrival_ns
+        scheduled = live.scheduled_ns if live.scheduled_ns >= 0 else live.queued_ns
         values = {
             "e2e_request_latency_seconds": (t_ns - live.arrival_ns) / 1e9,
-            "request_queue_time_seconds": (scheduled - live.arrival_ns) / 1e9,
+            "request_queue_time_seconds": (scheduled - live.queued_ns) / 1e9,
             "request_prefill_time_seconds": (live.first_ns - scheduled) / 1e9,
             "request_decode_time_seconds": (live.last_ns - live.first_ns) / 1e9,
             "request_inference_time_seconds": (t_ns - scheduled) / 1e9,
@@ -148,6 +158,7 @@ class LatencyRecorder:
                 "request_id": request_id,
                 "end_ns": t_ns,
                 "ttft_s": (live.first_ns - live.arrival_ns) / 1e9,
+                "overhead_s": (live.queued_ns - live.arrival_ns) / 1e9,
                 "queue_s": values["request_queue_time_seconds"],
                 "prefill_s": values["request_prefill_time_seconds"],
                 "decode_s": values["request_decode_time_seconds"],
@@ -161,7 +172,7 @@ class LatencyRecorder:
 
     def prometheus_text(self, served_model_name: str) -> str:
         """Every histogram in Prometheus text, labelled like vLLM's."""
-        labels = f'model_name="{served_model_name}"'
+        labels = f'engine="0",model_name="{served_model_name}"'
         out: list[str] = []
         for name, help_text, _ in HISTOGRAMS:
             out += self._hist[name].lines(f"vllm:{name}", help_text, labels)

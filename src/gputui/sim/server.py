@@ -8,10 +8,11 @@ become a `SimRequest` and a `TokenSink` (see `sinks.py`) handed to the profile, 
 tokens are written; everything else is answered at once. A client that disconnects mid-response is
 counted as cancelled and its profile work is released.
 
-Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`,
-`POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text), `GET /sim/stats`,
-`GET /sim/requests` (per-request truth) and `POST /sim/reset` (see `truth.py`; the stats carry the
-fault tally under `faults`), `GET /sim/latency` (the gpu profile's own per-request
+Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `POST /v1/responses` (scheduled
+as a chat request, answered in the Responses API's events: `responses_sink.py`), `GET /v1/models`,
+`GET /health`, `POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text),
+`GET /sim/stats`, `GET /sim/requests` (per-request truth) and `POST /sim/reset` (see `truth.py`; the
+stats carry the fault tally under `faults`), `GET /sim/latency` (the gpu profile's own per-request
 queue/prefill/decode record, `latency.py`). A profile's optional `stream_style` attribute
 (`stream_style.py`) shapes every stream: reasoning, tool calls, tokens per event. Errors are
 OpenAI-style JSON (400, 404, 405, 500). With a `NetworkDelay` every connection's transport is
@@ -56,6 +57,7 @@ from gputui.sim.http_responses import error_response, http_response, json_respon
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
+from gputui.sim.responses_sink import responses_as_chat, responses_sink
 from gputui.sim.sinks import BufferedSink, StreamSink
 from gputui.sim.stream_style import StreamStyle
 from gputui.sim.styled_sink import StyledStreamSink
@@ -162,12 +164,14 @@ class SimServer:
         """Answer `request` on `conn`; completion requests finish later, through their sink."""
         keep_alive = request.keep_alive
         path = request.path
-        if path in ("/v1/completions", "/v1/chat/completions"):
+        if path in ("/v1/completions", "/v1/chat/completions", "/v1/responses"):
             if request.method != "POST":
                 conn.respond(_not_allowed("POST", keep_alive))
                 return
             try:
-                self._start_completion(conn, request, chat=path == "/v1/chat/completions")
+                self._start_completion(
+                    conn, request, chat=path != "/v1/completions", responses=path == "/v1/responses"
+                )
             except RequestError as exc:
                 conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
             return
@@ -183,9 +187,14 @@ class SimServer:
                 conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
 
     def _start_completion(
-        self, conn: HttpConnection, request: ParsedRequest, *, chat: bool
+        self, conn: HttpConnection, request: ParsedRequest, *, chat: bool, responses: bool = False
     ) -> None:
         body = _json_object(request.body)
+        if responses:
+            as_chat = responses_as_chat(body)
+            if as_chat is None:
+                raise RequestError("'input' must be a non-empty string or list of messages")
+            body = as_chat
         prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
         max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
         if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
@@ -233,7 +242,16 @@ class SimServer:
             "keep_alive": request.keep_alive,
         }
         sink: StreamSink | BufferedSink | FaultySink
-        if body.get("stream"):
+        if responses:
+            sink = responses_sink(
+                conn.transport,
+                self.truth,
+                conn.response_done,
+                stream=bool(body.get("stream")),
+                arrival_ns=request.arrival_ns,
+                common=common,
+            )
+        elif body.get("stream"):
             if self.stream_style.plain:
                 sink = StreamSink(
                     conn.transport,

@@ -16,12 +16,13 @@ requests per method, see engine.event_tokens).
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
@@ -32,6 +33,7 @@ from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
+from gputui.snapshot.journal_telemetry import JournalTelemetry
 from gputui.snapshot.models import (
     CapacityModel,
     Client,
@@ -106,7 +108,6 @@ class RunInfo:
 
 def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     """The snapshot of everything the session measured."""
-    status = session.status
     results = session.finished_steps()
     knee = knee_from_steps(results, mode=info.mode) if results else None
     capacity = qualified_capacity(results, session.sla) if results else None
@@ -134,19 +135,8 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         if capacity and capacity.capacity
         else None,
         capacity_reason=capacity.reason if capacity else "no finished step",
-        network=Network(
-            rtt_s=Stats.from_summary(session.rtt_summary()),
-            probe_path=info.probe_path,
-            probes_failed=session.probes_failed,
-        ),
-        client=Client(
-            cpu_s=status.cpu_s if status else 0.0,
-            wall_s=status.wall_s if status else 0.0,
-            event_loop="uvloop" if status and status.uvloop else "asyncio",
-            uvloop=bool(status and status.uvloop),
-            connections_opened=status.connections_opened if status else 0,
-            **info.client_extra,
-        ),
+        network=_network(session, info),
+        client=_client(session, info),
         plan=PlanSection.model_validate(_plan(info)),
         validation=ValidationSection.model_validate(info.validation)
         if info.validation is not None
@@ -166,6 +156,58 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     if info.repeats is not None:
         extra["repeats"] = info.repeats
     return snapshot.model_copy(update=extra)
+
+
+def _network(session: Session, info: RunInfo) -> Network:
+    return Network(
+        rtt_s=Stats.from_summary(session.rtt_summary()),
+        probe_path=info.probe_path,
+        probes_failed=session.probes_failed,
+    )
+
+
+def _client(session: Session, info: RunInfo) -> Client:
+    status = session.status
+    return Client(
+        cpu_s=status.cpu_s if status else 0.0,
+        wall_s=status.wall_s if status else 0.0,
+        event_loop="uvloop" if status and status.uvloop else "asyncio",
+        uvloop=bool(status and status.uvloop),
+        connections_opened=status.connections_opened if status else 0,
+        **info.client_extra,
+    )
+
+
+JOURNAL_SECTIONS_INTERVAL_NS: Final = 5_000_000_000
+"""How often the journal records the network and client sections (the last one is recovered)."""
+
+
+def journal_lines(
+    session: Session, info: RunInfo, sampler: TelemetrySampler | None
+) -> Callable[[], list[dict[str, Any]]]:
+    """What a session's journal records besides its requests and steps (`Session.open_journal`).
+
+    The sampler's hardware and telemetry (`snapshot.journal_telemetry`), and every 5 s the
+    network and client sections, so a recovered snapshot has the sections a saved one has.
+    """
+    telemetry = None if sampler is None else JournalTelemetry(sampler, session.started_ns)
+    last_ns = [0]
+
+    def lines() -> list[dict[str, Any]]:
+        out = [] if telemetry is None else telemetry.lines()
+        now = time.perf_counter_ns()
+        if now - last_ns[0] >= JOURNAL_SECTIONS_INTERVAL_NS:
+            last_ns[0] = now
+            out.append(
+                {
+                    "kind": "sections",
+                    "network": _network(session, info).model_dump(mode="json"),
+                    "client": _client(session, info).model_dump(mode="json"),
+                }
+            )
+        return out
+
+    return lines
 
 
 def _knee_model(knee: Knee | None, info: RunInfo) -> KneeModel | None:

@@ -4,8 +4,9 @@ Contract: `diagnosed_step(snapshot)` picks the step a comparison explains: the q
 capacity's step when it was diagnosed, else the first diagnosed step past the knee, else the last
 diagnosed step (None for a snapshot saved before issue 18: then nothing is shown for it).
 `diagnosis_rows(cmp)` gives the "bound by" slice of the table (verdict, the level it is read at,
-TTFT and its network/queue/prefill/client parts, decode bandwidth and prefill compute use), or
-None when no snapshot was diagnosed, so older comparisons render byte for byte as before.
+TTFT and its network/queue/prefill/server other/client parts, decode bandwidth and prefill
+compute use), or None when no snapshot was diagnosed, so older comparisons render as before (a
+snapshot saved before the server's other time was split shows "-" there).
 `breakdown_chart(name, snapshot)` draws one run's TTFT breakdown per step as stacked bars, a black
 mark at the client's mean TTFT (inline SVG, deterministic) for the HTML report.
 """
@@ -19,17 +20,22 @@ from typing import Any, Final
 from gputui.snapshot.compare import Comparison
 from gputui.snapshot.models import Snapshot, Step
 
-TITLE: Final = "What bound it (at the qualified level; TTFT = network + queue + prefill + client)"
+TITLE: Final = (
+    "What bound it (at the qualified level; TTFT = network + queue + prefill + server other + "
+    "client)"
+)
 HEADERS: Final = (
-    "snapshot", "bound by", "at", "TTFT", "network", "queue", "prefill", "client",
-    "decode BW", "prefill FLOP/s",
+    "snapshot", "bound by", "at", "TTFT", "network", "queue", "prefill", "server other",
+    "client", "decode BW", "prefill FLOP/s",
 )  # fmt: skip
 PARTS: Final = (
     ("network_s", "network", "#9467bd"),
     ("queue_s", "queue", "#d62728"),
     ("prefill_s", "prefill", "#1f77b4"),
+    ("server_other_s", "server other", "#ff7f0e"),
     ("client_s", "client", "#7f7f7f"),
 )
+"""A snapshot saved before the server's other time was split has no `server_other_s` ("-", 0)."""
 _W, _H, _PAD_L, _PAD_B, _PAD_T = 640, 260, 64, 40, 30
 
 
@@ -75,13 +81,16 @@ def diagnosis_rows(cmp: Comparison) -> list[list[str]] | None:
             verdict += " (throttled)"
         b = step.ttft_breakdown or {}
         roof = step.roofline or {}
+        parts = {key: _ms(b.get(key)) for key, _, _ in PARTS}
+        if b.get("unsplit"):  # no server TTFT: the client's part holds the server's rest too
+            parts["client_s"] += " (+server)"
         rows.append(
             [
                 row.label,
                 verdict,
                 f"{step.level:g}",
                 _ms(b.get("ttft_s")),
-                *(_ms(b.get(key)) for key, _, _ in PARTS),
+                *parts.values(),
                 _share(roof.get("decode_bandwidth_utilization")),
                 _share(roof.get("prefill_compute_utilization")),
             ]
@@ -94,7 +103,7 @@ def breakdown_chart(name: str, snapshot: Snapshot) -> str | None:
     steps = [s for s in snapshot.steps if s.ttft_breakdown]
     if not steps:
         return None
-    totals = [max(sum(max(float(s.ttft_breakdown[k]), 0.0) for k, _, _ in PARTS), 1e-9)
+    totals = [max(sum(max(float(s.ttft_breakdown.get(k) or 0.0), 0.0) for k, _, _ in PARTS), 1e-9)
               for s in steps if s.ttft_breakdown]  # fmt: skip
     top = max(totals) * 1.1
     plot_w, plot_h = _W - _PAD_L - 16, _H - _PAD_T - _PAD_B

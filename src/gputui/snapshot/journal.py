@@ -7,7 +7,12 @@ Contract: a journal is a file `<session>.journal` in the snapshot folder, one JS
   started, TTFT and E2E in ms, input and output tokens, ok, error reason),
 - one `load` line per step started (index, mode, level, start and measurement start in ms), so a
   step the crash cut short can be rebuilt from its requests,
-- one `step` line per finished step (the snapshot's `Step`, exactly as a snapshot stores it).
+- one `measure` line whenever a step's measurement start or end becomes known or moves (a
+  settled step starts measuring where it settled; a closed step has its end), so the step the
+  crash cut short is rebuilt with the window it had,
+- one `step` line per finished step (the snapshot's `Step`, exactly as a snapshot stores it),
+- `hardware` and `telemetry` lines from the telemetry sampler (`snapshot.journal_telemetry`):
+  the hardware section when it changes, and telemetry points as they arrive, downsampled.
 
 Lines are buffered in memory and written by `flush()` (the caller flushes about once a second, off
 the UI's event loop) with one `write` + `fsync`, so a `kill -9` loses at most the last second and
@@ -27,7 +32,7 @@ import os
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,6 +148,24 @@ class Journal:
             }
         )
 
+    def add_measure(self, spec: StepSpec, origin_ns: int) -> None:
+        """Queue a step's current measurement window (start, and end once it is closed)."""
+        self._append(
+            {
+                "kind": "measure",
+                "index": spec.index,
+                "measure_ms": _ms(spec.measure_start_ns, origin_ns),
+                "end_ms": _ms(spec.end_ns, origin_ns) if spec.end_ns >= 0 else None,
+            }
+        )
+
+    def add_lines(self, lines: Iterable[Mapping[str, Any]]) -> None:
+        """Queue other lines (each with its `kind`), e.g. `snapshot.journal_telemetry`'s."""
+        encoded = [orjson.dumps(dict(line)) + b"\n" for line in lines]
+        with self._lock:
+            if not self._closed:
+                self._pending.extend(encoded)
+
     def add_step(self, result: StepResult, diagnosis: Mapping[str, Any] | None = None) -> None:
         """Queue a finished step, with its diagnosis (issue 18) when it has one."""
         step = step_from_result(result).model_dump(mode="json")
@@ -184,9 +207,16 @@ class JournalWriter:
         *,
         interval_s: float = 1.0,
         on_error: Callable[[str], None] | None = None,
+        specs: Callable[[], Sequence[StepSpec]] | None = None,
+        extra_lines: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
     ) -> None:
         self.journal = journal
         self._records = records
+        self._specs = specs
+        """The session's steps: their measurement windows are journalled as they change."""
+        self._extra_lines = extra_lines
+        """More lines each poll (hardware and telemetry: `snapshot.journal_telemetry`)."""
+        self._windows: dict[int, tuple[int, int]] = {}
         self._origin_ns = origin_ns
         self._interval_s = interval_s
         self._on_error = on_error
@@ -223,13 +253,27 @@ class JournalWriter:
             if len(records) > done:
                 self.journal.add_requests(records[done:], self._origin_ns)
                 self._written[index] = len(records)
+        for spec in self._specs() if self._specs is not None else ():
+            window = (spec.measure_start_ns, spec.end_ns)
+            if self._windows.get(spec.index) != window:
+                self._windows[spec.index] = window
+                self.journal.add_measure(spec, self._origin_ns)
         while self._steps:
             self.journal.add_step(*self._steps.popleft())
+        if self._extra_lines is not None:
+            self._add_extra_lines(self._extra_lines)
         try:
             self.journal.flush()
         except OSError as exc:
             if self._on_error is not None:
                 self._on_error(f"journal write failed: {exc}")
+
+    def _add_extra_lines(self, source: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        try:
+            self.journal.add_lines(source())
+        except Exception as exc:  # noqa: BLE001 - telemetry must never stop the journal
+            if self._on_error is not None:
+                self._on_error(f"journal telemetry skipped: {exc}")
 
     def stop(self, *, delete: bool) -> None:
         """Stop polling, journal what is left, close; `delete` once a snapshot holds it all."""

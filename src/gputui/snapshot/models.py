@@ -40,7 +40,7 @@ from gputui.snapshot.sections import (
 
 SCHEMA_VERSION: Final = 1
 
-Endpoint = Literal["completions", "chat"]
+Endpoint = Literal["completions", "chat", "responses"]
 
 
 class _Model(BaseModel):
@@ -239,6 +239,9 @@ class Step(_Model):
     """Cached / all prompt tokens of the step's ok requests, when the server reported them."""
     conversations: dict[str, Any] | None = None
     """Multi-turn runs: conversations started and complete in the step, and their `e2e_s`."""
+    requests_warmup: NonNegativeInt = 0
+    """Requests sent before the step's measurement started: in no statistic, but counted, so
+    the steps account for every request (`totals.requests`); 0 in files from before it."""
     dispatch_lateness: dict[str, Any] | None = None
     """Trace replay: send time minus schedule (`p50_ms`, `p99_ms`, `max_ms`, `count`)."""
     server_latency: dict[str, Any] | None = None
@@ -489,4 +492,5 @@ def _step_core(result: StepResult) -> Step:
         goodput_share=result.goodput_share,
         goodput_share_ci=result.goodput_share_ci,
         sla_verdict=result.sla_verdict,
+        requests_warmup=result.requests_warmup,
     )

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.records import RequestRecord
@@ -24,9 +25,12 @@ from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
 from gputui.snapshot.journal import SUFFIX
+from gputui.snapshot.journal_telemetry import hardware_from_lines, telemetry_from_lines
 from gputui.snapshot.models import (
     CapacityModel,
+    Client,
     KneeModel,
+    Network,
     SlaBounds,
     Snapshot,
     Step,
@@ -34,13 +38,15 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
-from gputui.snapshot.sections import PlanSection
+from gputui.snapshot.sections import HardwareSection, PlanSection, TelemetrySection
 from gputui.snapshot.store import save_snapshot
+
+_SectionT = TypeVar("_SectionT", bound=BaseModel)
 
 DIAGNOSIS_NOTE = (
     "finished steps keep the diagnosis made live (server_latency, ttft_breakdown, e2e_breakdown, "
-    "roofline, bottleneck); a step cut short has none: the journal keeps no server histograms, "
-    "telemetry or client frames to rebuild it from"
+    "roofline, bottleneck); a step cut short has none: the journal keeps no server histograms "
+    "or client frames to rebuild it from"
 )
 """What a recovered snapshot says of its steps' diagnosis (issue 18)."""
 
@@ -66,14 +72,21 @@ class JournalContents:
     steps: list[Step]
     loads: list[dict[str, Any]]
     requests: list[dict[str, Any]]
+    measures: list[dict[str, Any]] = field(default_factory=list)
+    """Measurement windows as they moved (settling) and closed, oldest first."""
+    hardware: list[dict[str, Any]] = field(default_factory=list)
+    telemetry: list[dict[str, Any]] = field(default_factory=list)
+    sections: list[dict[str, Any]] = field(default_factory=list)
+    """The network and client sections as they were every few seconds (the last one counts)."""
 
 
 def read_contents(path: Path) -> JournalContents:
     """The journal's lines (a torn line is skipped); ValueError without a header."""
     header: dict[str, Any] | None = None
     steps: list[Step] = []
-    loads: list[dict[str, Any]] = []
-    requests: list[dict[str, Any]] = []
+    by_kind: dict[str, list[dict[str, Any]]] = {
+        kind: [] for kind in ("load", "request", "measure", "hardware", "telemetry", "sections")
+    }
     with path.open("rb") as file:
         for raw in file:
             try:
@@ -83,15 +96,22 @@ def read_contents(path: Path) -> JournalContents:
             kind = line.get("kind") if isinstance(line, dict) else None
             if kind == "header" and header is None:
                 header = line
-            elif kind == "request":
-                requests.append(line)
-            elif kind == "load":
-                loads.append(line)
             elif kind == "step":
                 steps.append(Step.model_validate(line["step"]))
+            elif isinstance(kind, str) and kind in by_kind:
+                by_kind[kind].append(line)
     if header is None:
         raise ValueError(f"{path.name}: no journal header")
-    return JournalContents(header, steps, loads, requests)
+    return JournalContents(
+        header,
+        steps,
+        by_kind["load"],
+        by_kind["request"],
+        measures=by_kind["measure"],
+        hardware=by_kind["hardware"],
+        telemetry=by_kind["telemetry"],
+        sections=by_kind["sections"],
+    )
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any], list[Step], int]:
@@ -125,28 +145,40 @@ def _record(line: dict[str, Any]) -> RequestRecord:
 
 
 def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
-    """The steps the crash cut short, rebuilt from their journalled requests (incomplete)."""
+    """The steps the crash cut short, rebuilt from their journalled requests (incomplete).
+
+    Each keeps the measurement window it had (its last `measure` line: where it settled, and
+    its end once closed); a step still open ends at its last journalled request, as a save at
+    that moment would have closed it, so one that had not settled yet was all warm-up. Every
+    journalled request of the step is in it: measured, or counted in `requests_warmup`.
+    """
     closed = {s.index for s in contents.steps}
     records: dict[int, list[RequestRecord]] = {}
     for line in contents.requests:
         record = _record(line)
         records.setdefault(record.step_index, []).append(record)
+    windows = {m.get("index"): m for m in contents.measures}
     rebuilt = []
     for load in contents.loads:
         index = load.get("index")
         if not isinstance(index, int) or index in closed or load.get("hidden"):
             continue
+        window = windows.get(index, {})
         mine = records.get(index, [])
-        start, measure = _ns(load.get("start_ms")), _ns(load.get("measure_ms"))
-        if not mine or start is None or measure is None:
+        start = _ns(load.get("start_ms"))
+        measure = _ns(window.get("measure_ms", load.get("measure_ms")))
+        if start is None or measure is None:
             continue
+        end = _ns(window.get("end_ms"))
+        if end is None:
+            end = max((r.end_ns for r in mine), default=start)
         spec = StepSpec(
             index=index,
             mode=load.get("mode", "concurrency"),
             level=float(load.get("level") or 0),
             start_ns=start,
-            measure_start_ns=measure,
-            end_ns=max(r.end_ns for r in mine),
+            measure_start_ns=min(measure, end),
+            end_ns=end,
         )
         rebuilt.append(step_from_result(aggregate_step(spec, mine, sla, incomplete=True)))
     return rebuilt
@@ -205,11 +237,13 @@ def find_leftovers(folder: Path) -> list[LeftoverJournal]:
 def recover(path: Path, folder: Path) -> Path | None:
     """Rebuild and save the snapshot of a leftover journal, then delete it.
 
-    The finished steps come back as they were, with their diagnosis and the knee's explanation
-    (`DIAGNOSIS_NOTE`); a step the crash cut short is rebuilt from its journalled requests (marked
-    incomplete; no ITL, the journal keeps no token stamps; no diagnosis), and
-    `totals` counts every journalled request. Returns the snapshot's path, or None when the
-    session measured nothing (the journal is deleted all the same).
+    The snapshot the session would have saved at the moment of the crash: the finished steps
+    as they were, with their diagnosis and the knee's explanation (`DIAGNOSIS_NOTE`); a step the
+    crash cut short rebuilt from its journalled requests in the window it had (marked
+    incomplete; no ITL, the journal keeps no token stamps; no diagnosis); `totals` counts every
+    journalled request, and the steps account for each (`requests_warmup` included); hardware,
+    telemetry, network and client sections as last journalled. Returns the snapshot's path, or
+    None when the session measured nothing (the journal is deleted all the same).
     """
     contents = read_contents(path)
     header = contents.header
@@ -222,6 +256,7 @@ def recover(path: Path, folder: Path) -> Path | None:
     knee = knee_from_steps(steps, mode=mode)
     capacity = qualified_capacity(steps, sla.to_sla())
     label = header.get("label")
+    last = contents.sections[-1] if contents.sections else {}
     knee_model = KneeModel.from_knee(knee.knee) if knee.knee else None
     if knee_model is not None:  # the diagnosed steps explain it, as in a saved snapshot
         text = knee_explanation(knee_model.level, [s.model_dump() for s in steps])
@@ -238,6 +273,12 @@ def recover(path: Path, folder: Path) -> Path | None:
         else None,
         price_per_hour=header.get("price_per_hour"),
         precision=header.get("precision"),
+        hardware=_section(HardwareSection, hardware_from_lines(contents.hardware)),
+        telemetry=_section(
+            TelemetrySection, telemetry_from_lines(contents.hardware, contents.telemetry)
+        ),
+        network=_section(Network, last.get("network")),
+        client=_section(Client, last.get("client")),
         interrupted_by="lost (recovered from the journal)",
         knee=knee_model,
         knee_reason=knee.reason,
@@ -264,6 +305,16 @@ def recover(path: Path, folder: Path) -> Path | None:
     save_snapshot(snapshot, out)
     path.unlink()
     return out
+
+
+def _section(model: type[_SectionT], value: dict[str, Any] | None) -> _SectionT | None:
+    """A journalled section as its model; None when absent or unreadable (as a loaded file)."""
+    if value is None:
+        return None
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def discard(path: Path) -> None:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gputui.argtypes import open_fraction, positive_float, positive_int
+from gputui.argtypes import open_fraction, positive_int, seconds
 from gputui.errors import GputuiError, TelemetryUnavailable, UsageError
 
 
@@ -212,7 +212,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="read this machine's GPUs when the scrape has no DCGM series (default on)",
     )
-    parser.add_argument("--timeout", type=positive_float, default=2.0, metavar="S")
+    parser.add_argument("--timeout", type=seconds, default=2.0, metavar="S")
     _add_model_arguments(parser, required=False)
     parser.add_argument(
         "--context",

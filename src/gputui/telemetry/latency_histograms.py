@@ -11,7 +11,8 @@ Prometheus' `histogram_quantile` does: rank = q x count; the first bucket whose 
 reaches the rank holds the quantile; inside it the value is interpolated linearly between the
 bucket's lower bound (the previous bound, 0 for the first bucket) and its upper bound; a rank in
 the +Inf bucket returns the highest finite bound. A quantile is therefore only as fine as its
-bucket: `resolution_s` gives the width of the bucket each quantile fell in.
+bucket: `resolution_s` gives the width of the bucket each quantile fell in, and a quantile whose
+bucket is coarser than the values is reported as a bound, not a number (`bucket_bound`).
 
 Names (reference.md section 4): vLLM `vllm:time_to_first_token_seconds`,
 `vllm:request_queue_time_seconds`, `vllm:request_prefill_time_seconds`,
@@ -36,7 +37,9 @@ from gputui.telemetry.prom import PromIndex
 
 INTERPOLATION: Final = (
     "Prometheus histogram_quantile: linear within the bucket holding rank q x count, from the "
-    "previous bound (0 for the first) to the bucket's bound; means exact from _sum/_count"
+    "previous bound (0 for the first) to the bucket's bound; means exact from _sum/_count. A "
+    "quantile in the first bucket, in the +Inf bucket or in a bucket wider than the window's "
+    "mean is a bound (bounds[q]: '< 0.3 s', '> 80 s', '0.1-0.25 s'), its value None"
 )
 QUANTILES: Final = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
 
@@ -160,14 +163,83 @@ def quantile(h: Histogram, q: float) -> tuple[float, float] | None:
     return previous_bound, math.inf
 
 
+def _seconds_text(value_s: float) -> str:
+    return f"{value_s:g} s" if value_s >= 0.1 else f"{value_s * 1e3:g} ms"
+
+
+def _range_text(lower_s: float, upper_s: float) -> str:
+    """'0.1-0.25 s', '25-50 ms', '50 ms-0.1 s'."""
+    if (lower_s >= 0.1) == (upper_s >= 0.1):
+        low, high = _seconds_text(lower_s), _seconds_text(upper_s)
+        return f"{low.split()[0]}-{high}"
+    return f"{_seconds_text(lower_s)}-{_seconds_text(upper_s)}"
+
+
+def _bucket_of(h: Histogram, q: float) -> tuple[float, float] | None:
+    """(lower edge, upper edge) of the bucket holding quantile q (upper inf for +Inf)."""
+    total = h.cumulative[-1] if h.cumulative else 0.0
+    if total <= 0:
+        return None
+    rank = q * total
+    previous = 0.0
+    for bound, count in zip(h.bounds, h.cumulative, strict=True):
+        if count >= rank:
+            return (previous if previous < bound else 0.0), bound
+        previous = bound
+    return previous, math.inf
+
+
+def bucket_bound(lower_s: float, upper_s: float, mean_s: float | None) -> dict[str, Any] | None:
+    """The bound a quantile in bucket (lower, upper] is reported as, or None (see the rule).
+
+    The rule: a quantile is only as fine as the bucket it fell in, so it is a bound, never an
+    interpolated number, when
+    - it fell in the first bucket (0 to the first bound: the histogram says only "at most"),
+      e.g. vLLM's queue and prefill histograms start at 0.3 s while a fast server's values are
+      ~0.01 ms: interpolation would say 150 ms, the bound says '< 0.3 s';
+    - it fell in the +Inf bucket (only "more than the highest bound": '> 80 s');
+    - its bucket is wider than the window's mean (the bucket is coarser than the values it
+      summarises): the bucket's edges, '0.1-0.25 s'.
+    Returns {"above_s", "below_s" (None for +Inf), "text"}.
+    """
+    if math.isinf(upper_s):
+        return {"above_s": lower_s, "below_s": None, "text": f"> {_seconds_text(lower_s)}"}
+    if lower_s <= 0.0:
+        return {"above_s": 0.0, "below_s": upper_s, "text": f"< {_seconds_text(upper_s)}"}
+    if mean_s is not None and upper_s - lower_s > mean_s:
+        return {"above_s": lower_s, "below_s": upper_s, "text": _range_text(lower_s, upper_s)}
+    return None
+
+
 def summarize_histogram(h: Histogram) -> dict[str, Any]:
-    """Mean (exact), quantiles (interpolated) and each quantile's bucket width, in seconds."""
+    """Mean (exact), quantiles (interpolated, or None with a bound) and bucket widths, seconds.
+
+    `bounds[q]` holds the bound of each quantile too coarse to be a number (`bucket_bound`).
+    """
     n = round(h.count)
-    out: dict[str, Any] = {"mean": h.sum / h.count if h.count > 0 else None, "n": n}
+    mean = h.sum / h.count if h.count > 0 else None
+    out: dict[str, Any] = {"mean": mean, "n": n}
     resolution: dict[str, float | None] = {}
+    bounds: dict[str, dict[str, Any]] = {}
     for key, q in QUANTILES:
         found = quantile(h, q)
-        out[key] = None if found is None else found[0]
+        bucket = _bucket_of(h, q)
+        bound = None if bucket is None else bucket_bound(*bucket, mean)
+        out[key] = None if found is None or bound is not None else found[0]
         resolution[key] = None if found is None or math.isinf(found[1]) else found[1]
+        if bound is not None:
+            bounds[key] = bound
     out["resolution_s"] = resolution
+    out["bounds"] = bounds
     return out
+
+
+def quantile_text(summary: dict[str, Any], key: str) -> str:
+    """A summary's quantile for the screen: '34.2 ms', or its bound ('< 0.3 s'), or '-'."""
+    bound = (summary.get("bounds") or {}).get(key)
+    if bound is not None:
+        return str(bound["text"])
+    value = summary.get(key)
+    if not isinstance(value, int | float):
+        return "-"
+    return f"{value:.3g} s" if value >= 1 else f"{value * 1e3:.3g} ms"

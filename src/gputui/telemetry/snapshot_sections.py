@@ -64,9 +64,10 @@ def _round(value: Any) -> Any:
     return value
 
 
-def _point(
+def trace_point(
     sample: GpuSample | ServerSample | HostSample, fields: Sequence[str], origin_ns: int
 ) -> dict[str, Any]:
+    """One trace point: `t_s` from `origin_ns` and the fields that are not n/a."""
     point: dict[str, Any] = {"t_s": round((sample.t_ns - origin_ns) / 1e9, 3)}
     for name in fields:
         value = getattr(sample, name)
@@ -103,25 +104,25 @@ def telemetry_section(
     for sample in traces.gpu:
         by_gpu.setdefault(sample.index, []).append(sample)
     gpu = [
-        _point(s, GPU_TRACE_FIELDS, origin_ns)
+        trace_point(s, GPU_TRACE_FIELDS, origin_ns)
         for index in sorted(by_gpu)
         for s in downsample(by_gpu[index], max_points)
     ]
     return {
         "gpu": gpu,
         "server": [
-            _point(s, SERVER_TRACE_FIELDS, origin_ns) for s in downsample(traces.server, max_points)
+            trace_point(s, SERVER_TRACE_FIELDS, origin_ns)
+            for s in downsample(traces.server, max_points)
         ],
         "host": [
-            _point(s, HOST_TRACE_FIELDS, origin_ns) for s in downsample(traces.host, max_points)
+            trace_point(s, HOST_TRACE_FIELDS, origin_ns)
+            for s in downsample(traces.host, max_points)
         ],
     }
 
 
-def sections_from_sampler(
-    sampler: TelemetrySampler, origin_ns: int, max_points: int = MAX_POINTS
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(hardware, telemetry) for a snapshot, from a running or stopped sampler."""
+def hardware_from_sampler(sampler: TelemetrySampler) -> dict[str, Any]:
+    """The hardware section, from a running or stopped sampler."""
     frame = sampler.latest()
     server = frame.server
     identities = sampler.identities() or tuple(
@@ -131,13 +132,21 @@ def sections_from_sampler(
         )
         for g in frame.gpus
     )
-    hardware = hardware_section(
+    return hardware_section(
         identities,
         nvml_status=sampler.nvml_status,
         gpu_source=sampler.gpu_source,
         host_mem_total_bytes=frame.host.mem_total_bytes if frame.host else None,
         backend=server.backend if server else None,
     )
+
+
+def sections_from_sampler(
+    sampler: TelemetrySampler, origin_ns: int, max_points: int = MAX_POINTS
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(hardware, telemetry) for a snapshot, from a running or stopped sampler."""
+    frame = sampler.latest()
+    hardware = hardware_from_sampler(sampler)
     telemetry = telemetry_section(sampler.traces(downsample_to=None), origin_ns, max_points)
     telemetry["sources"] = flatten_states(frame.states)
     spec = run_spec_decode(sampler.traces(downsample_to=None).server)

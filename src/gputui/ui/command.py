@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputui.argtypes import non_negative_float, positive_float, positive_int
+from gputui.argtypes import non_negative_seconds, positive_float, positive_int, seconds
 from gputui.errors import GputuiError
 
 if TYPE_CHECKING:
@@ -54,13 +54,13 @@ def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) ->
     load.add_argument("--burst-size", type=positive_int, default=None)
     load.add_argument(
         "--warmup-seconds",
-        type=non_negative_float,
+        type=non_negative_seconds,
         default=None,
         help="excluded from each step (default: until the load has settled)",
     )
     load.add_argument(
         "--window-seconds",
-        type=positive_float,
+        type=seconds,
         default=None,
         help="rolling window of the latency table (15)",
     )

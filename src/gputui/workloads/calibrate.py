@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gputui.engine.target import Endpoint
+from gputui.engine.target import Endpoint, applies_chat_template
 from gputui.workloads.counters import (
     METHOD_APPROXIMATE,
     CountFailed,
@@ -73,7 +73,7 @@ def count_form(
     counter: TokenCounter, endpoint: Endpoint, prompt: str, messages: Messages | None
 ) -> int | None:
     """Tokens of a rendered request as sent (None: a chat request this counter cannot count)."""
-    if endpoint == "chat":
+    if applies_chat_template(endpoint):
         return counter.count_chat(list(messages or [{"role": "user", "content": prompt}]))
     return counter.count(prompt)
 
@@ -106,7 +106,7 @@ def calibrate(
     chat_form = as_sent is not None
     form_overhead = (as_sent if as_sent is not None else bare) - counted
     notes: list[str] = []
-    what = "chat template" if endpoint == "chat" else "special-token"
+    what = "chat template" if applies_chat_template(endpoint) else "special-token"
     guess = f"{METHOD_APPROXIMATE} (one token per common word assumed"
     tokens_per_word = 1.0
     if isinstance(counter, ServerCounter) and as_sent is not None:
@@ -156,7 +156,11 @@ def _slope(plan: PromptPlan, seed: int, billed_short: int, probe: Probe) -> floa
 
 def _completions_text(plan: PromptPlan, prompt: str) -> str:
     """The request as one completions prompt (for a chat plan: system + user)."""
-    return f"{plan.system} {prompt}" if plan.system and plan.endpoint == "chat" else prompt
+    return (
+        f"{plan.system} {prompt}"
+        if plan.system and applies_chat_template(plan.endpoint)
+        else prompt
+    )
 
 
 @dataclass(frozen=True, slots=True)

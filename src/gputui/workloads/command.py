@@ -15,7 +15,13 @@ from typing import Any
 import orjson
 
 from gputui.workloads.errors import WorkloadFileError
-from gputui.workloads.scenario import SCENARIO_DIR, Scenario, find_scenarios, load_scenario
+from gputui.workloads.scenario import (
+    SCENARIO_DIR,
+    Scenario,
+    default_scenario_dir,
+    find_scenarios,
+    load_scenario,
+)
 
 
 def add_scenarios_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +31,7 @@ def add_scenarios_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=Path,
         metavar="PATH",
-        help=f"scenario files or folders (default: ./{SCENARIO_DIR})",
+        help=f"scenario files or folders (default: ./{SCENARIO_DIR}, else those installed)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
 
@@ -96,9 +102,8 @@ def run_scenarios(args: argparse.Namespace) -> int:
     if not args.json:
         _table(rows)
     if not files:
-        sys.stderr.write(
-            f"gputui: no scenario files in {', '.join(map(str, args.places or [SCENARIO_DIR]))}\n"
-        )
+        places = ", ".join(map(str, args.places or [default_scenario_dir()]))
+        sys.stderr.write(f"gputui: no scenario files in {places}\n")
         return 1
     return 1 if bad else 0
 

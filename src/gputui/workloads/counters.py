@@ -203,9 +203,15 @@ def usage_probe(
     prompt: str,
     messages: Messages | None,
 ) -> int | None:
-    """`usage.prompt_tokens` of one real, non-streamed request with max_tokens=1 (None if none)."""
+    """`usage.prompt_tokens` of one real, non-streamed request with max_tokens=1 (None if none).
+
+    The Responses API names them `input` and `max_output_tokens`, and `usage.input_tokens`.
+    """
     body: dict[str, Any] = {"model": model, "max_tokens": 1, "stream": False}
-    if endpoint == "chat":
+    if endpoint == "responses":
+        body = {"model": model, "max_output_tokens": 1, "stream": False}
+        body["input"] = list(messages) if messages else prompt
+    elif endpoint == "chat":
         body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
@@ -214,5 +220,6 @@ def usage_probe(
         usage = response.json().get("usage") if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None
-    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    key = "input_tokens" if endpoint == "responses" else "prompt_tokens"
+    tokens = usage.get(key) if isinstance(usage, dict) else None
     return tokens if isinstance(tokens, int) and tokens > 0 else None

@@ -22,7 +22,7 @@ from typing import Final
 
 import numpy as np
 
-from gputui.engine.target import Endpoint
+from gputui.engine.target import Endpoint, applies_chat_template
 
 LEAD: Final = "the"
 """The first word of every user prompt (and of the system prompt): its cost is in the overhead."""
@@ -105,7 +105,7 @@ class PromptPlan:
         return " ".join(out)
 
     def render(self, request_id: int, body: str) -> tuple[str, tuple[dict[str, str], ...] | None]:
-        """(prompt, messages): messages only for chat with a system prompt."""
+        """(prompt, messages): messages only for chat (or responses) with a system prompt."""
         user = LEAD
         if self.prefix_words:
             user += " " + self.prefix(request_id)
@@ -113,7 +113,7 @@ class PromptPlan:
             user += " " + body
         if not self.system:
             return user, None
-        if self.endpoint == "chat":
+        if applies_chat_template(self.endpoint):
             system = {"role": "system", "content": self.system}
             return user, (system, {"role": "user", "content": user})
         return f"{self.system} {user}", None

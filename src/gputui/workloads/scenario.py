@@ -2,8 +2,10 @@
 
 Contract: `load_scenario(path_or_name)` reads a TOML file (stdlib tomllib) into a frozen, validated
 `Scenario`, or raises `WorkloadFileError` naming the file, the field path and what was expected. A
-name without a path (`chat`) means `scenarios/chat.toml` under the current directory. Paths inside
+name without a path (`chat`) means `scenarios/chat.toml` under the current directory, else the
+scenario of that name installed with gputui (package data, `installed_scenario_dir`). Paths inside
 a scenario (datasets) are relative to the scenario's folder, so a scenario folder can move whole.
+Durations (`ttft_p95_s`, `step_seconds`, ...) are seconds, or a string with a unit: "35ms".
 Command-line flags override a scenario field by field (see `workloads.runplan`); the TUI calls
 `Scenario.prepare(...)` for the same workload the headless run would send.
 """
@@ -11,11 +13,13 @@ Command-line flags override a scenario field by field (see `workloads.runplan`);
 from __future__ import annotations
 
 import tomllib
+from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     NonNegativeFloat,
@@ -26,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from gputui.durations import parse_duration
 from gputui.metrics.sla import Sla
 from gputui.workloads.distributions import DIST_KINDS, LengthDist
 from gputui.workloads.errors import WorkloadFileError, describe_validation_error
@@ -37,6 +42,22 @@ if TYPE_CHECKING:
     from gputui.workloads.prepare import PreparedRun
 
 SCENARIO_DIR = Path("scenarios")
+"""The current directory's scenarios: a clone's, or the user's own."""
+
+
+def _seconds(value: object) -> object:
+    """A duration string ("35ms", "2m") in seconds; anything else is left to the field's type."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError("expected a duration like 35ms, 1.5s or a number of seconds") from None
+
+
+Seconds = Annotated[PositiveFloat, BeforeValidator(_seconds)]
+"""A positive duration in seconds (a number, or a string with a unit)."""
+NonNegativeSeconds = Annotated[NonNegativeFloat, BeforeValidator(_seconds)]
 
 
 class _Strict(BaseModel):
@@ -95,8 +116,8 @@ class WorkloadConfig(_Strict):
 class SlaConfig(_Strict):
     """P95 bounds and an error-rate bound; absent means unbounded."""
 
-    ttft_p95_s: PositiveFloat | None = None
-    tpot_p95_s: PositiveFloat | None = None
+    ttft_p95_s: Seconds | None = None
+    tpot_p95_s: Seconds | None = None
     max_error_rate: float | None = Field(default=None, ge=0.0, le=1.0)
 
     def to_sla(self) -> Sla:
@@ -110,8 +131,8 @@ class LoadPlan(_Strict):
     mode: Literal["concurrency", "rate", "auto"] = "concurrency"
     levels: tuple[PositiveFloat, ...] = (1, 2, 4, 8, 16, 32)
     """Concurrency levels (whole numbers) or arrival rates in requests/s."""
-    step_seconds: PositiveFloat = 30.0
-    warmup_seconds: NonNegativeFloat | None = None
+    step_seconds: Seconds = 30.0
+    warmup_seconds: NonNegativeSeconds | None = None
     arrival: Literal["poisson", "constant", "gamma"] | None = None
     burstiness: PositiveFloat | None = None
 
@@ -129,7 +150,7 @@ class Scenario(_Strict):
 
     name: str
     description: str = ""
-    endpoint: Literal["completions", "chat"] = "completions"
+    endpoint: Literal["completions", "chat", "responses"] = "completions"
     workload: WorkloadConfig
     sla: SlaConfig = SlaConfig()
     load: LoadPlan = LoadPlan()
@@ -147,7 +168,7 @@ class Scenario(_Strict):
         model: str,
         *,
         api_key: str | None = None,
-        endpoint: Literal["completions", "chat"] | None = None,
+        endpoint: Literal["completions", "chat", "responses"] | None = None,
         seed: int | None = None,
         token_counter: CounterMode = "auto",
         tokenizer: Path | None = None,
@@ -205,16 +226,36 @@ class Scenario(_Strict):
         return values
 
 
+def installed_scenario_dir() -> Path | None:
+    """The scenarios shipped with gputui: package data, or a source checkout's `scenarios/`."""
+    packaged = Path(str(resources.files("gputui") / "scenarios"))
+    checkout = Path(__file__).resolve().parents[3] / "scenarios"  # an editable install
+    return next((place for place in (packaged, checkout) if place.is_dir()), None)
+
+
+def default_scenario_dir() -> Path:
+    """`./scenarios` when there is one, else the installed scenarios."""
+    if SCENARIO_DIR.is_dir():
+        return SCENARIO_DIR
+    return installed_scenario_dir() or SCENARIO_DIR
+
+
 def resolve_scenario_path(text: str) -> Path:
-    """A scenario file path, or a bare name looked up as `scenarios/NAME.toml`."""
+    """A scenario file path, or a bare name: `scenarios/NAME.toml`, else an installed one."""
     path = Path(text)
     if path.is_file():
         return path
-    if path.suffix == "" and len(path.parts) == 1:
-        named = SCENARIO_DIR / f"{text}.toml"
-        if named.is_file():
-            return named
-    raise WorkloadFileError(text, "", f"no such scenario file (nor {SCENARIO_DIR}/{text}.toml)")
+    if path.suffix or len(path.parts) != 1:
+        raise WorkloadFileError(text, "", "no such scenario file")
+    installed = installed_scenario_dir()
+    for folder in (SCENARIO_DIR, installed):
+        if folder is not None and (folder / f"{text}.toml").is_file():
+            return folder / f"{text}.toml"
+    names = sorted(p.stem for p in installed.glob("*.toml")) if installed else []
+    known = f"; installed: {', '.join(names)}" if names else ""
+    raise WorkloadFileError(
+        text, "", f"no such scenario file nor {SCENARIO_DIR}/{text}.toml{known}"
+    )
 
 
 def load_scenario(path_or_name: str | Path) -> Scenario:
@@ -236,9 +277,9 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
 
 
 def find_scenarios(places: list[Path] | None = None) -> list[Path]:
-    """Scenario files in these folders or files (default: ./scenarios), sorted by name."""
+    """Scenario files in these folders or files (default: `default_scenario_dir`), by name."""
     found: list[Path] = []
-    for place in places or [SCENARIO_DIR]:
+    for place in places or [default_scenario_dir()]:
         if place.is_dir():
             found.extend(sorted(place.glob("*.toml")))
         elif place.is_file():

@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 import orjson
 
+from gputui.durations import parse_duration
 from gputui.errors import GputuiError, UsageError
 
 TraceFormat = Literal["mooncake", "azure", "burstgpt"]
@@ -91,11 +92,11 @@ def detect_format(first_line: str) -> TraceFormat | None:
 
 
 def parse_window(text: str) -> tuple[float, float]:
-    """`START:END` in seconds (either side may be empty: from the start, to the end)."""
+    """`START:END` in seconds, or with units (`1m:90s`); either side may be empty."""
     start, sep, end = text.partition(":")
     try:
-        lo = float(start) if start.strip() else 0.0
-        hi = float(end) if end.strip() else float("inf")
+        lo = parse_duration(start) if start.strip() else 0.0
+        hi = parse_duration(end) if end.strip() else float("inf")
     except ValueError:
         lo, hi = -1.0, -1.0
     if not sep or lo < 0 or hi <= lo:

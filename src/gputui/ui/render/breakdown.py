@@ -1,8 +1,10 @@
 """The TTFT decomposition as a stacked bar (issue 18), and a step's "bound by" cell.
 
-A step's mean TTFT splits into network, server queue, server prefill and the client's rest
-(`metrics.ttft_breakdown`). The bar draws each part with its own glyph and role, so it reads
-without colour too: network `░` (`~`), queue `▒` (`=`), prefill `█` (`#`), client `·` (`.`).
+A step's mean TTFT splits into network, server queue, server prefill, the server's other time
+(its own TTFT beyond queue and prefill) and the client's rest (`metrics.ttft_breakdown`). The bar
+draws each part with its own glyph and role, so it reads without colour too: network `░` (`~`),
+queue `▒` (`=`), prefill `█` (`#`), server other `▓` (`+`), client `·` (`.`). Where the server
+reports no TTFT to split by, the client's part holds the server's rest and reads `client+srv`.
 Bars of one table share a scale (`scale_s`, the longest TTFT), so their lengths compare.
 """
 
@@ -15,10 +17,23 @@ from gputui.frontends.live import LiveView
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 
-PARTS = ("network", "queue", "prefill", "client")
-GLYPHS = {"network": "░", "queue": "▒", "prefill": "█", "client": "·"}
-ASCII_GLYPHS = {"network": "~", "queue": "=", "prefill": "#", "client": "."}
-ROLES = {"network": "bnet", "queue": "bqueue", "prefill": "bprefill", "client": "bclient"}
+PARTS = ("network", "queue", "prefill", "server_other", "client")
+GLYPHS = {"network": "░", "queue": "▒", "prefill": "█", "server_other": "▓", "client": "·"}
+ASCII_GLYPHS = {"network": "~", "queue": "=", "prefill": "#", "server_other": "+", "client": "."}
+ROLES = {
+    "network": "bnet",
+    "queue": "bqueue",
+    "prefill": "bprefill",
+    "server_other": "bserver",
+    "client": "bclient",
+}
+NAMES = {
+    "network": "net",
+    "queue": "queue",
+    "prefill": "prefill",
+    "server_other": "srv",
+    "client": "client",
+}
 
 
 def decomposition_bar(
@@ -42,12 +57,11 @@ def decomposition_bar(
 
 
 def legend(*, ascii: bool = False, short: bool = False) -> Line:
-    """The bar's key: '░net ▒queue █prefill ·client' (short: '░n ▒q █p ·c')."""
+    """The bar's key: '░net ▒queue █prefill ▓srv ·client' (short: '░n ▒q █p ▓s ·c')."""
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
-    names = {"network": "net", "queue": "queue", "prefill": "prefill", "client": "client"}
     line: Line = []
     for p in PARTS:
-        line += [(glyphs[p], ROLES[p]), ((names[p][0] if short else names[p]) + " ", "label")]
+        line += [(glyphs[p], ROLES[p]), ((NAMES[p][0] if short else NAMES[p]) + " ", "label")]
     return line
 
 
@@ -92,14 +106,22 @@ def knee_label(view: LiveView) -> str:
 def step_bar_line(
     label: str, breakdown: Mapping[str, Any], width: int, *, ascii: bool = False
 ) -> Line:
-    """'step 8 mean TTFT 939ms ▒▒▒▒██· ▒queue 669ms █prefill 251ms ░net 2ms ·client 18ms'."""
+    """'step 8 mean TTFT 939ms ▒▒▒██▓· ▒queue 669ms █prefill 251ms ▓srv 9ms ░net 2ms ·client 9ms'.
+
+    Without the server's own TTFT there is no `srv` part and the client's reads 'client+srv'.
+    """
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
     ttft = float(breakdown["ttft_s"])
     bar_w = max(min(24, width // 4), 8)
     line: Line = [(f"{label} ", "label"), (f"mean TTFT {fmt.duration(ttft)} ", "")]
     line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
-    for p in ("queue", "prefill", "network", "client"):
-        value = float(breakdown.get(f"{p}_s") or 0.0)
-        name = "net" if p == "network" else p
-        line += [(f" {glyphs[p]}", ROLES[p]), (f"{name} {fmt.duration(value)}", "dim")]
+    for p in ("queue", "prefill", "server_other", "network", "client"):
+        value = breakdown.get(f"{p}_s")
+        if p == "server_other" and value is None:
+            continue
+        name = "client+srv" if p == "client" and breakdown.get("unsplit") else NAMES[p]
+        line += [
+            (f" {glyphs[p]}", ROLES[p]),
+            (f"{name} {fmt.duration(float(value or 0.0))}", "dim"),
+        ]
     return line

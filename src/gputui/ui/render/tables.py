@@ -154,7 +154,8 @@ _TTFT_W = 8
 """The bar column starts with the step's mean TTFT; the bar splits it (100 % = that TTFT)."""
 _BAR_FIRST = 28
 """Cells the bar takes before the optional columns (ITL95, E2E95, goodput, req/s)."""
-_BAR_MAX = 40
+_BAR_MAX = 42
+"""Wide enough for the full key (net, queue, prefill, srv, client) beside the TTFT column."""
 _SLA_CELLS = {"pass": ("  ok    ", "ok"), "fail": ("  FAIL  ", "crit")}
 _UNSURE = ("  unsure", "inconclusive")
 """An SLA verdict the confidence intervals cannot decide (issue 16): its own role."""
@@ -256,7 +257,7 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
         head += "  " + "bound by".ljust(bound_w - 2)
     header: Line = [(head, "label")]
     if bar_w:
-        legend = breakdown.legend(ascii=ascii, short=bar_w - _TTFT_W < 29)
+        legend = breakdown.legend(ascii=ascii, short=bar_w - _TTFT_W < 34)
         header += [(" " + "TTFT".rjust(_TTFT_W - 1) + " ", "label"), *legend]
     if not view.steps:
         rows = [fit(header, width), fit([("  no finished step yet", "dim")], width)]

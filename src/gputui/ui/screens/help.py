@@ -89,8 +89,10 @@ DIAGNOSIS = (
     (
         "TTFT bar",
         f"mean TTFT = {GLYPHS['network']} network (RTT probe) + {GLYPHS['queue']} server queue + "
-        f"{GLYPHS['prefill']} server prefill (the server's histograms) + {GLYPHS['client']} "
-        "client (the rest); bars share one scale",
+        f"{GLYPHS['prefill']} server prefill (the server's histograms) + {GLYPHS['server_other']} "
+        f"server other (its own TTFT - queue - prefill) + {GLYPHS['client']} client (TTFT - "
+        "server TTFT - network; 'client+srv' where the server has no TTFT to split by); bars "
+        "share one scale",
     ),
     ("knee", "the knee mark names the verdict of the first step past it, with its evidence"),
 )

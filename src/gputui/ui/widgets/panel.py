@@ -18,7 +18,7 @@ ROLES = (
     *("ok", "warn", "crit", "dim", "label", "accent", "s1", "s2", "s3", "knee", "live", "best"),
     *("o1", "o2", "o3"),
     "inconclusive",
-    *("bnet", "bqueue", "bprefill", "bclient"),
+    *("bnet", "bqueue", "bprefill", "bserver", "bclient"),
 )
 """Roles a render function may give a span; each is a component class styled in global.tcss."""
 
