@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 
 
 class LiveSource(Protocol):

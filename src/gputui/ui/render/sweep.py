@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.metrics.step import StepResult
 from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt

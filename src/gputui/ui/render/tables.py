@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.metrics.confidence import Interval
 from gputui.metrics.step import StepResult
 from gputui.metrics.summary import Summary
