@@ -174,4 +174,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # piped into `head`
+        sys.stderr.close()

@@ -177,7 +177,7 @@ class Session(FramePublisherMixin):
         return self.set_load(current.mode, current.level)
 
     def pause(self) -> None:
-        """Stop sending; the current step ends here and a new one starts on resume."""
+        """Stop sending new requests; the step stays open (the TUI opens a new one on resume)."""
         self._paused = True
         self._engine.send(Pause())
 
