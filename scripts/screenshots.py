@@ -91,6 +91,7 @@ async def main(out: Path) -> None:
             shutil.copy(SAVED / snapshot, folder / snapshot)
         shots = [(name, size) for size in SIZES for name in ("live-knee", "help")]
         shots += [("sessions", (120, 40)), ("live-overlay", (160, 48))]
+        shots += [("sessions", (80, 24)), ("live-overlay", (80, 24))]
         for name, size in shots:
             path = await _shoot(out, name, size, folder)
             sys.stdout.write(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}\n")

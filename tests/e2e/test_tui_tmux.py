@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import time
@@ -111,3 +112,61 @@ def test_a_dropped_terminal_saves_the_session(
         return found.stdout.strip()
 
     wait_for(still_running, lambda pids: not pids)  # the hung-up TUI exits, it does not linger
+
+
+HEADER_ITEMS = [
+    r"● \d+ concurrent ×\d+",
+    r"step \d+ \d+s( AUTO| HOLD)? (settling( ≤\d+ s)?|measuring n=\d+( ±(open|[\d.]+ %))?)",
+    r"P95 verdict: \d+ of 59 requests(, ~\d+ s)?",
+    r"in flight \d+",
+    r"\d+:\d\d:\d\d",
+    r"cpu engine \d+% ui (\d+%|-)",
+    r"http://127\.0\.0\.1:\d+",
+    r"sim",
+    r"capacity [\d.]+(/s)?( \([\d.]+: (pass|fail|inconclusive)\))?",
+    r"backend .+",
+    r"GPU .+",
+    r"saved \S+\.json",
+]
+"""Every item the header may show, whole: an item cut at the edge matches none of them."""
+
+
+def test_at_80x24_the_header_fits_and_every_key_is_in_the_footer(
+    fixed_sim: SimProcess, tmp_path: Path, session: str
+) -> None:
+    from gputui.ui.screens.live import LiveScreen
+
+    command = shlex.join(
+        [str(GPUTUI), "tui", "--url", fixed_sim.url, "--model", "sim",
+         "--snapshot-dir", str(tmp_path), "--input-tokens", "16", "--output-tokens", "8",
+         "--warmup-seconds", "0.3"]
+    )  # fmt: skip
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24",
+         f"{command}; echo GPUTUI-EXIT=$?; sleep 60")  # fmt: skip
+
+    def pane() -> str:
+        return tmux("capture-pane", "-p", "-t", session)
+
+    wait_for(pane, lambda s: "step 1" in s and "in flight" in s)
+    for level in (2, 4):
+        time.sleep(1.5)
+        tmux("send-keys", "-t", session, "+")
+        wait_for(pane, lambda s, lv=level: f"● {lv} concurrent" in s)  # type: ignore[misc]
+    screen = wait_for(pane, lambda s: "step 3" in s and "measuring n=" in s)
+    rows = screen.splitlines()
+    assert len(rows) == 24
+    header = rows[:3]
+    for row in header:
+        assert len(row) <= 80
+        items = [item for item in re.split(r"\s{2,}", row.strip()) if item]
+        for item in items:
+            assert any(re.fullmatch(p, item) for p in HEADER_ITEMS), (item, header)
+    footer = " ".join(rows[-2:])
+    for binding in LiveScreen.BINDINGS:
+        assert not isinstance(binding, tuple)
+        if binding.show:
+            assert f" {binding.description}" in footer, (binding.description, rows[-2:])
+    assert " o Sessions" in footer and " h Hold" in footer and " a Auto" in footer
+    tmux("send-keys", "-t", session, "q")
+    screen = wait_for(pane, lambda s: "GPUTUI-EXIT=" in s)
+    assert "GPUTUI-EXIT=0" in screen and "Traceback" not in screen

@@ -227,7 +227,7 @@ def test_long_contexts_on_a_4090_queue(tmp_path: Path) -> None:
     (step,) = _steps(out)
     verdict = step.bottleneck
     assert verdict is not None
-    assert verdict["verdict"] == "queue", verdict
+    assert verdict["verdict"] == "kv-capacity", verdict  # the queue, explained
     line = next(e for e in verdict["evidence"] if "waiting" in e)
     assert "KV cache full" in line, line
     assert "no room for another request" in line, line

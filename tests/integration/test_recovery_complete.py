@@ -51,12 +51,14 @@ def a100_sim() -> Iterator[SimProcess]:
 def _completed(sim: SimProcess) -> int:
     """Requests the server finished (not aborted): vLLM's `request_success_total` counter."""
     text = httpx.get(f"{sim.url}/metrics", timeout=5).text
-    found = re.findall(
-        r'^vllm:request_success_total\{finished_reason="(?:length|stop)"[^}]*\} (\S+)$',
-        text,
-        flags=re.MULTILINE,
-    )
-    return int(sum(float(v) for v in found))
+    found = [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:request_success_total{")
+        and re.search(r'finished_reason="(length|stop)"', line)
+    ]
+    assert found, "the simulator's /metrics has no request_success_total"
+    return int(sum(found))
 
 
 def _sections(doc: dict[str, Any]) -> set[str]:
@@ -110,9 +112,11 @@ def _assert_like_a_saved_file(
     assert row["gpu_name"] == GPU_NAME
     assert row["peak_vram_used_bytes"] and row["peak_vram_used_bytes"] > 70e9
     assert row["max_temperature_c"] and row["max_temperature_c"] > 20
+    assert completed > 0
     lost: int = completed - totals
     rate = totals / max(sum(s["duration_s"] + s["warmup_s"] for s in steps), 1e-9)
-    assert lost <= rate * LOSS_WINDOW_S + 2, (completed, totals, rate)
+    # (negative only by requests done before the baseline read, as the journal appeared)
+    assert -(rate * 0.5 + 2) <= lost <= rate * LOSS_WINDOW_S + 2, (completed, totals, rate)
     print(f"completed {completed} journalled {totals} lost {lost} (rate {rate:.1f}/s)")
     return lost
 

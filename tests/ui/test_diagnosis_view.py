@@ -10,7 +10,7 @@ from gputui.session.events import verdict_event
 from gputui.ui.render.breakdown import bound_by, decomposition_bar, knee_label
 from gputui.ui.render.format import duration
 from gputui.ui.render.spans import texts
-from gputui.ui.render.tables import steps_lines
+from gputui.ui.render.steps import steps_lines
 from gputui.ui.screens.help import DIAGNOSIS
 from tests.support.steps import make_step
 from tests.ui.conftest import DIAG_FIXTURE, replay_views
@@ -60,6 +60,10 @@ def test_bound_by_marks_suspect_and_throttled_steps() -> None:
     )
     assert bound_by({"bottleneck": _verdict("throttled", throttled=True)}) == ("throttled", "warn")
     assert bound_by({}) == ("-", "dim")
+    # a narrow table: short names and flags (a client verdict is suspect by its name)
+    short = {"bottleneck": _verdict("decode-bandwidth", suspect=True, throttled=True)}
+    assert bound_by(short, short=True) == ("decode-bw SUSP THR", "crit")
+    assert bound_by({"bottleneck": _verdict("client", suspect=True)}, short=True)[0] == "client"
 
 
 def test_the_help_explains_every_verdict_once() -> None:
@@ -71,13 +75,13 @@ def test_the_help_explains_every_verdict_once() -> None:
 def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     view = replay_views(DIAG_FIXTURE)[-1]
     assert view.diagnoses and view.knee is not None
-    lines = texts(steps_lines(view, 150, 12))
-    assert "bound by" in lines[0] and "░n ▒q █p ▓s ·c" in lines[0]  # a 20-cell bar: the short key
+    lines = texts(steps_lines(view, 130, 12))
+    assert "bound by" in lines[0] and "░n ▒q █p ▓s ·c" in lines[0]  # a 24-cell bar: the short key
     assert "░net ▒queue █prefill ▓srv ·client" in texts(steps_lines(view, 200, 12))[0]
     rows = lines[1 : 1 + len(view.steps)]
     for step, row in zip(view.steps, rows, strict=True):
         verdict = view.diagnosis(step)["bottleneck"]["verdict"]
-        assert f"  {verdict}" in row, row
+        assert f" {verdict} " in row, row
         assert "█" in row  # every step has a prefill part
     past = next(s for s in view.steps if s.level > view.knee.level)
     first_past = view.diagnosis(past)["bottleneck"]["verdict"]
@@ -91,4 +95,7 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     newest = view.diagnosis(view.steps[-1])["ttft_breakdown"]
     bar_line = narrow[1 + len(view.steps)]
     assert bar_line.startswith(f"step {len(view.steps)} mean TTFT {duration(newest['ttft_s'])} ▒")
-    assert f"▒queue {duration(newest['queue_s'])}" in bar_line
+    # every part keeps its value: too many for one line, they take the next
+    parts = narrow[2 + len(view.steps)].split()
+    assert parts[0:2] == ["▒queue", duration(newest["queue_s"])]
+    assert parts[4:6] == ["░net", duration(newest["network_s"])]

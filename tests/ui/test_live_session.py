@@ -74,5 +74,7 @@ def test_the_quit_snapshot_keeps_the_label_of_the_last_save(
     finally:
         final = controller.stop()
     assert saved is not None and saved.name.endswith("-A100-bf16.json")
-    assert final is not None and final != saved and "-A100-bf16" in final.name
-    assert saved.exists() and final.exists()
+    # q after s updates the saved file (issue 23), rather than adding a twin with its label
+    assert final == saved and saved.exists()
+    assert [p.name for p in tmp_path.glob("*.json")] == [saved.name]
+    assert "updated " + saved.name in [e.text for e in controller.view().events]

@@ -12,12 +12,14 @@ from gputui.snapshot.store import load_snapshot
 from gputui.ui.render import format as fmt
 from gputui.ui.render.bars import bar, gauge, level_role
 from gputui.ui.render.chart import Axis, HLine, Series, VLine, line_chart, nice_max
+from gputui.ui.render.events import events_lines
 from gputui.ui.render.gpu import gpu_lines
 from gputui.ui.render.spans import fit, texts
 from gputui.ui.render.spark import sparkline
-from gputui.ui.render.status import events_lines, header_lines
+from gputui.ui.render.status import header_lines
+from gputui.ui.render.steps import steps_lines
 from gputui.ui.render.sweep import SweepOverlay, sweep_lines
-from gputui.ui.render.tables import latency_lines, sla_role, steps_lines
+from gputui.ui.render.tables import latency_lines, sla_role
 from gputui.ui.replay import load_views
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sweep-a100.json"
@@ -149,8 +151,9 @@ def test_panels_from_the_replayed_sweep() -> None:
 
     steps = texts(steps_lines(view, 100, 10))
     assert steps[0].split()[:4] == ["#", "level", "ok/fail", "tok/s"]
-    assert "★ capacity" in steps[5] and steps[5].split()[1] == "16"
-    assert "┊ knee" in steps[7] and steps[7].split()[1] == "64"
+    # the marks lead the step's number: ★ the capacity, ┊ the knee
+    assert steps[5].split()[:2] == ["★5", "16"] and steps[5].split()[-2:] == ["pass", "-"]
+    assert steps[7].split()[:2] == ["┊7", "64"] and steps[7].split()[-2:] == ["fail", "-"]
 
     sweep = texts(sweep_lines(view, 90, 16))
     assert sweep[0].startswith("● out tok/s  ▲ P95 TTFT  ▼ P95 TPOT  -- SLA  ┊ knee  ★ capacity")
@@ -164,10 +167,12 @@ def test_panels_from_the_replayed_sweep() -> None:
     assert gpu[5].startswith("VRAM") and gpu[5].endswith(" 71.6/80.0 GiB ")
     assert gpu[7].split() == ["running", "64", "waiting", "16", "preempted", "24"]
 
-    events = texts(events_lines(view, 60, 3))
-    # the live rules: step 8's warning and missed SLA, then the load back at the knee
-    assert [e.split()[1] for e in events] == ["warning", "sla", "info"]
-    assert "load 64 concurrent" in events[2]
+    events = texts(events_lines(view.events, 60, 6))
+    # the live rules: step 8's warning (wrapped whole) and missed SLA, then the load at the knee
+    heads = [e for e in events if e[:1].isdigit()]
+    assert [e.split()[1] for e in heads] == ["warning", "sla", "info"]
+    assert "load 64 concurrent" in heads[2]
+    assert " ".join(" ".join(events[:4]).split()).endswith("use longer --step-seconds")
 
 
 def test_gpu_panel_without_telemetry_names_the_source_state() -> None:

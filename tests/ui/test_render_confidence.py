@@ -60,7 +60,7 @@ def test_sweep_chart_draws_whiskers_and_marks_inconclusive_steps() -> None:
     assert sum(t.count("◐") for t in texts(lines[1:])) == 3  # one per inconclusive step
     plain = texts(sweep_lines(view, 100, 22, ascii=True))
     assert "? inconclusive" in plain[0] and ": 95% CI" in plain[0]
-    assert sum(t.count(":") for t in plain[1:-1]) > 20  # whiskers, readable without colour
+    assert sum(t.count(":") for t in plain[1:-1]) > 12  # whiskers, readable without colour
     no_ci = replace(view, steps=tuple(replace(s, output_tokens_per_s_ci=None) for s in view.steps))
     assert "95% CI" in texts(sweep_lines(no_ci, 100, 22))[0]  # the latency whiskers remain
 
@@ -92,7 +92,7 @@ def test_header_shows_settling_then_measuring_with_n_and_precision() -> None:
     assert view.frame is not None
     settling = replace(view.frame, in_warmup=True, settle_remaining_s=2.1)
     assert (
-        "step 9 12s settling 2.1 s  in flight"
+        "step 9 12s settling ≤2 s  in flight"  # the warm-up's longest; steady state may end it
         in texts(header_lines(replace(view, frame=settling), 120))[0]
     )
     measuring = replace(view.frame, measured_n=143, precision=0.032)

@@ -112,16 +112,22 @@ async def test_x_on_the_live_screen_clears_and_an_empty_folder_says_so(tmp_path:
         assert app.screen is screen
 
 
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_sessions_screen(
-    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
 ) -> None:
+    """At 80x24 too, each session's capacity and knee show without scrolling sideways."""
     monkeypatch.setenv("HOME", str(tmp_path))  # the title shows ~/sessions, the same every run
     folder = saved_sessions(tmp_path / "sessions")
     app, _ = replay_app(options=AppOptions(snapshot_dir=folder))
-    assert snap_compare(app, terminal_size=(120, 40), run_before=open_sessions)
+    assert snap_compare(app, terminal_size=size, run_before=open_sessions)
 
 
-def test_live_screen_with_an_overlay(snap_compare: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_live_screen_with_an_overlay(
+    snap_compare: Any, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """At 80x24 the overlay draws its throughput only, so the live curves stay readable."""
     folder = saved_sessions(tmp_path / "sessions")
     app, _ = replay_app(options=AppOptions(snapshot_dir=folder))
 
@@ -131,7 +137,7 @@ def test_live_screen_with_an_overlay(snap_compare: Any, tmp_path: Path) -> None:
         await wait_for(pilot, lambda: (s := live(pilot)) is not None and bool(s.overlays))
         pilot.app.clear_notifications()
 
-    assert snap_compare(app, terminal_size=(120, 40), run_before=overlay_older)
+    assert snap_compare(app, terminal_size=size, run_before=overlay_older)
 
 
 async def test_an_unreadable_folder_is_a_note_not_a_crash(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +12,16 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from gputui.frontends.live import LiveView
-from gputui.ui.app import AppOptions
+from gputui.session.events import LiveEvent
+from gputui.ui.app import AppOptions, GputuiApp, make_app
 from gputui.ui.replay import load_views
+from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.dialogs import SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.widgets.live_panels import LatencyTable, StepsTable, SweepChart
+from gputui.ui.source import ReplaySource
+from gputui.ui.widgets.live_panels import EventLog, LatencyTable, StepsTable, SweepChart
 from gputui.ui.widgets.panel import LivePanel
-from tests.ui.conftest import replay_app, wait_for
+from tests.ui.conftest import replay_app, replay_views, wait_for
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -119,3 +124,43 @@ def test_the_ci_fixture_has_what_the_snapshots_show() -> None:
     assert {s.sla_verdict for s in view.steps} >= {"pass", "fail"}
     assert all(s.output_tokens_per_s_ci is not None for s in view.steps)
     assert all(s.ttft_s.p95_ci is not None for s in view.steps)
+
+
+def _replayed(change: Callable[[LiveView], LiveView]) -> GputuiApp:
+    """The app over the replay's last view, changed."""
+    last = replay_views()[-1]
+    app = make_app(ReplaySource([change(last)]))
+    app.animation_level = "none"
+    return app
+
+
+def test_live_screen_collapsed_event(snap_compare: Any) -> None:
+    """Ten throttle notices read as one line ('since 0:00:57, x10'); the SLA miss stays."""
+    flood = [
+        LiveEvent(92.0 + 8 * k, "throttle", "GPU 0 throttling: sw_power_cap") for k in range(9)
+    ]
+    app = _replayed(lambda v: replace(v, events=(*v.events, *flood)))
+    assert snap_compare(app, terminal_size=(160, 48), run_before=_drawn)
+
+
+def test_live_screen_80x24_in_rate_mode_keeps_the_concurrency_sweep(snap_compare: Any) -> None:
+    """After `r`: the concurrency sweep stays on the chart (◌) with its knee in the legend."""
+    app = _replayed(lambda v: replace(v, mode="rate", level=8.5, frame=None, knee=None))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_drawn)
+
+
+def test_events_screen_80x24(snap_compare: Any) -> None:
+    """`e`: every event whole, repeats folded, newest in view."""
+    flood = [
+        LiveEvent(92.0 + 8 * k, "throttle", "GPU 0 throttling: sw_power_cap") for k in range(9)
+    ]
+    app = _replayed(lambda v: replace(v, events=(*v.events, *flood)))
+
+    async def open_events(pilot: Pilot[Any]) -> None:
+        await _drawn(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, DetailScreen))
+        panel = pilot.app.screen.query_one(EventLog)
+        await wait_for(pilot, lambda: panel.view is not None)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_events)

@@ -189,8 +189,9 @@ def test_network_queue_bandwidth_prefill_none() -> None:
             preemptions=24,
         )
     )
-    assert queued["verdict"] == "queue"
+    assert queued["verdict"] == "kv-capacity"  # the queue's cause: KV full, preemptions
     assert "KV cache full 99%, 41 waiting (+3), 24 preemptions" in queued["evidence"]
+    assert queued["evidence"][0].endswith("requests wait for KV blocks")
     single = bottleneck(
         StepEvidence(
             level=1,
@@ -229,6 +230,10 @@ def test_network_queue_bandwidth_prefill_none() -> None:
         "prefill-compute",
         "throttled",
         "server-overhead",
+        "kv-capacity",
+        "scheduler-limit",
+        "prefill-interference",
+        "decode-compute",
         "none",
     }
 
@@ -251,7 +256,7 @@ def test_a_queueing_server_outranks_a_busy_client_but_the_step_stays_suspect() -
             client_cpu_max_pct=97.0,
         )
     )
-    assert found["verdict"] == "queue"
+    assert found["verdict"] == "kv-capacity"
     assert found["suspect"] is True
     assert any("client CPU" in line for line in found["evidence"])
 

@@ -107,6 +107,22 @@ def test_knee_carries_the_first_step_past_it() -> None:
         "TTFT 620 ms = queue 410 + prefill 180 + network 3 + client 27"
     )
     assert knee_explanation(64.0, steps) is None
+    interfered = [
+        {
+            "level": 64.0,
+            "bottleneck": {
+                "verdict": "prefill-interference",
+                "evidence": [
+                    "ITL P95 204 ms is 12x its median 17 ms: ...",
+                    "KV cache 8%, 4 waiting",
+                ],
+            },
+        }
+    ]
+    assert knee_explanation(32.0, interfered) == (
+        "knee at 32: bound by prefill-interference at 64; "
+        "ITL P95 204 ms is 12x its median 17 ms: ..."
+    )
 
 
 def test_attach_writes_steps_knee_and_a_throttled_capacity() -> None:

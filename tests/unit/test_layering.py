@@ -112,8 +112,10 @@ def _import_graph() -> dict[str, set[str]]:
 
 
 KNOWN_CYCLES: set[frozenset[str]] = {
-    # The app and its live screen name each other's types (`LiveScreen.gapp`).
-    frozenset({"gputui.ui.app", "gputui.ui.screens.live"}),
+    # The app and its screens name each other's types (`LiveScreen.gapp`, `DetailScreen`).
+    frozenset({"gputui.ui.app", "gputui.ui.screens.detail", "gputui.ui.screens.live"}),
+    # The saturation rules read `StepEvidence`, which lives with the rules that call them.
+    frozenset({"gputui.metrics.bottleneck", "gputui.metrics.saturation"}),
     # `Scenario.prepare` calls `prepare_workload`, which reads the scenario's configs.
     frozenset({"gputui.workloads.prepare", "gputui.workloads.scenario"}),
 }

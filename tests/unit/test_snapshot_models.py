@@ -267,6 +267,10 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "below_verdict": None,
         "above_level": None,
         "above_verdict": None,
+        # added in v1 (optional): a capacity on point estimates and its caveats, issue 23
+        "provisional": False,
+        "provisional_reason": None,
+        "caveats": [],
     }
     assert data["bursts"] == [{"peak_rate_per_s": 10.0, "recovered_s": 12.5}]
     assert Snapshot.model_validate(data) == snap

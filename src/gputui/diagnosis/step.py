@@ -33,6 +33,7 @@ from gputui.diagnosis.window import (
     ClientFrame,
     client_window,
     gpu_window,
+    saturation_evidence,
     server_latency_from_histograms,
     server_latency_from_timings,
     server_percentiles_line,
@@ -41,6 +42,7 @@ from gputui.diagnosis.window import (
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
+from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.ttft_breakdown import client_label, e2e_breakdown, ttft_breakdown
 from gputui.snapshot.models import Snapshot
@@ -216,6 +218,7 @@ class StepDiagnoser:
             previous_level=previous.level if previous else None,
             previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
             previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
+            **saturation_evidence(result, previous, server, roofline),
         )
         verdict = bottleneck(evidence)
         percentiles = server_percentiles_line(latency)
@@ -388,6 +391,8 @@ def knee_explanation(knee_level: float, steps: Sequence[dict[str, Any]]) -> str 
     step = past[0]
     verdict = step["bottleneck"]
     queue_bits = [e for e in verdict["evidence"] if "waiting" in e or "KV" in e]
+    if verdict["verdict"] in SATURATION_VERDICTS or verdict.get("low_confidence"):
+        queue_bits = verdict["evidence"][:1]  # the cause's own evidence leads (metrics.saturation)
     parts = [f"knee at {knee_level:g}: bound by {verdict['verdict']} at {float(step['level']):g}"]
     if queue_bits:
         parts.append(queue_bits[0])

@@ -3,8 +3,9 @@
 Contract: pure functions over samples already collected (no I/O), each returning plain numbers
 for `metrics.bottleneck.StepEvidence` or JSON-ready dicts for the snapshot:
 
-- `server_window(samples, lo, hi)`: waiting (max, growth), KV usage (max), preemptions (counter
-  delta, counted from the last sample before the window), mean running (the decode batch);
+- `server_window(samples, lo, hi)`: waiting (max, mean, growth), KV usage (max), preemptions
+  (counter delta, counted from the last sample before the window), running (mean: the decode
+  batch; max, and the share of samples near it: a held ceiling is the scheduler's limit);
 - `gpu_window(samples, lo, hi, max_clock_mhz)`: mean utilisation, lowest busy clock ratio, the
   share of samples with a power/thermal reason active under `THROTTLE_CLOCK_RATIO` of the maximum
   clock, and the reasons seen;
@@ -26,6 +27,8 @@ import numpy as np
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import THROTTLE_CLOCK_RATIO, THROTTLE_REASON_MASK
+from gputui.metrics.saturation import RUNNING_CAP_SLACK
+from gputui.metrics.step import StepResult
 from gputui.metrics.summary import Summary, summarize
 from gputui.telemetry.histogram_recorder import HistogramWindow
 from gputui.telemetry.latency_histograms import INTERPOLATION, quantile_text, summarize_histogram
@@ -56,10 +59,22 @@ def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> di
         "waiting_max": max(waiting) if waiting else None,
         "waiting_growth": waiting[-1] - waiting[0] if waiting else None,
         "running_mean": float(np.mean(running)) if running else None,
+        "running_max": max(running) if running else None,
+        "running_at_max_share": _share_near_max(running),
+        "waiting_mean": float(np.mean(waiting)) if waiting else None,
         "kv_usage_max": max(kv) if kv else None,
         "kv_capacity_tokens": capacity[-1] if capacity else None,
         "preemptions": pre[-1] - pre[0] if len(pre) >= 2 else (0 if pre else None),
     }
+
+
+def _share_near_max(values: Sequence[int]) -> float | None:
+    """Share of the samples within RUNNING_CAP_SLACK of the largest (a held ceiling reads ~1)."""
+    top = max(values, default=0)
+    if top <= 0:
+        return None
+    floor = top * (1.0 - RUNNING_CAP_SLACK)
+    return sum(1 for v in values if v >= floor) / len(values)
 
 
 def gpu_window(
@@ -187,3 +202,24 @@ def server_percentiles_line(latency: dict[str, Any] | None) -> str | None:
         if isinstance(summary, dict):
             bits.append(f"{name} {quantile_text(summary, 'p50')} ({quantile_text(summary, 'p95')})")
     return f"server p50 (p95): {', '.join(bits)}" if bits else None
+
+
+def saturation_evidence(
+    result: StepResult,
+    previous: StepResult | None,
+    server: dict[str, Any],
+    roofline: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The `StepEvidence` fields `metrics.saturation`'s rules read, from the step and its window."""
+    return {
+        "itl_p50_s": result.itl_s.p50,
+        "itl_p95_s": result.itl_s.p95,
+        "output_tokens_per_s": result.output_tokens_per_s,
+        "previous_output_tokens_per_s": previous.output_tokens_per_s if previous else None,
+        "sla_failed": not result.sla_ok or result.sla_verdict == "fail",
+        "running_max": server.get("running_max"),
+        "running_at_max_share": server.get("running_at_max_share"),
+        "waiting_mean": server.get("waiting_mean"),
+        "decode_compute_utilization": (roofline or {}).get("decode_compute_utilization"),
+        "closed_loop_streams": result.level if result.mode == "concurrency" else None,
+    }

@@ -84,6 +84,8 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._lock = threading.Lock()
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level
+        self._left_at: dict[LoadMode, float] = {}
+        """The level each mode was left at (`r` switching back resumes it)."""
         self._factor = settings.factor
         self._paused = False
         self._target_state = "connecting"
@@ -230,12 +232,14 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._take_control()
         frame = self._session.latest
         with self._lock:
+            self._left_at[self._mode] = self._level
             if self._mode == "concurrency":
                 rate = frame.window.requests_per_s if frame and frame.window.requests_per_s else 0
                 self._mode, self._level = "rate", round(max(rate, 0.1), 2)
             else:
                 in_flight = frame.in_flight if frame else 1
                 self._mode, self._level = "concurrency", float(max(1, in_flight))
+            self._level = self._left_at.get(self._mode, self._level)
         self._apply()
 
     def toggle_pause(self) -> bool:

@@ -15,6 +15,7 @@ from gputui.control.auto import AutoControl
 from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
+from gputui.metrics.outcome import hold_outcome
 from gputui.session import Session
 
 
@@ -74,8 +75,9 @@ class LiveJobsMixin:
             self._control = "operator"
             if current is not None:
                 self._mode, self._level = current.mode, current.level
-        done = "auto sweep finished" if phase == "auto" else "hold ended"
-        self._event("info", f"{done}: operator control")
+        steps = self._session.finished_steps()
+        held = hold_outcome(steps[-1] if steps else None, len(steps))
+        self._event("info", "auto sweep finished: operator control" if phase == "auto" else held)
 
     @property
     def control(self) -> str:

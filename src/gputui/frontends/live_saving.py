@@ -39,6 +39,8 @@ class LiveSavingMixin:
     _backend_evidence: str | None
     _last_saved: Path | None
     _last_label: str | None
+    _saved_label: str | None = None
+    """The label `_last_saved` was written under."""
     _running: bool
     _event: Callable[[EventKind, str], None]
 
@@ -98,7 +100,13 @@ class LiveSavingMixin:
     def _save(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
     ) -> Path:
-        path = session_file(self.settings.snapshot_dir, label)
+        # The same label again (`q` after `s`) updates that file rather than adding a twin.
+        same = self._last_saved is not None and label == self._saved_label
+        path = (
+            self._last_saved
+            if same and self._last_saved
+            else session_file(self.settings.snapshot_dir, label)
+        )
         info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
         plan = self.settings.source
         save_session(
@@ -108,6 +116,6 @@ class LiveSavingMixin:
             path,
             finish=(lambda s: plan.finish(s, self._session.all_records())) if plan else None,
         )
-        self._last_saved = path
-        self._event("info", f"saved {path.name}")
+        self._last_saved, self._saved_label = path, label
+        self._event("info", f"{'updated' if same else 'saved'} {path.name}")
         return path

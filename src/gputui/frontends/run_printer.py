@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.capacity_caveats import capacity_notes_lines
+from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_quality import step_warnings
 from gputui.metrics.streams_text import stream_text
@@ -30,8 +32,7 @@ class StepPrinter:
 
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
-        sla = "SLA ok" if result.sla_ok else "SLA fail"
-        sla += f" ({result.sla_verdict}, n={result.ttft_s.n})" if result.sla_verdict else ""
+        sla = f"SLA {step_outcome(result)} (n={result.ttft_s.n})"
         flag = " INCOMPLETE" if result.incomplete else ""
         errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
         body = (
@@ -93,6 +94,7 @@ class StepPrinter:
                     else ""
                 )
             )
+            lines += capacity_notes_lines(capacity)
         else:
             lines.append(f"capacity: none ({snapshot.capacity_reason})")
         if snapshot.validation is not None:
@@ -117,7 +119,7 @@ class StepPrinter:
         header = (
             f"{'step':>4} {'mode':<11} {'level':>6} {'ok':>6} {'fail':>5} {'req/s':>7} "
             f"{'out tok/s':>9} {'TTFT p50':>8} {'TTFT p95':>8} {'TPOT p95':>8} "
-            f"{'ITL p95':>8} {'E2E p95':>8} {'goodput':>8} {'SLA':>4}"
+            f"{'ITL p95':>8} {'E2E p95':>8} {'goodput':>8} SLA"
         )
         rows = [header, "-" * len(header)]
         rows.extend(
@@ -126,7 +128,7 @@ class StepPrinter:
                 f"{r.requests_failed:>5} {r.requests_per_s:>7.2f} {r.output_tokens_per_s:>9.1f} "
                 f"{_ms(r.ttft_s.p50):>8} {_ms(r.ttft_s.p95):>8} {_ms(r.tpot_s.p95):>8} "
                 f"{_ms(r.itl_s.p95):>8} {_ms(r.e2e_s.p95):>8} "
-                f"{r.goodput_requests_per_s:>8.2f} {'ok' if r.sla_ok else 'FAIL':>4}"
+                f"{r.goodput_requests_per_s:>8.2f} {step_outcome(r)}"
                 + (" incomplete" if r.incomplete else "")
             )
             for number, r in enumerate(results, start=1)

@@ -17,7 +17,8 @@ from typing import Any
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.load import LoadMode
-from gputui.metrics.capacity import Capacity, qualified_capacity
+from gputui.metrics.capacity import Capacity
+from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
@@ -130,7 +131,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
     """The view of these inputs (see the module docstring)."""
     steps = inputs.steps
     knee = knee_from_steps(steps, mode=inputs.mode) if steps else None
-    capacity = qualified_capacity(steps, inputs.sla) if steps else None
+    capacity = judged_capacity(steps, inputs.sla, diagnoses=inputs.diagnoses) if steps else None
     return LiveView(
         seq=inputs.seq,
         target_url=inputs.target_url,

@@ -26,7 +26,12 @@ The rules run in this order and the first that holds is the verdict:
    less than TPOT_SLOW_GROWTH per doubling of load since the previous step (or there is none).
 7. `server-overhead`: the GPU was busy < GPU_IDLE_UTIL_PCT on average while TTFT or TPOT rose
    by >= LATENCY_RISE against the previous step.
-8. `none`: nothing bounds the step yet.
+8. `metrics.saturation`'s causes past the knee: a `queue` verdict is refined into `kv-capacity`
+   or `scheduler-limit` when the server's gauges say which, a failing step's `decode-bandwidth`
+   into `prefill-interference` when its ITL tail is prefill stalls; a step no rule named may be
+   `scheduler-limit`, `prefill-interference` or `decode-compute`; a step that failed its SLA or
+   saturated gets its most likely cause, with `low_confidence` set when the evidence is thin.
+9. `none`: nothing bounds the step yet (it neither failed nor saturated).
 
 Every rule that has its numbers adds evidence lines, so a verdict comes with the figures that
 decided it and with those of the runners-up. `VERDICTS` holds each verdict's one-line meaning
@@ -39,6 +44,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gputui.metrics.saturation import (
+    SATURATION_VERDICTS,
+    explain_saturation,
+    refine_bandwidth,
+    refine_queue,
+)
 from gputui.metrics.ttft_breakdown import client_label
 
 CLIENT_CPU_PCT: Final = 90.0
@@ -68,6 +79,7 @@ VERDICTS: Final[dict[str, str]] = {
     "prefill-compute": "prefill dominates TTFT and uses a high share of the card's FLOP/s",
     "throttled": "clocks under their maximum with power or thermal reasons: measured throttled",
     "server-overhead": "the GPU sits idle while latency rises: the server's own overhead",
+    **SATURATION_VERDICTS,
     "none": "nothing bounds the step yet: more load would still be served",
 }
 """Each verdict in one line (the help screen shows these)."""
@@ -105,6 +117,19 @@ class StepEvidence:
     previous_level: float | None = None
     previous_ttft_mean_s: float | None = None
     previous_tpot_p50_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p95_s: float | None = None
+    output_tokens_per_s: float | None = None
+    previous_output_tokens_per_s: float | None = None
+    sla_failed: bool | None = None
+    """The step broke its SLA (None: not judged)."""
+    running_max: int | None = None
+    running_at_max_share: float | None = None
+    """Share of the window's samples running within a few percent of `running_max`."""
+    waiting_mean: float | None = None
+    decode_compute_utilization: float | None = None
+    closed_loop_streams: float | None = None
+    """The concurrency a closed-loop step holds (None: an open-loop rate)."""
 
 
 def _ms(value_s: float) -> str:
@@ -273,12 +298,22 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     if util is not None and util < GPU_IDLE_UTIL_PCT and rise is not None and rise >= LATENCY_RISE:
         decide("server-overhead")
         lines.append(f"GPU busy {util:.0f} % while latency rose {rise:.0%}")
-    final = verdict or "none"
+    finding = None
+    if verdict == "queue":
+        finding = refine_queue(e, KV_FULL)
+    elif verdict == "decode-bandwidth":
+        finding = refine_bandwidth(e)
+    elif verdict is None:
+        finding = explain_saturation(e, BANDWIDTH_HIGH)
+    if finding is not None:
+        verdict = finding.verdict
+        lines = [*finding.evidence, *lines]
     return {
-        "verdict": final,
+        "verdict": verdict or "none",
         "evidence": lines,
         "suspect": bool(client),
         "throttled": throttled,
+        "low_confidence": bool(finding and finding.low_confidence),
     }
 
 
@@ -290,5 +325,7 @@ def verdict_line(diagnosis: dict[str, Any]) -> str:
         flags.append("SUSPECT: client-bound")
     if diagnosis.get("throttled"):
         flags.append("measured while throttled")
+    if diagnosis.get("low_confidence"):
+        flags.append("likely: the evidence is thin")
     tail = f" [{', '.join(flags)}]" if flags else ""
     return f"bound by {diagnosis['verdict']}{': ' + evidence if evidence else ''}{tail}"

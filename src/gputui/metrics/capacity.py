@@ -83,6 +83,11 @@ class Capacity:
     above_level: float | None = None
     """The next higher tested level and its verdict (None: nothing higher was tested)."""
     above_verdict: Verdict | None = None
+    provisional: bool = False
+    """No step was decisive: the level rests on point estimates (`capacity_caveats`)."""
+    provisional_reason: str | None = None
+    caveats: tuple[str, ...] = ()
+    """What the capacity is worth: a lower level failed, a SUSPECT or throttled step."""
 
 
 @dataclass(frozen=True, slots=True)

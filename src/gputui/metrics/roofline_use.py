@@ -10,6 +10,7 @@ rates and returns `steps[].roofline`:
 
     prefill FLOP/s   = 2 x params x input tok/s (the matmuls; attention's share is left out)
     prefill_compute_utilization  = prefill FLOP/s / dense BF16 (or FP8) peak
+    decode_compute_utilization   = 2 x params x output tok/s / the same peak
 
 with the formula and every input in the output. domain.md section 9's check: an 8B BF16 model
 (16.06 GB) at 89 tok/s, batch 1, on 1,935 GB/s uses 16.06 x 89 / 1935 = 74 %. A card missing
@@ -130,6 +131,9 @@ def roofline_use(
         ),
         "prefill_compute_utilization": (
             round(prefill_flops / peak_flops, 4) if peak_flops else None
+        ),
+        "decode_compute_utilization": (
+            round(2.0 * model.params * output_tokens_per_s / peak_flops, 4) if peak_flops else None
         ),
         "decode_bytes_per_s": round(decode_bytes_per_s),
         "prefill_flops_per_s": round(prefill_flops),

@@ -28,7 +28,7 @@ from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
-from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.session import Session
@@ -110,7 +110,9 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     """The snapshot of everything the session measured."""
     results = session.finished_steps()
     knee = knee_from_steps(results, mode=info.mode) if results else None
-    capacity = qualified_capacity(results, session.sla) if results else None
+    capacity = (
+        judged_capacity(results, session.sla, diagnoses=session.diagnoses()) if results else None
+    )
     extra_body = _extra_body(info)
     target = _target(info)
     snapshot = Snapshot(

@@ -292,6 +292,10 @@ class CompareRow:
     """P95 time to the first answer token at the qualified level (reasoning models only)."""
     reasoning_share: float | None = None
     """Thinking tokens / output tokens at the qualified level (reasoning models only)."""
+    capacity_provisional: bool = False
+    """No step was decisive: the level and its cost rest on point estimates (issue 23)."""
+    capacity_provisional_reason: str | None = None
+    capacity_caveats: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +399,9 @@ def _row(
         above_verdict=cap.above_verdict if cap is not None else None,
         ttfat_p95_s=ttfat.p95 if (ttfat := step_ttfat(step) if step else None) else None,
         reasoning_share=step_reasoning_share(step) if step is not None else None,
+        capacity_provisional=bool(cap is not None and cap.provisional),
+        capacity_provisional_reason=cap.provisional_reason if cap is not None else None,
+        capacity_caveats=tuple(cap.caveats) if cap is not None else (),
     )
 
 

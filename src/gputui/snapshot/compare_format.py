@@ -95,10 +95,25 @@ def tested_text(row: CompareRow) -> str:
 
 
 def qualified_text(row: CompareRow) -> str:
-    """The qualified level with its unit, or "none"."""
+    """The qualified level with its unit and its marks (provisional, caveats), or "none"."""
     if row.qualified_mode is None or row.qualified_level is None:
         return "none"
-    return level_text(row.qualified_mode, row.qualified_level)
+    marks = " (provisional)" if row.capacity_provisional else ""
+    count = len(row.capacity_caveats)
+    if count:
+        marks += f" ({count} caveat{'s' if count > 1 else ''})"
+    return level_text(row.qualified_mode, row.qualified_level) + marks
+
+
+def capacity_notes(cmp: Comparison) -> list[str]:
+    """One line per provisional capacity and per caveat: what each marked capacity is worth."""
+    lines = []
+    for r in cmp.rows:
+        if r.capacity_provisional:
+            why = r.capacity_provisional_reason
+            lines.append(f"{r.label}: provisional capacity, on point estimates ({why})")
+        lines += [f"{r.label}: caveat: {c}" for c in r.capacity_caveats]
+    return lines
 
 
 def _num(value: float | None, spec: str) -> str:
@@ -327,6 +342,9 @@ def table(cmp: Comparison) -> str:
     lines = [f"Qualified capacity table ({count} snapshot{'s' if count != 1 else ''})"]
     for block in blocks(cmp):
         lines += ["", *_grid(block.headers, block.rows, block.left)]
+    notes = capacity_notes(cmp)
+    if notes:
+        lines += ["", *notes]
     demand = demand_line(cmp)
     if demand is not None:
         lines.append(demand)

@@ -80,6 +80,10 @@ def row_record(row: CompareRow, cmp: Comparison) -> dict[str, Any]:
             "at_tpot_p95_s": at.tpot_p95_s,
             "at_detail": at.detail or None,
         }
+    # Issue 23: a capacity on point estimates, and what any capacity is worth.
+    record["capacity_provisional"] = row.capacity_provisional
+    record["capacity_provisional_reason"] = row.capacity_provisional_reason
+    record["capacity_caveats"] = list(row.capacity_caveats)
     return record
 
 

@@ -312,6 +312,12 @@ class CapacityModel(_Model):
     below_verdict: str | None = None
     above_level: float | None = None
     above_verdict: str | None = None
+    provisional: bool = False
+    """No step was decisive: the level and its cost rest on point estimates (issue 23)."""
+    provisional_reason: str | None = None
+    """What a verdict still needs, e.g. "P95 on 14 requests; 59 decide it"."""
+    caveats: tuple[str, ...] = ()
+    """What the capacity is worth: a lower level failed, a SUSPECT or throttled step."""
 
     @classmethod
     def from_capacity(cls, capacity: Capacity) -> CapacityModel:
@@ -333,6 +339,9 @@ class CapacityModel(_Model):
             below_verdict=capacity.below_verdict,
             above_level=capacity.above_level,
             above_verdict=capacity.above_verdict,
+            provisional=capacity.provisional,
+            provisional_reason=capacity.provisional_reason,
+            caveats=capacity.caveats,
         )
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.records import RequestRecord
-from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
@@ -254,7 +254,7 @@ def recover(path: Path, folder: Path) -> Path | None:
         return None
     mode = steps[-1].mode
     knee = knee_from_steps(steps, mode=mode)
-    capacity = qualified_capacity(steps, sla.to_sla())
+    capacity = judged_capacity(steps, sla.to_sla())
     label = header.get("label")
     last = contents.sections[-1] if contents.sections else {}
     knee_model = KneeModel.from_knee(knee.knee) if knee.knee else None

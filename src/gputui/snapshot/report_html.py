@@ -21,7 +21,14 @@ from typing import Final
 from gputui.snapshot.comparable import sla_bound_text
 from gputui.snapshot.compare import Comparison, sweep_curve
 from gputui.snapshot.compare_diagnosis import breakdown_charts
-from gputui.snapshot.compare_format import FORMULA, Block, at_block, blocks, demand_line
+from gputui.snapshot.compare_format import (
+    FORMULA,
+    Block,
+    at_block,
+    blocks,
+    capacity_notes,
+    demand_line,
+)
 from gputui.snapshot.hardware import gpu_traces
 
 PALETTE: Final = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
@@ -314,6 +321,10 @@ def html_report(cmp: Comparison) -> str:
         )
     parts.append("<h2>Qualified capacity table</h2>")
     parts += [f"<h3>{escape(b.title)}</h3>{_table(b)}" for b in blocks(cmp)]
+    notes = capacity_notes(cmp)
+    if notes:
+        items = "".join(f"<li>{escape(n)}</li>" for n in notes)
+        parts.append(f'<ul class="note capacity-notes">{items}</ul>')
     demand = demand_line(cmp)
     if demand is not None:
         parts.append(f'<p class="note">{escape(demand)}</p>')

@@ -66,7 +66,8 @@ def legend(*, ascii: bool = False, short: bool = False) -> Line:
 
 
 SHORT = {"decode-bandwidth": "decode-bw", "prefill-compute": "prefill-comp"}
-SHORT |= {"server-overhead": "srv-overhead"}
+SHORT |= {"server-overhead": "srv-overhead", "prefill-interference": "prefill-intf"}
+SHORT |= {"scheduler-limit": "sched-limit", "decode-compute": "decode-comp"}
 """Verdict names in a narrow steps table (the help screen spells them out)."""
 
 
@@ -74,7 +75,8 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
     """The verdict and its role: 'SUSPECT' marks a client-bound step, 'THROTTLED' a throttled one.
 
     Either flag means the step's figures are not the server's alone, so both read in monochrome
-    (upper case) and in colour (crit, warn). `short` abbreviates the long names (`SHORT`).
+    (upper case) and in colour (crit, warn). `short` abbreviates the long names (`SHORT`) and
+    the flags (SUSP, THR).
     """
     verdict = diagnosis.get("bottleneck")
     if not isinstance(verdict, Mapping):
@@ -82,11 +84,14 @@ def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str,
     name = str(verdict.get("verdict", "-"))
     suspect = bool(verdict.get("suspect")) or name == "client"
     throttled = bool(verdict.get("throttled")) or name == "throttled"
-    flags = (" SUSPECT" if suspect else "") + (
+    flags = (" SUSPECT" if suspect and not (short and name == "client") else "") + (
         " THROTTLED" if throttled and name != "throttled" else ""
     )
+    if short:  # a client verdict is suspect by definition: its name says it
+        flags = flags.replace("SUSPECT", "SUSP").replace("THROTTLED", "THR")
     role = "crit" if suspect else "warn" if throttled else "dim" if name == "none" else "accent"
-    return (SHORT.get(name, name) if short else name) + flags, role
+    likely = "?" if verdict.get("low_confidence") else ""  # the most likely cause, thin evidence
+    return (SHORT.get(name, name) if short else name) + likely + flags, role
 
 
 def knee_label(view: LiveView) -> str:
@@ -99,29 +104,34 @@ def knee_label(view: LiveView) -> str:
         key=lambda s: s.level,
     )
     verdicts = [v for s in past if isinstance(v := view.diagnosis(s).get("bottleneck"), Mapping)]
-    tail = f" · {verdicts[0]['verdict']}" if verdicts else ""
+    likely = "?" if verdicts and verdicts[0].get("low_confidence") else ""
+    tail = f" · {verdicts[0]['verdict']}{likely}" if verdicts else ""
     return f"knee {knee.level:g}{tail}"
 
 
-def step_bar_line(
+def step_bar_lines(
     label: str, breakdown: Mapping[str, Any], width: int, *, ascii: bool = False
-) -> Line:
+) -> list[Line]:
     """'step 8 mean TTFT 939ms ▒▒▒██▓· ▒queue 669ms █prefill 251ms ▓srv 9ms ░net 2ms ·client 9ms'.
 
     Without the server's own TTFT there is no `srv` part and the client's reads 'client+srv'.
+    Every part keeps its value: when they do not all fit beside the bar, they take a second line.
     """
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
     ttft = float(breakdown["ttft_s"])
     bar_w = max(min(24, width // 4), 8)
     line: Line = [(f"{label} ", "label"), (f"mean TTFT {fmt.duration(ttft)} ", "")]
     line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
+    parts: Line = []
     for p in ("queue", "prefill", "server_other", "network", "client"):
         value = breakdown.get(f"{p}_s")
         if p == "server_other" and value is None:
             continue
         name = "client+srv" if p == "client" and breakdown.get("unsplit") else NAMES[p]
-        line += [
+        parts += [
             (f" {glyphs[p]}", ROLES[p]),
             (f"{name} {fmt.duration(float(value or 0.0))}", "dim"),
         ]
-    return line
+    if sum(len(t) for t, _ in line + parts) <= width:
+        return [line + parts]
+    return [line, [(" " * (len(label) - 1), ""), *parts]]

@@ -93,6 +93,9 @@ class Whisker:
     hi: float | None
     role: str
     axis: AxisSide = "left"
+    mid: float | None = None
+    """The point the interval is about: when given, the whisker reaches at most a fifth of the
+    plot's height either side of it (a wider interval is cut there, uncapped: "beyond")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +309,13 @@ def _whisker(canvas: Canvas, x: int, w: Whisker, py: Callable[[float, AxisSide],
     bottom = py(w.lo, w.axis) if w.lo is not None else None
     if top is None and bottom is None:
         return
+    cut_top = cut_bottom = False
+    if w.mid is not None:  # a short whisker: never a full-height line that reads as a grid line
+        centre, most = py(w.mid, w.axis), max(canvas.height_px // 5, 4)
+        if top is not None and top < centre - most:
+            top, cut_top = centre - most, True
+        if bottom is not None and bottom > centre + most:
+            bottom, cut_bottom = centre + most, True
     char = ":" if canvas.ascii else "*"
     solid_top = top if top is not None else bottom
     solid_bottom = bottom if bottom is not None else top
@@ -323,8 +333,8 @@ def _whisker(canvas: Canvas, x: int, w: Whisker, py: Callable[[float, AxisSide],
             canvas.dot(x, y, w.role, char)
     if canvas.ascii:
         return
-    for end in (top, bottom):
-        if end is not None and 0 <= end <= edge:  # an end off the plot (clipped) has no cap
+    for end, cut in ((top, cut_top), (bottom, cut_bottom)):
+        if end is not None and not cut and 0 <= end <= edge:  # a clipped end has no cap
             for dx in (-1, 1):
                 canvas.dot(x + dx, end, w.role)
 

@@ -1,4 +1,4 @@
-"""The session header (two lines) and the event log."""
+"""The session header: the load and step, then the target, packed into the lines there are."""
 
 from __future__ import annotations
 
@@ -6,17 +6,10 @@ import math
 from collections import Counter
 
 from gputui.frontends.view import LiveView
+from gputui.metrics.outcome import P95_DECIDABLE_N, p95_needs
 from gputui.session import StatsFrame
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
-
-EVENT_ROLES = {
-    "error": "crit",
-    "sla": "crit",
-    "throttle": "warn",
-    "preemption": "warn",
-    "warning": "warn",
-}
 
 
 def gpu_names(view: LiveView) -> str:
@@ -38,37 +31,77 @@ def backend_name(view: LiveView) -> str:
     return "unknown"
 
 
-def header_lines(view: LiveView, width: int) -> list[Line]:
-    """Load, step, in flight, clock and the client's CPU; then target, model, backend, GPUs."""
+Group = tuple[int, Line]
+"""A header item that is never split: (priority, spans); 0 stays longest, 3 goes first."""
+
+
+def pack(groups: list[Group], width: int, max_lines: int) -> list[Line]:
+    """Groups flowed into lines two spaces apart, never cut: the least important go first."""
+    kept = list(groups)
+    while True:
+        lines: list[Line] = [[]]
+        for _, spans in kept:
+            size = sum(len(t) for t, _ in spans)
+            used = sum(len(t) for t, _ in lines[-1])
+            if lines[-1] and used + 2 + size > width:
+                lines.append([])
+            lines[-1] += [("  ", ""), *spans] if lines[-1] else spans
+        if len(lines) <= max_lines or len(kept) <= 1:
+            return [fit(line, width) for line in lines[:max_lines]]
+        worst = max(range(len(kept)), key=lambda i: (kept[i][0], i))
+        del kept[worst]
+
+
+def header_groups(view: LiveView) -> list[Group]:
+    """Load, step, in flight, clock, the client's CPU; target, model, capacity, backend, GPUs."""
     state = view.target_state
     dot_role = "ok" if state == "ok" else ("crit" if state.startswith("unreachable") else "warn")
     frame = view.frame
     unit = "concurrent" if view.mode == "concurrency" else "req/s"
-    first: Line = [("● ", dot_role), (f"{view.level:g}", "accent"), (f" {unit}", "")]
-    first.append((f" ×{view.factor:g}", "dim"))
+    load: Line = [("● ", dot_role), (f"{view.level:g}", "accent"), (f" {unit}", "")]
+    groups: list[Group] = [(0, [*load, (f" ×{view.factor:g}", "dim")])]
     if state != "ok":
-        first += [("  ", ""), (state, dot_role)]
-        if state.startswith("unreachable"):
-            first.append((" (retrying)", "dim"))
+        tail = [(" (retrying)", "dim")] if state.startswith("unreachable") else []
+        groups.append((0, [(state, dot_role), *tail]))
     elif view.paused:
-        first.append(("  ❚❚ paused", "warn"))
+        groups.append((0, [("❚❚ paused", "warn")]))
     if frame is not None:
-        first += [("  step ", "label"), (f"{frame.step_index + 1}", "")]
-        first += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
-        first += [("  in flight ", "label"), (str(frame.in_flight), "")]
-    first += [("  ", ""), (fmt.clock(view.session_s), "")]
+        step: Line = [("step ", "label"), (f"{len(view.steps) + 1}", "")]
+        step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
+        groups.append((0, step))
+        needs = verdict_needs(frame)
+        if needs:
+            groups.append((1, needs))
+        groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))
+    groups.append((1, [(fmt.clock(view.session_s), "")]))
     engine_cpu = f"{frame.client_cpu_percent:.0f}%" if frame is not None else "-"
     ui_cpu = f"{view.ui_cpu_percent:.0f}%" if view.ui_cpu_percent is not None else "-"
-    first += [("  cpu ", "label"), (f"engine {engine_cpu} ui {ui_cpu}", "")]
+    groups.append((3, [("cpu ", "label"), (f"engine {engine_cpu} ui {ui_cpu}", "")]))
     if view.last_saved is not None:
-        first += [("  saved ", "label"), (view.last_saved.name, "ok")]
-    second: Line = [("  ", ""), (view.target_url, "accent"), ("  ", ""), (view.model, "")]
-    second += capacity_bracket(view)
-    second += [("  backend ", "label"), (backend_name(view), "")]
-    second += [("  GPU ", "label"), (gpu_names(view), "")]
+        groups.append((2, [("saved ", "label"), (view.last_saved.name, "ok")]))
+    groups += [(1, [(view.target_url, "accent")]), (1, [(view.model, "")])]
+    capacity = capacity_bracket(view)
+    if capacity:
+        groups.append((0, capacity))
+    groups.append((2, [("backend ", "label"), (backend_name(view), "")]))
+    groups.append((2, [("GPU ", "label"), (gpu_names(view), "")]))
     if view.label:
-        second += [("  label ", "label"), (view.label, "")]
-    return [fit(first, width), fit(second, width)]
+        groups.append((3, [("label ", "label"), (view.label, "")]))
+    return groups
+
+
+def header_lines(view: LiveView, width: int, height: int = 2) -> list[Line]:
+    """The header in `height` lines of `width`, no item cut: the least important left out.
+
+    The load and step come first (half the lines, rounded up), then the target and what it
+    serves: each part drops its least important items when they do not fit its lines.
+    """
+    groups = header_groups(view)
+    split = next(i for i, (_, spans) in enumerate(groups) if spans[0][0] == view.target_url)
+    if height <= 1:
+        return pack(groups, width, max(height, 0))
+    top = (height + 1) // 2
+    return [*pack(groups[:split], width, top), *pack(groups[split:], width, height - top)]
 
 
 VERDICT_ROLES = {"pass": "ok", "fail": "crit", "inconclusive": "inconclusive"}
@@ -81,10 +114,27 @@ def capacity_bracket(view: LiveView) -> Line:
         return []
     unit = "/s" if capacity.mode == "rate" else ""
     line: Line = [("  capacity ", "label"), (f"{capacity.level:g}{unit}", "ok")]
+    if capacity.provisional:  # on point estimates: no step was decisive
+        line[-1] = (f"~{capacity.level:g}{unit} provisional", "warn")
     if capacity.above_level is not None and capacity.above_verdict is not None:
         role = VERDICT_ROLES.get(capacity.above_verdict, "")
         line.append((f" ({capacity.above_level:g}: {capacity.above_verdict})", role))
+    for caveat in capacity.caveats:  # "21 and 32 fail below it", "... (SUSPECT)"
+        line.append((f" · {caveat.split(':')[0]}", "warn"))
     return line
+
+
+def verdict_needs(frame: StatsFrame) -> Line:
+    """'P95 verdict: 23 of 59 requests, ~40 s' while a measuring step has too few to decide it."""
+    if frame.settle_remaining_s is not None or frame.in_warmup or frame.paused:
+        return []
+    needs = p95_needs(frame.measured_n, frame.window.requests_per_s)
+    if needs is None:
+        return []
+    n, eta_s = needs
+    eta = f", ~{eta_s:.0f} s" if eta_s is not None else ""
+    text = f"{n} of {P95_DECIDABLE_N} requests{eta}"
+    return [("P95 verdict: ", "label"), (text, "inconclusive")]
 
 
 def step_state(view: LiveView, frame: StatsFrame) -> Line:
@@ -96,7 +146,8 @@ def step_state(view: LiveView, frame: StatsFrame) -> Line:
         line.append((" HOLD", "accent"))
     if frame.settle_remaining_s is not None or frame.in_warmup:
         left = frame.settle_remaining_s
-        line.append((" settling" + (f" {left:.1f} s" if left is not None else ""), "warn"))
+        # The warm-up's longest: steady state usually ends it sooner.
+        line.append((" settling" + (f" ≤{left:.0f} s" if left is not None else ""), "warn"))
         return line
     line += [(" measuring", "label"), (f" n={frame.measured_n}", "")]
     if frame.precision is not None:
@@ -104,20 +155,3 @@ def step_state(view: LiveView, frame: StatsFrame) -> Line:
         text = "open" if math.isinf(frame.precision) else f"{frame.precision * 100:.1f} %"
         line.append((f" ±{text}", "ok" if precise else "inconclusive"))
     return line
-
-
-def events_lines(view: LiveView, width: int, height: int) -> list[Line]:
-    """The newest events that fit, oldest of them first."""
-    events = view.events[-height:] if height > 0 else ()
-    lines: list[Line] = []
-    for event in events:
-        role = EVENT_ROLES.get(event.kind, "dim")
-        lines.append(
-            [
-                (fmt.clock(event.t_s), "dim"),
-                (f" {event.kind:<11}", role),
-                (event.text, "crit" if role == "crit" else ""),
-            ]
-        )
-    out = [fit(line, width) for line in lines]
-    return out + [fit([], width) for _ in range(height - len(out))]

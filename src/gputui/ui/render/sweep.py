@@ -5,7 +5,8 @@ from the rolling window; the SLA bounds are dashed lines on the latency axis, th
 vertical line, and the SLA-qualified capacity a star. Each series has its own colour, marker and
 line style (throughput solid ●, TTFT dotted ▲, TPOT dashed ▼), so the chart reads without colour.
 Each step's 95 % intervals of those three figures are whiskers through its markers (capped ends;
-an open end, too few samples, is a short dotted stub), and a step whose SLA verdict is
+an open end, too few samples, is a short dotted stub; one whisker per level, the newest step's,
+and none longer than a fifth of the plot either side of its point), and a step whose SLA verdict is
 inconclusive (an interval straddles a bound) has its own marker (◐, ASCII "?") and role.
 Saved sessions can be overlaid (`SweepOverlay`): their curves are drawn first, dimmer, sparser,
 with a hollow marker of their own, and each is named in the legend.
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.frontends.view import LiveView
-from gputui.metrics.step import StepResult
+from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.step import StepMode, StepResult
 from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt
 from gputui.ui.render.breakdown import knee_label
@@ -29,9 +31,13 @@ MAX_OVERLAYS = 3
 """Overlays the chart keeps (one hollow marker each); a fourth replaces the oldest."""
 _OVERLAY_MARKERS = ("○", "◇", "□")
 _OVERLAY_MARKERS_ASCII = ("+", "x", "#")
+_OTHER_MARKER = {False: "◌", True: "%"}
+"""The other mode's sweep (`other_sweep`)."""
 _TTFT_DASH = (1, 1)
 _TPOT_DASH = (3, 2)
 _OVERLAY_DASH = (1, 3)
+_OVERLAY_LATENCY_ROWS = 16
+"""Plot rows from which the overlays' latency curves are drawn too."""
 _WHISKER_REACH = 1.4
 """How far past the points' range a whisker may stretch an axis (a factor)."""
 
@@ -57,16 +63,44 @@ def _inconclusive_glyph(ascii: bool) -> str:
     return "?" if ascii else "◐"
 
 
+def latest_per_level(steps: list[StepResult]) -> list[StepResult]:
+    """The newest step of each level, by level: a revisited level draws one point, one whisker."""
+    newest: dict[float, StepResult] = {}
+    for step in steps:
+        if step.level not in newest or step.index > newest[step.level].index:
+            newest[step.level] = step
+    return [newest[level] for level in sorted(newest)]
+
+
+def other_sweep(view: LiveView) -> tuple[list[tuple[float, float]], Knee | None]:
+    """The other mode's sweep on this mode's axis, and that sweep's own knee.
+
+    `r` switches between concurrency and arrival rate; neither sweep is lost. A concurrency step
+    sits on the rate axis at the rate it reached, a rate step on the concurrency axis at the
+    load it held (Little's law: req/s x mean E2E), each with the output tok/s it measured.
+    """
+    other: StepMode = "rate" if view.mode == "concurrency" else "concurrency"
+    steps = [s for s in view.steps if s.mode == other and not s.incomplete]
+    points: list[tuple[float, float]] = []
+    for s in latest_per_level(steps):
+        x = s.requests_per_s if other == "concurrency" else s.requests_per_s * (s.e2e_s.mean or 0)
+        if x > 0:
+            points.append((x, s.output_tokens_per_s))
+    knee = knee_from_steps(steps, mode=other).knee if steps else None
+    return sorted(points), knee
+
+
 def _whiskers(steps: list[StepResult]) -> list[Whisker]:
     """The 95 % intervals of each step's output tok/s, P95 TTFT and P95 TPOT."""
     out: list[Whisker] = []
     for s in steps:
         if s.output_tokens_per_s_ci is not None:
             lo, hi = s.output_tokens_per_s_ci
-            out.append(Whisker(s.level, lo, hi, "s1"))
+            out.append(Whisker(s.level, lo, hi, "s1", mid=s.output_tokens_per_s))
         for summary, role in ((s.ttft_s, "s2"), (s.tpot_s, "s3")):
             if summary.p95 is not None and summary.p95_ci is not None:
-                out.append(Whisker(s.level, *summary.p95_ci, role, axis="right"))
+                low, high = summary.p95_ci
+                out.append(Whisker(s.level, low, high, role, axis="right", mid=summary.p95))
     return out
 
 
@@ -92,6 +126,14 @@ def _legend(
         parts += [("  ", ""), (f"{star} capacity", "best")]
     parts += [("  ", ""), (f"{live} now", "live")]
     return parts
+
+
+def _other_legend(view: LiveView, knee: Knee | None, ascii: bool) -> Line:
+    """'◌ by rate, knee 12/s (r)': the other mode's sweep, kept while this one is shown."""
+    other = "rate" if view.mode == "concurrency" else "concurrency"
+    unit = "/s" if other == "rate" else ""
+    tail = f", knee {knee.level:g}{unit}" if knee is not None else ""
+    return [(f"{_OTHER_MARKER[ascii]} by {other}{tail} (r)", "o1")]
 
 
 def _overlay_legend(ascii: bool, overlays: tuple[SweepOverlay, ...], mode: str) -> Line:
@@ -137,12 +179,14 @@ def _latency_axis(values: list[float]) -> Axis:
     return Axis(lo, max(hi, lo * 4), log=True, fmt=fmt.duration)
 
 
-def _overlay_series(overlays: list[SweepOverlay], ascii: bool) -> list[Series]:
+def _overlay_series(
+    overlays: list[SweepOverlay], ascii: bool, *, latency: bool = True
+) -> list[Series]:
     """The overlays' throughput (hollow marker) and latency curves, dim and sparse."""
     series: list[Series] = []
     for i, overlay in enumerate(overlays):
         c = overlay.curve
-        for values, role in ((c.ttft_p95_s, "o2"), (c.tpot_p95_s, "o3")):
+        for values, role in ((c.ttft_p95_s, "o2"), (c.tpot_p95_s, "o3")) if latency else ():
             points = [(x, y) for x, y in zip(c.levels, values, strict=True) if y is not None]
             series.append(Series(points, role, axis="right", dash=_OVERLAY_DASH))
         throughput = list(zip(c.levels, c.output_tokens_per_s, strict=True))
@@ -160,20 +204,22 @@ def sweep_lines(
     overlays: tuple[SweepOverlay, ...] = (),
 ) -> list[Line]:
     """The chart under its legend (two rows with overlays), exactly `height` lines of `width`."""
-    if height < 4 + bool(overlays) or width < 20:
+    if height < 5 or width < 20:
         return [fit([], width) for _ in range(max(height, 0))]
-    steps = sorted(
-        (s for s in view.steps if s.mode == view.mode and not s.incomplete),
-        key=lambda s: s.level,
-    )
+    steps = latest_per_level([s for s in view.steps if s.mode == view.mode and not s.incomplete])
+    other_points, other_knee = other_sweep(view)
     frame = view.frame
     live = frame is not None and frame.mode == view.mode and not frame.paused
     # Overlays are drawn by their order in `overlays` (the marker follows it), when of this mode.
     drawn = [o for o in overlays if o.curve.mode == view.mode and o.curve.levels]
     levels = [s.level for s in steps] + ([frame.level] if live and frame else [])
     levels += [x for o in drawn for x in o.curve.levels]
+    # The other sweep's points are not levels of this mode: they label the axis only alone.
+    ticks = sorted(set(levels)) or sorted({float(f"{x:.2g}") for x, _ in other_points})
+    levels += [x for x, _ in other_points]
     knee = view.knee if view.knee is not None and view.knee.mode == view.mode else None
     best = view.steps[view.best_step_index] if view.best_step_index is not None else None
+    best = best if best is not None and best.mode == view.mode else None
     whiskers = _whiskers(steps)
     unsure = [s for s in steps if s.sla_verdict == "inconclusive"]
     key = _legend(
@@ -183,9 +229,16 @@ def sweep_lines(
         ci=bool(whiskers),
         inconclusive=bool(unsure),
     )
+    second: Line = _overlay_legend(ascii, overlays, view.mode) if overlays else []
+    if other_points:
+        other = _other_legend(view, other_knee, ascii)
+        if sum(len(t) for t, _ in _tight([*key, ("  ", ""), *other], width)) <= width:
+            key += [("  ", ""), *other]
+        else:
+            second = [*other, ("  ", ""), *second] if second else other
     legend = [fit(_tight(key, width), width)]
-    if overlays:
-        legend.append(fit(_overlay_legend(ascii, overlays, view.mode), width))
+    if second:
+        legend.append(fit(second, width))
     rows = height - len(legend)
     if not levels:
         blank = [fit([], width) for _ in range(rows)]
@@ -212,7 +265,11 @@ def sweep_lines(
 
     sla = view.sla
     bounds = [b for b in (sla.ttft_p95_s, sla.tpot_p95_s) if b is not None]
-    ghosts = _overlay_series(drawn, ascii)
+    # A short chart (80x24) draws only the overlays' throughput: their latency curves would
+    # tangle with the live ones in so few rows.
+    ghosts = _overlay_series(drawn, ascii, latency=rows >= _OVERLAY_LATENCY_ROWS)
+    if other_points:
+        ghosts.append(Series(other_points, "o1", marker=_OTHER_MARKER[ascii], dash=_OVERLAY_DASH))
     ghost_left = [y for g in ghosts if g.axis == "left" for _, y in g.points]
     ghost_right = [y for g in ghosts if g.axis == "right" for _, y in g.points]
     latencies = [v for _, v in ttft + tpot] + [m.y for m in marks if m.axis == "right"] + bounds
@@ -256,7 +313,7 @@ def sweep_lines(
         hlines=hlines,
         vlines=vlines,
         marks=marks,
-        x_ticks=sorted(set(levels)),
+        x_ticks=ticks,
         ascii=ascii,
         whiskers=whiskers,
     )

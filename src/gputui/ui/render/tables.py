@@ -1,4 +1,4 @@
-"""Text tables: the rolling latency table (with sparklines) and the finished steps table.
+"""Text tables: the rolling latency table (with sparklines); the steps table is `render.steps`.
 
 Values over an SLA bound are drawn in the "crit" role and followed by "!", values above 80 % of it
 in "warn", so the verdict reads in colour and in monochrome alike. A P95 with its 95 % interval is
@@ -8,15 +8,12 @@ judged by the interval (`metrics.verdict.bound_verdict`): one that straddles its
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 
 from gputui.frontends.view import LiveView
 from gputui.metrics.confidence import Interval
-from gputui.metrics.step import StepResult
 from gputui.metrics.summary import Summary
 from gputui.metrics.verdict import bound_verdict
-from gputui.ui.render import breakdown
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 from gputui.ui.render.spark import sparkline
@@ -147,168 +144,3 @@ def latency_lines(view: LiveView, width: int, height: int, *, ascii: bool = Fals
     return [fit(line, width) for line in lines[:height]] + [
         fit([], width) for _ in range(height - len(lines))
     ]
-
-
-_BAR_MIN = 20
-_TTFT_W = 8
-"""The bar column starts with the step's mean TTFT; the bar splits it (100 % = that TTFT)."""
-_BAR_FIRST = 28
-"""Cells the bar takes before the optional columns (ITL95, E2E95, goodput, req/s)."""
-_BAR_MAX = 42
-"""Wide enough for the full key (net, queue, prefill, srv, client) beside the TTFT column."""
-_SLA_CELLS = {"pass": ("  ok    ", "ok"), "fail": ("  FAIL  ", "crit")}
-_UNSURE = ("  unsure", "inconclusive")
-"""An SLA verdict the confidence intervals cannot decide (issue 16): its own role."""
-_BASE = [("#", 3), ("level", 6), ("ok/fail", 8), ("tok/s", 7), ("TTFT95", 8), ("TPOT95", 8)]
-_BASE += [("err", 6)]
-_MARKS = {
-    "partial": (" partial", " part."),
-    "best": (" ★ capacity", " ★"),
-    "knee": (" ┊ knee", " ┊"),
-}
-"""Each row mark's text, in full and narrow (when the full marks and verdicts do not fit)."""
-
-
-def _steps_columns(
-    width: int, used: int, *, diagnosed: bool, intervals: set[str]
-) -> tuple[list[tuple[str, int]], int]:
-    """The value columns that fit beside `used` cells, and the TTFT bar's width (0: none).
-
-    A ± column comes only when some step has that interval (`intervals`).
-    """
-    columns = list(_BASE)
-    used += sum(w for _, w in columns)
-    for column, after in ((("±TTFT", 8), "TTFT95"), (("±tok/s", 7), "tok/s")):
-        if column[0] in intervals and used + column[1] <= width:
-            columns.insert(next(i for i, c in enumerate(columns) if c[0] == after) + 1, column)
-            used += column[1]
-    bar = 0
-    if diagnosed and used + _BAR_MIN + 1 <= width:
-        bar = min(_BAR_FIRST, width - used - 1)
-        used += bar + 1
-    for column in (("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)):
-        if used + column[1] <= width:
-            columns.append(column)
-            used += column[1]
-    if bar:
-        bar = min(_BAR_MAX, bar + width - used)
-    return columns, bar
-
-
-def _half(interval: tuple[float | None, float | None] | None) -> float | None:
-    if interval is None or interval[0] is None or interval[1] is None:
-        return None
-    return (interval[1] - interval[0]) / 2
-
-
-def _sla_cell(step: StepResult) -> tuple[str, str]:
-    verdict = step.sla_verdict
-    if verdict == "inconclusive":
-        return _UNSURE
-    if verdict is None:
-        verdict = "pass" if step.sla_ok else "fail"
-    return _SLA_CELLS[verdict]
-
-
-def _marks(view: LiveView, i: int, narrow: bool) -> str:
-    step, knee = view.steps[i], view.knee
-    kinds = [
-        kind
-        for kind, on in (
-            ("partial", step.incomplete),
-            ("best", i == view.best_step_index),
-            ("knee", knee is not None and i == knee.index),
-        )
-        if on
-    ]
-    return "".join(_MARKS[k][1 if narrow else 0] for k in kinds)
-
-
-def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
-    """One row per finished step (newest at the bottom when they do not all fit).
-
-    After the SLA verdict ("unsure" when its confidence intervals straddle a bound) and the row's
-    marks (★ capacity, ┊ knee) come what bound the step (`bound by`, issue 18) and its TTFT
-    decomposition bar, when diagnosed. A narrow table shortens the marks and verdict names.
-    """
-    diagnosed = any(view.diagnosis(s).get("bottleneck") for s in view.steps)
-    narrow = False
-    for narrow in (False, True):
-        bound = {s.index: breakdown.bound_by(view.diagnosis(s), short=narrow) for s in view.steps}
-        marks = [_marks(view, i, narrow) for i in range(len(view.steps))]
-        marks_w = max((len(m) for m in marks), default=0)
-        cells = [len(t) for t, _ in bound.values()]
-        bound_w = max([len("bound by"), *cells]) + 2 if diagnosed else 0
-        used = len(_UNSURE[0]) + marks_w + bound_w
-        if used + sum(w for _, w in _BASE) <= width:
-            break
-    intervals = {
-        name
-        for name, ci in (
-            ("±TTFT", [_half(s.ttft_s.p95_ci) for s in view.steps]),
-            ("±tok/s", [_half(s.output_tokens_per_s_ci) for s in view.steps]),
-        )
-        if any(half is not None for half in ci)
-    }
-    columns, bar_w = _steps_columns(width, used, diagnosed=diagnosed, intervals=intervals)
-    head = "".join(name.rjust(w) for name, w in columns) + "  SLA".ljust(len(_UNSURE[0]))
-    head += " " * marks_w
-    if diagnosed:
-        head += "  " + "bound by".ljust(bound_w - 2)
-    header: Line = [(head, "label")]
-    if bar_w:
-        legend = breakdown.legend(ascii=ascii, short=bar_w - _TTFT_W < 34)
-        header += [(" " + "TTFT".rjust(_TTFT_W - 1) + " ", "label"), *legend]
-    if not view.steps:
-        rows = [fit(header, width), fit([("  no finished step yet", "dim")], width)]
-        return rows + [fit([], width) for _ in range(height - 2)]
-    sla = view.sla
-    body: list[Line] = []
-    for i, step in enumerate(view.steps):
-        ttft_half, rate_half = _half(step.ttft_s.p95_ci), _half(step.output_tokens_per_s_ci)
-        values: dict[str, tuple[str, str]] = {
-            "#": (str(step.index + 1), "dim"),
-            "level": (f"{step.level:g}" + ("/s" if step.mode == "rate" else ""), ""),
-            "ok/fail": (f"{step.requests_ok}/{step.requests_failed}", ""),
-            "tok/s": (fmt.rate(step.output_tokens_per_s), "s1"),
-            "±tok/s": ("" if rate_half is None else "±" + fmt.rate(rate_half), "dim"),
-            "TTFT95": p95_cell(step.ttft_s, sla.ttft_p95_s, 0),
-            "±TTFT": ("" if ttft_half is None else "±" + fmt.duration(ttft_half), "dim"),
-            "TPOT95": p95_cell(step.tpot_s, sla.tpot_p95_s, 0),
-            "err": (fmt.percent(step.error_rate, 1), "crit" if step.requests_failed else "dim"),
-            "ITL95": (fmt.duration(step.itl_s.p95), ""),
-            "E2E95": (fmt.duration(step.e2e_s.p95), ""),
-            "goodput": (fmt.rate(step.goodput_output_tokens_per_s), ""),
-            "req/s": (fmt.rate(step.requests_per_s), ""),
-        }
-        line: Line = [(values[name][0].rjust(w), values[name][1]) for name, w in columns]
-        line.append(_sla_cell(step))
-        if i == view.best_step_index:
-            line = [
-                (text, "best" if role in ("", "s1", "dim", "ok") else role) for text, role in line
-            ]
-        knee_row = view.knee is not None and i == view.knee.index
-        line.append((marks[i].ljust(marks_w), "knee" if knee_row else "best"))
-        if diagnosed:
-            text, role = bound[step.index]
-            line.append(("  " + text.ljust(bound_w - 2), role))
-        if bar_w:
-            b = view.diagnosis(step).get("ttft_breakdown")
-            ttft = float(b["ttft_s"]) if b else 0.0
-            line.append((" " + (fmt.duration(ttft) if b else "").rjust(_TTFT_W - 1) + " ", ""))
-            line += breakdown.decomposition_bar(b, bar_w - _TTFT_W, ttft, ascii=ascii)
-        body.append(line)
-    # Rows first; spare lines under them: the newest step's bar (when no row has one), the knee.
-    spare = height - 1 - len(body)
-    footer: list[Line] = []
-    newest = view.diagnosis(view.steps[-1]).get("ttft_breakdown")
-    if not bar_w and newest and spare >= 1:
-        label = f"step {view.steps[-1].index + 1}"
-        footer.append(breakdown.step_bar_line(label, newest, width, ascii=ascii))
-    if view.knee_explanation and spare - len(footer) >= 1:
-        wrapped = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[: spare - len(footer)]
-        footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(wrapped)]
-    keep = max(height - 1 - len(footer), 0)
-    shown = body[-keep:] if keep else []
-    lines = [fit(header, width)] + [fit(line, width) for line in [*shown, *footer]]
-    return lines + [fit([], width) for _ in range(height - len(lines))]

@@ -10,16 +10,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputui.metrics.bottleneck import VERDICTS
+from gputui.metrics.confidence import min_n_two_sided
 from gputui.ui.render.breakdown import GLYPHS
+from gputui.ui.widgets.key_footer import KeyFooter
 
 KEYS = (
     ("up / +", "multiply the load by the step factor: a new step (its warm-up is not measured)"),
     ("down / -", "divide the load by the step factor: a new step"),
     ("[ / ]", "smaller / larger step factor (1.25, 1.5, 2, 3, 4)"),
-    ("r", "switch concurrency (closed loop) <-> arrival rate (open loop) at about the same load"),
+    (
+        "r",
+        "switch concurrency (closed loop) <-> arrival rate (open loop) at about the same load; "
+        "the other sweep stays on the chart (◌), and switching back resumes the level you had",
+    ),
     ("space", "pause / resume sending; resuming starts a new step"),
     ("b", "fire a burst of requests on top of the load"),
     ("h", "hold this level until its step is precise; load keys end it"),
@@ -27,6 +33,8 @@ KEYS = (
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),
+    ("e", "every event, whole (repeats folded), on a screen of its own; esc goes back"),
+    ("t", "every finished step, on a screen of its own; esc goes back"),
     ("q", "stop the load, save the snapshot, exit (SIGHUP and SIGTERM do the same)"),
     ("pgup / pgdn", "scroll the panels when they are stacked (small terminals)"),
     ("? / esc", "open / close this help"),
@@ -58,16 +66,60 @@ PANELS = (
     (
         "Steps",
         "one row per finished step with its aggregates (warm-up excluded), ± the 95 % interval "
-        "of P95 TTFT and tok/s, the SLA verdict (unsure: the intervals straddle a bound), what "
-        "bound it and its TTFT bar (below); ★ marks the highest load that met every SLA bound, "
-        "┊ the knee",
+        "of P95 TTFT and tok/s, the SLA verdict (pass / fail / inconclusive / no data), what "
+        "bound it and its TTFT bar (below); the number is led by ★ (the highest load that met "
+        "every SLA bound), ┊ (the knee) or ~ (a partial step)",
     ),
     (
         "Events",
         "errors by reason, throttling, preemption bursts, SLA breaches, a changed bound-by "
-        "verdict, with session time",
+        "verdict, with session time; a repeat is folded into its latest line ('since 0:01:32, "
+        "x9': first seen, how often) and a long event wraps",
     ),
 )
+
+_P95_N = min_n_two_sided(0.95)
+NOTATION = (
+    (
+        "53.3ms?  p95?",
+        "the P95's 95 % interval straddles the SLA bound: not decided yet (inconclusive); more "
+        "requests narrow it",
+    ),
+    ("53.3ms!", "over the SLA bound: the whole interval lies above it (fail)"),
+    (
+        "open  ±open",
+        f"the interval has no upper end yet: a P95 needs {_P95_N} requests before it has one, "
+        "so until then it cannot pass",
+    ),
+    (
+        "n=0 ±154.6 %",
+        "header: requests finished in the step's measured window so far, and the widest 95 % "
+        "interval (half-width, relative) of P95 TTFT, P95 TPOT and tok/s; tok/s is measured "
+        "in time slices, so it has an interval before any request finishes; green under the "
+        "precision target",
+    ),
+    (
+        "settling ≤29 s",
+        "the step waits for steady state before it measures; it starts as soon as the latency "
+        "stops trending, at the latest after the time shown",
+    ),
+    (
+        "P95 verdict: 23 of 59",
+        f"the step has too few requests to decide its P95 against the SLA ({_P95_N} give its "
+        "interval an upper end); the time is an estimate at the current rate; h holds the "
+        "level until the step is precise",
+    ),
+    ("HOLD  AUTO", "who sets the load: h's hold (until the step is precise), a's auto sweep"),
+    ("capacity 16 (32: fail)", "the capacity, and the next level tested above it with its answer"),
+    (
+        "pass  fail",
+        "the step's SLA answer: every bound's 95 % interval lies within (pass) or one lies over "
+        "(fail)",
+    ),
+    ("inconclusive", "an interval straddles a bound, or has no upper end yet (◐ on the chart)"),
+    ("no data", "no request finished in the step: it measured nothing"),
+)
+"""Every mark and abbreviation the live screen shows."""
 
 METRICS = (
     ("TTFT", "time from sending a request to its first output token"),
@@ -79,13 +131,21 @@ METRICS = (
     ("err", "failed requests / requests sent, each failure counted with its reason"),
     ("knee", "the load past which throughput grows < 10 % per doubling of load"),
     ("capacity", "the highest load whose step met the P95 TTFT, P95 TPOT and error-rate bounds"),
+    ("~N provisional", "no step was decisive: the capacity rests on point estimates"),
     ("KV", "fraction of the server's KV cache in use; full means queueing and preemption"),
 )
 
 DIAGNOSIS = (
     *((name, text) for name, text in VERDICTS.items()),
-    ("SUSPECT", "the client was over its CPU, loop-lag or dispatch bound: its timings queue too"),
-    ("THROTTLED", "the step (and a capacity taken from it) was measured while the GPU throttled"),
+    (
+        "SUSPECT (SUSP)",
+        "the client was over its CPU, loop-lag or dispatch bound: its timings queue too",
+    ),
+    (
+        "THROTTLED (THR)",
+        "the step (and a capacity taken from it) was measured while the GPU throttled",
+    ),
+    ("name?", "the most likely cause of a failing or saturated step: the evidence is thin"),
     (
         "TTFT bar",
         f"mean TTFT = {GLYPHS['network']} network (RTT probe) + {GLYPHS['queue']} server queue + "
@@ -130,12 +190,13 @@ class HelpScreen(Screen[None]):
             yield Static("gputui · live serving-load experiments", id="help-title")
             yield Static(_table("Keys", KEYS), classes="help-table")
             yield Static(_table("Panels", PANELS), classes="help-table")
+            yield Static(_table("Notation", NOTATION), classes="help-table")
             yield Static(_table("Metrics", METRICS), classes="help-table")
             yield Static(
                 _table("Bound by (first rule that holds)", DIAGNOSIS), classes="help-table"
             )
             yield Static(_table("Node (before the run)", NODE), classes="help-table")
-        yield Footer()
+        yield KeyFooter()
 
     def action_close(self) -> None:
         """Back to the live screen."""

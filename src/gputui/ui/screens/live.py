@@ -10,11 +10,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputui.snapshot.sessions import default_sessions_dir
 from gputui.ui.render.sweep import SweepOverlay
+from gputui.ui.screens.detail import DetailKind, DetailScreen
 from gputui.ui.screens.sessions import SessionsScreen
+from gputui.ui.widgets.key_footer import KeyFooter
 from gputui.ui.widgets.live_panels import (
     EventLog,
     GpuPanel,
@@ -107,6 +108,20 @@ class LiveScreen(Screen[None]):
             tooltip="Auto sweep from this level to the knee and the SLA bound (load keys stop it)",
         ),
         Binding(
+            "e",
+            "detail('events')",
+            "Events",
+            id="all_events",
+            tooltip="Every event, whole (repeats folded), on a screen of its own",
+        ),
+        Binding(
+            "t",
+            "detail('steps')",
+            "Steps",
+            id="all_steps",
+            tooltip="Every finished step, on a screen of its own",
+        ),
+        Binding(
             "x",
             "clear_overlays",
             "Clear overlays",
@@ -160,7 +175,7 @@ class LiveScreen(Screen[None]):
             with Horizontal(id="bottom"):
                 yield GpuPanel(id="gpu", ascii=ascii)
                 yield StepsTable(id="steps", ascii=ascii)
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Titles, the layout for this size, and the 4 Hz pull."""
@@ -261,6 +276,10 @@ class LiveScreen(Screen[None]):
         if self.overlays:
             self.overlays = ()
             self.notify("overlays cleared", timeout=2)
+
+    def action_detail(self, kind: DetailKind) -> None:
+        """Every event or every step, on a screen of its own."""
+        self.app.push_screen(DetailScreen(kind))
 
     def action_help(self) -> None:
         """Show the help screen."""

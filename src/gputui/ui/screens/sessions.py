@@ -16,7 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from gputui.errors import SnapshotError
 from gputui.snapshot.compare import sweep_curve
@@ -25,8 +25,10 @@ from gputui.snapshot.store import load_snapshot
 from gputui.ui.render import format as fmt
 from gputui.ui.render.sweep import MAX_OVERLAYS, SweepOverlay, overlay_marker
 from gputui.ui.screens.dialogs import ConfirmScreen
+from gputui.ui.widgets.key_footer import KeyFooter
 
-COLUMNS = ("", "date", "label", "target", "GPU", "capacity tok/s", "knee")
+COLUMNS = ("", "label", "capacity tok/s", "knee", "GPU", "date", "target")
+"""The answers first: at 80 columns capacity and knee show without scrolling sideways."""
 
 
 def _shown(folder: Path) -> str:
@@ -41,6 +43,10 @@ def _level(text: str | None) -> str:
     return (text or "none").replace("concurrency ", "conc. ")
 
 
+_LABEL_W = 24
+"""A longer label is cut (with …) so the answers after it stay on an 80-column screen."""
+
+
 def _row(info: SessionInfo, marker: str) -> tuple[str, ...]:
     """One table row (display text only: the row's key is the file's path)."""
     host = info.url.split("://", 1)[-1].removesuffix("/v1")
@@ -51,17 +57,17 @@ def _row(info: SessionInfo, marker: str) -> tuple[str, ...]:
     )
     return (
         marker,
-        info.created_at[:16].replace("T", " "),
-        info.name,
-        f"{info.model} @ {host}",
-        (info.gpu or "unknown").removeprefix("NVIDIA "),
+        info.name if len(info.name) <= _LABEL_W else info.name[: _LABEL_W - 1] + "…",
         capacity + ("" if info.complete else " (partial)"),
         _level(info.knee_level),
+        (info.gpu or "unknown").removeprefix("NVIDIA "),
+        info.created_at[:16].replace("T", " "),
+        f"{info.model} @ {host}",
     )
 
 
 class SessionsScreen(Screen[tuple[SweepOverlay, ...]]):
-    """Saved sessions: label, date, target, GPU, capacity and knee; overlay, clear or delete."""
+    """Saved sessions: label, capacity, knee, GPU, date, target; overlay, clear or delete."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -95,7 +101,7 @@ class SessionsScreen(Screen[tuple[SweepOverlay, ...]]):
         yield Static(f"Saved sessions · {_shown(self.folder)}", id="sessions-title", markup=False)
         yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sessions-skipped", markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Columns, then list the folder."""

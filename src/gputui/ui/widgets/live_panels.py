@@ -5,11 +5,13 @@ from __future__ import annotations
 from textual.reactive import reactive
 
 from gputui.frontends.view import LiveView
+from gputui.ui.render.events import events_lines
 from gputui.ui.render.gpu import gpu_lines
 from gputui.ui.render.spans import Line
-from gputui.ui.render.status import events_lines, header_lines
+from gputui.ui.render.status import header_lines
+from gputui.ui.render.steps import steps_lines
 from gputui.ui.render.sweep import SweepOverlay, sweep_lines
-from gputui.ui.render.tables import latency_lines, steps_lines
+from gputui.ui.render.tables import latency_lines
 from gputui.ui.render.workload import workload_lines
 from gputui.ui.widgets.panel import LivePanel
 
@@ -18,8 +20,8 @@ class SessionHeader(LivePanel):
     """Target, model, backend, GPUs, load, step clock, in flight, session clock and client CPU."""
 
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
-        """Two lines of status."""
-        return header_lines(view, width)[:height]
+        """The status, in the lines the header has (two, three when compact)."""
+        return header_lines(view, width, height)
 
 
 class SweepChart(LivePanel):
@@ -83,7 +85,7 @@ class EventLog(LivePanel):
 
     def draw(self, view: LiveView, width: int, height: int) -> list[Line]:
         """The newest events."""
-        return events_lines(view, width, height)
+        return events_lines(view.events, width, height)
 
 
 class WorkloadPanel(LivePanel):

@@ -1,0 +1,175 @@
+"""A capacity rather than none, and what it is worth: provisional capacities and their caveats.
+
+Contract of `judged_capacity(steps, sla, mode=None, diagnoses=None)`:
+
+- When `capacity.qualified_capacity` finds a level whose intervals pass, that is the capacity.
+- When no level is decisive (every step too short for its P95 to be decided, a hand-paced TUI
+  session of 12-20 s steps), the capacity is *provisional*: the highest level whose point
+  estimates meet every bound (`sla.step_meets_sla`) and that no step failed decisively, with
+  `provisional_reason` saying what a verdict still needs ("P95 on 14 requests; 59 decide it").
+  Its cost then rests on point estimates too.
+- Either capacity carries `caveats`, one sentence each: a lower level failed (the capacity lies
+  above a failure: noise or instability), the step at that level was client-bound (SUSPECT: the
+  load generator's own queueing is in its numbers) or measured while throttled. The diagnoses
+  (`steps[].bottleneck`, from `diagnoses` by step index or the step's own `bottleneck`) give the
+  last two.
+
+`capacity_notes_lines(capacity)` says both in lines for `gputui run`'s summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from gputui.metrics.capacity import (
+    Capacity,
+    CapacityResult,
+    CapacityStep,
+    level_text,
+    majority_mode,
+    qualified_capacity,
+)
+from gputui.metrics.confidence import min_n_two_sided
+from gputui.metrics.sla import Sla, error_rate, step_meets_sla
+from gputui.metrics.step import StepMode
+from gputui.metrics.verdict import judge_step
+
+P95_DECIDING_N = min_n_two_sided(0.95)
+"""Requests a P95 needs before its interval has an upper end (59)."""
+
+
+def judged_capacity(
+    steps: Sequence[CapacityStep],
+    sla: Sla,
+    mode: StepMode | None = None,
+    diagnoses: Mapping[int, Mapping[str, Any]] | None = None,
+) -> CapacityResult:
+    """The qualified capacity, else a provisional one, with its caveats (module contract)."""
+    result = qualified_capacity(steps, sla, mode)
+    if result.capacity is None:
+        result = _provisional(steps, sla, mode) or result
+    capacity = result.capacity
+    if capacity is None:
+        return result
+    caveats = _caveats(steps, sla, capacity, diagnoses or {})
+    return CapacityResult(replace(capacity, caveats=tuple(caveats)), result.reason)
+
+
+def _mine(steps: Sequence[CapacityStep], mode: StepMode | None) -> list[CapacityStep]:
+    chosen = majority_mode(steps) if mode is None else mode
+    return [s for s in steps if s.mode == chosen and not s.incomplete]
+
+
+def _provisional(
+    steps: Sequence[CapacityStep], sla: Sla, mode: StepMode | None
+) -> CapacityResult | None:
+    """The highest level whose point estimates meet the SLA and that no step failed."""
+    mine = _mine(steps, mode)
+    failed = {s.level for s in mine if judge_step(s, sla).verdict == "fail"}
+    last: dict[float, CapacityStep] = {}
+    for step in mine:
+        last[step.level] = step
+    meeting = [x for x in sorted(last) if x not in failed and step_meets_sla(last[x], sla)]
+    if not meeting:
+        return None
+    best = meeting[-1]
+    step = last[best]
+    higher = [x for x in sorted(last) if x > best]
+    lower = [x for x in sorted(last) if x < best]
+    above = (higher[0], "fail" if higher[0] in failed else "inconclusive") if higher else None
+    below = (lower[-1], "inconclusive") if lower else None
+    why = needs_text(step)
+    capacity = Capacity(
+        level=step.level,
+        mode=step.mode,
+        output_tokens_per_s=step.output_tokens_per_s,
+        requests_per_s=step.requests_per_s,
+        ttft_p95_s=step.ttft_s.p95,
+        tpot_p95_s=step.tpot_s.p95,
+        error_rate=error_rate(step.requests_ok, step.requests_failed),
+        output_tokens_per_s_ci=step.output_tokens_per_s_ci,
+        requests_per_s_ci=step.requests_per_s_ci,
+        ttft_p95_ci=step.ttft_s.p95_ci,
+        tpot_p95_ci=step.tpot_s.p95_ci,
+        error_rate_ci=step.error_rate_ci,
+        below_level=None if below is None else below[0],
+        below_verdict=None if below is None else "inconclusive",
+        above_level=None if above is None else above[0],
+        above_verdict=None if above is None else "fail" if above[1] == "fail" else "inconclusive",
+        provisional=True,
+        provisional_reason=why,
+    )
+    reason = (
+        f"provisional: {level_text(step.mode, best)} is the highest level whose point estimates "
+        f"meet every SLA bound, but no step was decisive ({why})"
+    )
+    return CapacityResult(capacity, reason)
+
+
+def needs_text(step: CapacityStep) -> str:
+    """What a verdict still needs: 'P95 on 14 requests; 59 decide it', or the straddling bound."""
+    n = min(step.ttft_s.n, step.tpot_s.n) if step.tpot_s.n else step.ttft_s.n
+    if n < P95_DECIDING_N:
+        return f"P95 on {n} requests; {P95_DECIDING_N} decide it"
+    return f"the P95 intervals straddle the bounds on {n} requests: a longer step decides it"
+
+
+def _caveats(
+    steps: Sequence[CapacityStep],
+    sla: Sla,
+    capacity: Capacity,
+    diagnoses: Mapping[int, Mapping[str, Any]],
+) -> list[str]:
+    mine = _mine(steps, capacity.mode)
+    lower_failed = sorted(
+        {s.level for s in mine if s.level < capacity.level and judge_step(s, sla).verdict == "fail"}
+    )
+    out: list[str] = []
+    if lower_failed:
+        levels = " and ".join(f"{x:g}" for x in lower_failed)
+        verb = "fails" if len(lower_failed) == 1 else "fail"
+        out.append(
+            f"{levels} {verb} below it: the results are noisy or the server unstable; re-run"
+        )
+    at = [s for s in mine if s.level == capacity.level]
+    verdicts = [_bottleneck(s, diagnoses) for s in at]
+    if any(v.get("suspect") or v.get("verdict") == "client" for v in verdicts):
+        out.append(
+            "SUSPECT: measured while the client was saturated; its queueing is in the numbers"
+        )
+    if any(v.get("throttled") or v.get("verdict") == "throttled" for v in verdicts):
+        out.append("throttled: measured while the GPU was throttled; a cooler card may do better")
+    return out
+
+
+def _bottleneck(
+    step: CapacityStep, diagnoses: Mapping[int, Mapping[str, Any]]
+) -> Mapping[str, Any]:
+    index = getattr(step, "index", None)
+    found = diagnoses.get(index) if isinstance(index, int) else None
+    verdict = (found or {}).get("bottleneck") if found else getattr(step, "bottleneck", None)
+    return verdict if isinstance(verdict, Mapping) else {}
+
+
+class MarkedCapacity(Protocol):
+    """What `capacity_notes_lines` reads (a metrics `Capacity` or a snapshot's capacity)."""
+
+    @property
+    def provisional(self) -> bool: ...
+
+    @property
+    def provisional_reason(self) -> str | None: ...
+
+    @property
+    def caveats(self) -> Sequence[str]: ...
+
+
+def capacity_notes_lines(capacity: MarkedCapacity, indent: str = "  ") -> list[str]:
+    """'  provisional: on point estimates (P95 on 14 requests; 59 decide it)', then each caveat."""
+    lines = []
+    if capacity.provisional:
+        lines.append(f"{indent}provisional: on point estimates ({capacity.provisional_reason})")
+    lines += [f"{indent}caveat: {c}" for c in capacity.caveats]
+    return lines

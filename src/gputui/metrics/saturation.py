@@ -1,0 +1,276 @@
+"""Why a loaded step is slow when the first rules found nothing: the causes past the knee.
+
+Contract: `metrics.bottleneck.bottleneck` calls `refine_queue` when its queue rule holds,
+`refine_bandwidth` when its decode-bandwidth rule does, and `explain_saturation` when no rule of
+its own held. Both are pure functions of one step's
+`StepEvidence` and return a `Finding` (a verdict, its evidence in words, and whether the evidence
+is thin) or None. The causes, each with the evidence that names it (domain.md sections 1 and 9):
+
+- `kv-capacity` (refines `queue`): requests wait while the KV cache is full (>= KV_FULL, or no
+  room for one more request of the step's mean context) or the engine preempted requests.
+- `scheduler-limit` (refines `queue`, or on its own): requests wait while the KV cache has room
+  and the engine's running count sits at its ceiling (>= RUNNING_AT_CAP_SHARE of the window's
+  samples within RUNNING_CAP_SLACK of the most it ran, under the streams a closed loop holds,
+  with a queue of >= QUEUE_OF_BATCH of that on average: vLLM's `max_num_seqs`, which its
+  /metrics does not publish), or, with no plateau and no prefill interference, while every
+  engine step's token budget is taken (`max_num_batched_tokens`): the queue holds >=
+  QUEUE_SHARE_LOW of TTFT with KV room.
+- `prefill-interference` (refines a failing step's `decode-bandwidth`, or on its own): ITL's
+  P95 is >= ITL_SPIKE_RATIO times its median while prompts are being prefilled (prefill >=
+  PREFILL_ACTIVE of peak FLOP/s): decode steps that carry a prefill chunk take many times
+  longer, so TPOT grows with the arrival rate, not with the batch.
+- `decode-compute`: TPOT grew by >= TPOT_GROWTH per doubling of load, the GPU was busy
+  (>= GPU_BUSY_PCT) and decode used under `bottleneck.BANDWIDTH_HIGH` of the bandwidth: the
+  batch's FLOPs, not its bytes, set the step time.
+- `network` / `client`: weaker signs than the first rules need (RTT >= NETWORK_SHARE_LOW of
+  TTFT; client CPU >= CLIENT_CPU_LOW %), taken only when the step fails or has saturated.
+
+A failing or saturated step (`sla_failed`, or output tok/s grew < SATURATED_GAIN per doubling)
+that none of these names gets the most likely cause with `low_confidence` set: the part of TTFT
+or the roofline share that weighs most, else what the client saw (TPOT or ITL spikes for decode,
+TTFT for the queue). A step neither failing nor saturated stays "none": more load is served.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from gputui.metrics.bottleneck import StepEvidence
+
+RUNNING_AT_CAP_SHARE: Final = 0.8
+RUNNING_CAP_SLACK: Final = 0.05
+QUEUE_SHARE_LOW: Final = 0.3
+QUEUE_OF_BATCH: Final = 0.1
+ITL_SPIKE_RATIO: Final = 4.0
+PREFILL_ACTIVE: Final = 0.05
+TPOT_GROWTH: Final = 0.3
+GPU_BUSY_PCT: Final = 90.0
+NETWORK_SHARE_LOW: Final = 0.25
+CLIENT_CPU_LOW: Final = 70.0
+SATURATED_GAIN: Final = 0.10
+"""Output tok/s growth per doubling of load under which a step counts as saturated (the knee's)."""
+
+SATURATION_VERDICTS: Final[dict[str, str]] = {
+    "kv-capacity": "the KV cache is full: requests wait for blocks, preemptions recompute them",
+    "scheduler-limit": "requests wait while KV has room: the engine's sequence or token limit",
+    "prefill-interference": "prefill chunks stall decode steps: ITL spikes far over its median",
+    "decode-compute": "decode at a large batch is compute-bound: TPOT grows, bandwidth to spare",
+}
+"""The verdicts of this module, one line each (merged into `bottleneck.VERDICTS`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A cause, the evidence that names it, and whether that evidence is thin."""
+
+    verdict: str
+    evidence: tuple[str, ...]
+    low_confidence: bool = False
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _ms(value_s: float) -> str:
+    return f"{value_s * 1e3:.0f} ms" if value_s >= 0.0095 else f"{value_s * 1e3:.1f} ms"
+
+
+def _per_doubling(now: float | None, before: float | None, e: StepEvidence) -> float | None:
+    """Growth of a figure per doubling of load since the previous step (None: no trend)."""
+    if now is None or before is None or before <= 0 or e.previous_level is None:
+        return None
+    if e.previous_level <= 0 or e.level <= e.previous_level:
+        return None
+    return float((now / before) ** (1.0 / math.log2(e.level / e.previous_level)) - 1.0)
+
+
+def throughput_gain(e: StepEvidence) -> float | None:
+    """Output tok/s growth per doubling of load since the previous step."""
+    return _per_doubling(e.output_tokens_per_s, e.previous_output_tokens_per_s, e)
+
+
+def is_loaded(e: StepEvidence) -> bool:
+    """The step failed its SLA or its throughput stopped growing with the load."""
+    gain = throughput_gain(e)
+    return bool(e.sla_failed) or (gain is not None and gain < SATURATED_GAIN)
+
+
+def _kv_full(e: StepEvidence, kv_full: float) -> bool:
+    usage = e.kv_usage_max is not None and e.kv_usage_max >= kv_full
+    return usage or (e.kv_room_requests is not None and e.kv_room_requests < 1.0)
+
+
+def _kv_text(e: StepEvidence) -> str:
+    return "KV usage unknown" if e.kv_usage_max is None else f"KV cache {_pct(e.kv_usage_max)}"
+
+
+def _waiting_text(e: StepEvidence) -> str:
+    mean = e.waiting_mean if e.waiting_mean is not None else float(e.waiting_max or 0)
+    return f"{mean:.0f} waiting on average (at most {e.waiting_max or 0})"
+
+
+def _at_cap(e: StepEvidence) -> bool:
+    """Running held at its most while a queue of >= QUEUE_OF_BATCH of it waited on average.
+
+    A closed loop at N streams also holds running near N, with the few requests that just
+    arrived waiting for the next engine step: that plateau is the client's, and its queue short.
+    """
+    share, top = e.running_at_max_share, e.running_max
+    if share is None or share < RUNNING_AT_CAP_SHARE or not top:
+        return False
+    streams = e.closed_loop_streams
+    if streams is not None and top >= streams * (1.0 - RUNNING_CAP_SLACK):
+        return False  # every stream the client holds runs: the ceiling is the client's
+    waiting = e.waiting_mean if e.waiting_mean is not None else 0.0
+    return waiting >= max(1.0, QUEUE_OF_BATCH * top)
+
+
+def refine_queue(e: StepEvidence, kv_full: float) -> Finding | None:
+    """What makes requests queue: the KV cache, or the scheduler's limits (None: unknown)."""
+    if e.waiting_max and (_kv_full(e, kv_full) or e.preemptions):
+        room = ", no room for another request" if (e.kv_room_requests or 1.0) < 1.0 else ""
+        full = e.kv_usage_max is not None and e.kv_usage_max >= kv_full
+        kv = f"KV cache full {_pct(e.kv_usage_max or 0.0)}" if full else _kv_text(e)
+        return Finding(
+            "kv-capacity",
+            (
+                f"{kv}{room}, {e.preemptions or 0} preemptions, {_waiting_text(e)}: "
+                "requests wait for KV blocks",
+            ),
+        )
+    return _scheduler(e)
+
+
+def refine_bandwidth(e: StepEvidence) -> Finding | None:
+    """A failing decode-bandwidth step whose ITL tail is prefill stalls (None: it is not)."""
+    return _interference(e) if e.sla_failed else None
+
+
+def _scheduler(e: StepEvidence, *, budget: bool = True) -> Finding | None:
+    waiting = e.waiting_mean if e.waiting_mean is not None else e.waiting_max
+    if not waiting or waiting < 1 or e.kv_usage_max is None:
+        return None
+    if _at_cap(e):
+        share = e.running_at_max_share or 0.0
+        return Finding(
+            "scheduler-limit",
+            (
+                f"running held at {e.running_max} in {_pct(share)} of samples with "
+                f"{_waiting_text(e)} and {_kv_text(e)}: the engine admits no more sequences "
+                "(its sequence limit, vLLM's max_num_seqs)",
+            ),
+        )
+    b = e.breakdown
+    if budget and b is not None and b["queue_share"] >= QUEUE_SHARE_LOW:
+        return Finding(
+            "scheduler-limit",
+            (
+                f"queue {_pct(b['queue_share'])} of TTFT with {_waiting_text(e)} and "
+                f"{_kv_text(e)}: each engine step's token budget is taken (vLLM's "
+                "max_num_batched_tokens)",
+            ),
+        )
+    return None
+
+
+def _interference(e: StepEvidence) -> Finding | None:
+    p50, p95 = e.itl_p50_s, e.itl_p95_s
+    if not p50 or p95 is None or p95 < ITL_SPIKE_RATIO * p50:
+        return None
+    prefill = e.prefill_compute_utilization
+    if prefill is not None and prefill < PREFILL_ACTIVE:
+        return None
+    load = "" if prefill is None else f" (prefill at {_pct(prefill)} of peak FLOP/s)"
+    return Finding(
+        "prefill-interference",
+        (
+            f"ITL P95 {_ms(p95)} is {p95 / p50:.0f}x its median {_ms(p50)}: decode steps wait "
+            f"while prompts prefill{load}",
+        ),
+        low_confidence=prefill is None,
+    )
+
+
+def _decode_compute(e: StepEvidence, bandwidth_high: float) -> Finding | None:
+    growth = _per_doubling(e.tpot_p50_s, e.previous_tpot_p50_s, e)
+    util, bandwidth = e.gpu_util_mean_pct, e.decode_bandwidth_utilization
+    if growth is None or growth < TPOT_GROWTH or util is None or util < GPU_BUSY_PCT:
+        return None
+    if bandwidth is not None and bandwidth >= bandwidth_high:
+        return None
+    parts = [f"TPOT {growth:+.0%} per doubling", f"GPU busy {util:.0f} %"]
+    if bandwidth is not None:
+        parts.append(f"decode at {_pct(bandwidth)} of memory bandwidth")
+    if e.decode_compute_utilization is not None:
+        parts.append(f"decode FLOPs at {_pct(e.decode_compute_utilization)} of peak")
+    return Finding(
+        "decode-compute",
+        (", ".join(parts) + ": the batch's compute, not its bytes, sets the step time",),
+    )
+
+
+def _weak_signs(e: StepEvidence) -> Finding | None:
+    b = e.breakdown
+    if b is not None and b["ttft_s"] and b["network_share"] >= NETWORK_SHARE_LOW:
+        return Finding(
+            "network",
+            (f"network {_ms(b['network_s'])} is {_pct(b['network_share'])} of TTFT",),
+            low_confidence=True,
+        )
+    cpu = e.client_cpu_max_pct
+    if cpu is not None and cpu >= CLIENT_CPU_LOW:
+        return Finding(
+            "client", (f"client CPU {cpu:.0f} % while the step failed",), low_confidence=True
+        )
+    return None
+
+
+def _most_likely(e: StepEvidence) -> Finding:
+    """The cause the numbers lean to when no rule holds (always one: thin evidence)."""
+    scores: list[tuple[float, str, str]] = []
+    b = e.breakdown
+    if b is not None and b["ttft_s"]:
+        scores.append((b["queue_share"], "queue", f"queue {_pct(b['queue_share'])} of TTFT"))
+        prefill = f"prefill {_pct(b['prefill_share'])} of TTFT"
+        scores.append((b["prefill_share"], "prefill-compute", prefill))
+    if e.decode_bandwidth_utilization is not None:
+        share = e.decode_bandwidth_utilization
+        scores.append((share, "decode-bandwidth", f"decode at {_pct(share)} of bandwidth"))
+    if e.prefill_compute_utilization is not None:
+        share = e.prefill_compute_utilization
+        text = f"prefill at {_pct(share)} of peak FLOP/s"
+        scores.append((share, "prefill-compute", text))
+    if e.itl_p50_s and e.itl_p95_s and e.itl_p95_s >= 2 * e.itl_p50_s:
+        ratio = e.itl_p95_s / e.itl_p50_s
+        text = f"ITL P95 {ratio:.1f}x its median"
+        scores.append((min(ratio / ITL_SPIKE_RATIO, 1.0), "prefill-interference", text))
+    if scores:
+        _score, verdict, text = max(scores)
+        return Finding(verdict, (f"most likely: {text} (no rule's evidence is complete)",), True)
+    growth = _per_doubling(e.tpot_p50_s, e.previous_tpot_p50_s, e)
+    ttft_rise = _per_doubling(e.ttft_mean_s, e.previous_ttft_mean_s, e)
+    if growth is not None and (ttft_rise is None or growth >= ttft_rise):
+        text = f"TPOT {growth:+.0%} per doubling: the decode steps slow down"
+        return Finding("decode-compute", (f"most likely: {text} (no server telemetry)",), True)
+    text = "TTFT grows with the load: requests wait before their first token"
+    return Finding("queue", (f"most likely: {text} (no server telemetry)",), True)
+
+
+def explain_saturation(e: StepEvidence, bandwidth_high: float) -> Finding | None:
+    """The cause of a step no first rule named (None: it neither failed nor saturated)."""
+    rules = (
+        _scheduler(e, budget=False),
+        _interference(e),
+        _scheduler(e),
+        _decode_compute(e, bandwidth_high),
+    )
+    for rule in rules:
+        if rule is not None:
+            return rule
+    if not is_loaded(e):
+        return None
+    return _weak_signs(e) or _most_likely(e)

@@ -1,0 +1,76 @@
+"""Issue 23: a provisional capacity rather than none, and the caveats a capacity carries."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputui.metrics.capacity_caveats import judged_capacity
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.metrics.summary import Summary
+from gputui.snapshot.models import CapacityModel
+from tests.support.steps import make_step
+
+SLA = Sla(ttft_p95_s=1.0, tpot_p95_s=0.035)
+
+
+def _short(level: float, ttft: float, tpot: float, n: int, index: int) -> StepResult:
+    """A hand-paced step: n requests, so the P95's interval is open above when n < 59."""
+    step = make_step(level, output_tokens_per_s=100.0 * level, requests_ok=n, index=index)
+    open_above = n < 59
+    ttft_s = Summary(
+        ttft, ttft, ttft, ttft, ttft, n, p95_ci=(ttft * 0.8, None if open_above else ttft * 1.1)
+    )
+    tpot_s = Summary(
+        tpot, tpot, tpot, tpot, tpot, n, p95_ci=(tpot * 0.8, None if open_above else tpot * 1.1)
+    )
+    return replace(step, ttft_s=ttft_s, tpot_s=tpot_s)
+
+
+def test_no_decisive_step_gives_a_provisional_capacity_with_its_reason() -> None:
+    steps = [
+        _short(1, 0.05, 0.012, 14, 0),
+        _short(2, 0.06, 0.014, 20, 1),
+        _short(4, 0.08, 0.040, 30, 2),  # its point estimate breaks the TPOT bound
+    ]
+    found = judged_capacity(steps, SLA)
+    cap = found.capacity
+    assert cap is not None
+    assert (cap.level, cap.provisional, cap.output_tokens_per_s) == (2.0, True, 200.0)
+    assert cap.provisional_reason == "P95 on 20 requests; 59 decide it"
+    assert found.reason.startswith("provisional: concurrency 2 is the highest level")
+    model = CapacityModel.from_capacity(cap)
+    dumped = model.model_dump(mode="json")
+    assert dumped["provisional"] is True
+    assert dumped["provisional_reason"] == "P95 on 20 requests; 59 decide it"
+    assert dumped["caveats"] == []
+
+
+def test_a_decisive_capacity_is_not_provisional() -> None:
+    steps = [_short(1, 0.05, 0.012, 80, 0), _short(2, 0.06, 0.014, 20, 1)]
+    cap = judged_capacity(steps, SLA).capacity
+    assert cap is not None and cap.level == 1.0 and cap.provisional is False
+
+
+def test_a_capacity_above_failed_levels_carries_that_caveat() -> None:
+    steps = [
+        make_step(16, index=0),
+        make_step(21, tpot_p95_s=0.05, index=1),
+        make_step(32, tpot_p95_s=0.06, index=2),
+        make_step(42, index=3),
+        make_step(64, tpot_p95_s=0.09, index=4),
+    ]
+    cap = judged_capacity(steps, SLA).capacity
+    assert cap is not None and cap.level == 42.0
+    assert cap.caveats[0].startswith("21 and 32 fail below it: ")
+
+
+def test_a_suspect_or_throttled_step_marks_its_capacity() -> None:
+    steps = [make_step(8, index=0), make_step(16, index=1), make_step(32, tpot_p95_s=0.1, index=2)]
+    diagnoses = {1: {"bottleneck": {"verdict": "decode-bandwidth", "suspect": True}}}
+    cap = judged_capacity(steps, SLA, diagnoses=diagnoses).capacity
+    assert cap is not None and cap.level == 16.0
+    assert [c.split(":")[0] for c in cap.caveats] == ["SUSPECT"]
+    hot = {1: {"bottleneck": {"verdict": "throttled", "throttled": True}}}
+    cap = judged_capacity(steps, SLA, diagnoses=hot).capacity
+    assert cap is not None and [c.split(":")[0] for c in cap.caveats] == ["throttled"]
