@@ -79,7 +79,8 @@ cat "$OUT/vram_check.txt" >>"$OUT/summary.txt"
 timeout 120 $PY - >"$OUT/fault_injection.txt" 2>&1 <<'EOF'
 import sys
 
-from gputui.node.backends import NodeUnavailable, allocate_chunks, open_runtime
+from gputui.node.backends import NodeUnavailable, allocate_chunks
+from gputui.node.runtimes import open_runtime
 from gputui.node.patterns import pattern_value, verify_region
 
 try:

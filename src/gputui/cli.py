@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sim_command(args)
         from gputui.frontends.demo import run_demo
 
-        return run_demo(args, parser)
+        return run_demo(args, parser, top)
     except GputuiError as exc:
         sys.stderr.write(f"gputui: {exc}\n")
         return exc.exit_code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from gputui.control.auto import AutoControl
 from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
@@ -38,7 +39,7 @@ def test_hold_until_precise_closes_a_precise_step_and_keeps_the_level(
     session.start(frame_interval_s=0.25)
     try:
         session.set_load("concurrency", 4)
-        session.hold_until_precise(0.10)
+        AutoControl(session).hold_until_precise(0.10)
         assert _wait(lambda: session.finished_steps(), 30.0)
         (step,) = session.finished_steps()[:1]
         assert step.level == 4 and step.imprecise is False
@@ -63,9 +64,10 @@ def test_start_auto_fills_steps_until_cancelled(fixed_sim: SimProcess) -> None:
     session.start(frame_interval_s=0.25)
     try:
         session.set_load("concurrency", 1)
-        session.start_auto(2)
+        jobs = AutoControl(session)
+        jobs.start_auto(2)
         assert _wait(lambda: len(session.finished_steps()) >= 3, 60.0)
-        session.cancel_auto()
+        jobs.cancel()
         count = len(session.step_specs())
         time.sleep(1.0)
         assert len(session.step_specs()) == count  # control is back with the operator

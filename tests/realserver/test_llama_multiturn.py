@@ -18,9 +18,9 @@ import pytest
 from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import ClientConfig, StreamingClient
 from gputui.engine.load import LoadController
-from gputui.engine.records import RequestRecord
+from gputui.engine.records import RequestRecord, cached_tokens
 from gputui.engine.target import parse_target
-from gputui.metrics.conversations import cached_tokens, turn_stats
+from gputui.metrics.conversations import turn_stats
 from gputui.workloads.conversations import ConversationWorkload
 from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prepare import prepare_workload

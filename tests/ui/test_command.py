@@ -11,7 +11,7 @@ import pytest
 from gputui.cli import build_parser
 from gputui.engine.target import parse_target
 from gputui.sim.runner import SimProcess
-from gputui.ui.command import _prepared_workload, resolve
+from gputui.ui.command import _prepared_workload, live_controller, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,6 +35,23 @@ def test_tui_flags_and_defaults(tmp_path: Path) -> None:
     assert (values["input_tokens"], values["output_tokens"]) == (512, 128)
     assert (values["sla_ttft_p95"], values["sla_tpot_p95"]) == (1.0, 0.035)
     assert args.ascii and not args.no_color
+
+
+@pytest.mark.parametrize(
+    ("flags", "target", "max_step_s"),
+    [([], 0.05, None), (["--target-precision", "0.2", "--max-step-seconds", "7"], 0.2, 7.0)],
+)
+def test_the_tui_honours_the_step_flags(
+    tmp_path: Path, flags: list[str], target: float, max_step_s: float | None
+) -> None:
+    """`--target-precision` and `--max-step-seconds` reach the hold and the auto sweep."""
+    args = build_parser().parse_args(
+        ["tui", "--url", "http://127.0.0.1:9", "--model", "m", "--snapshot-dir", str(tmp_path),
+         "--gpu-telemetry", "none", *flags]
+    )  # fmt: skip
+    controller, _values = live_controller(args)
+    assert controller.settings.target_precision == target
+    assert controller.settings.max_step_s == max_step_s
 
 
 def test_default_snapshot_dir_is_the_user_data_dir() -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-import gputui.control.auto
 from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
@@ -43,7 +40,7 @@ def _frame(controller: LiveController) -> StatsFrame:
     return frame if frame is not None else _NO_FRAME
 
 
-def _controller(url: str, folder: Path) -> LiveController:
+def _controller(url: str, folder: Path, max_step_s: float | None = None) -> LiveController:
     settings = LiveSettings(
         engine=EngineConfig(
             client=ClientConfig(target=parse_target(url), model="sim"),
@@ -56,15 +53,15 @@ def _controller(url: str, folder: Path) -> LiveController:
         snapshot_dir=folder,
         journal=False,
         target_precision=0.1,
+        max_step_s=max_step_s,
     )
     return LiveController(settings)
 
 
 async def test_auto_sweep_fills_the_chart_and_a_load_key_takes_control_back(
-    fixed_sim: SimProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixed_sim: SimProcess, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(gputui.control.auto, "DEFAULT_MAX_STEP_S", 0.6)  # short auto steps
-    controller = _controller(fixed_sim.url, tmp_path)
+    controller = _controller(fixed_sim.url, tmp_path, max_step_s=0.6)  # short auto steps
     app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
     app.animation_level = "none"
     controller.start()

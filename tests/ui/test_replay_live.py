@@ -9,8 +9,10 @@ from typing import Any, cast
 import pytest
 
 from gputui.engine.client import ClientConfig
+from gputui.engine.commands import Command
+from gputui.engine.handle import BatchCallback
 from gputui.engine.load import RequestShape
-from gputui.engine.process import EngineConfig
+from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.target import parse_target
 from gputui.frontends.live import LiveController, LiveSettings, LiveView
 from gputui.metrics.step import StepResult
@@ -29,8 +31,20 @@ from tests.ui.conftest import DIAG_FIXTURE, FIXTURE
 class _NoEngine:
     """Stands in for the engine process: the replay's records are already aggregated."""
 
-    def send(self, command: object) -> None:
+    def __init__(self, on_batch: BatchCallback) -> None:
+        self.on_batch = on_batch
+
+    def start(self) -> None:
         pass
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        return True
+
+    def send(self, command: Command) -> None:
+        pass
+
+    def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
+        return None
 
 
 class _KeptDiagnoser:
@@ -95,9 +109,8 @@ def test_replay_and_live_controller_give_the_same_view(
         journal=False,
     )
     telemetry = _FedTelemetry()
-    controller = LiveController(settings, cast(TelemetrySampler, telemetry))
+    controller = LiveController(settings, cast(TelemetrySampler, telemetry), engine=_NoEngine)
     session = controller.session  # the live Session: its event rules, steps and frames
-    session._engine = cast(Any, _NoEngine())
     session.started_ns = 1
     kept = {s.index: step_diagnosis(s) for s in snapshot.steps}
     session.diagnoser = cast(Any, _KeptDiagnoser(kept))  # verdict events: the Session's rule

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from gputui.snapshot.compare import Comparison, Demand, build_comparison, name_snapshots
-from gputui.snapshot.compare_format import FORMATS, render, table
+from gputui.snapshot.compare_format import table
+from gputui.snapshot.compare_render import FORMATS, render
 from gputui.snapshot.store import load_snapshot
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots"

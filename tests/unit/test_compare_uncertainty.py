@@ -15,7 +15,7 @@ from gputui.metrics.cost import cost_per_million_output_tokens_ci
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.snapshot.compare import NamedSnapshot, build_comparison, name_snapshots
-from gputui.snapshot.compare_format import render
+from gputui.snapshot.compare_render import render
 from gputui.snapshot.models import (
     CapacityModel,
     SlaBounds,

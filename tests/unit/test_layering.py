@@ -101,44 +101,73 @@ def _imported_names(path: Path) -> list[str]:
     return names
 
 
-def _top_level_imports(path: Path, known: set[str]) -> set[str]:
-    """The gputui modules a file imports at import time (not inside functions or `if` blocks)."""
-    found: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Import):
-            candidates = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            candidates = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
-        else:
-            continue
-        for name in candidates:
-            if name in known:
-                found.add(name)
-    return found
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the gputui modules it imports anywhere: module level, `TYPE_CHECKING`, functions.
+
+    A package stands for its `__init__`, which may re-export its own submodules.
+    """
+    modules = _all_modules()
+    known = set(modules)
+    return {m: {n for n in _imported_names(_source(m)) if n in known} - {m} for m in modules}
+
+
+KNOWN_CYCLES: set[frozenset[str]] = {
+    # The app and its screens name each other's types (`LiveScreen.gapp`, `DetailScreen`).
+    frozenset({"gputui.ui.app", "gputui.ui.screens.detail", "gputui.ui.screens.live"}),
+    # The saturation rules read `StepEvidence`, which lives with the rules that call them.
+    frozenset({"gputui.metrics.bottleneck", "gputui.metrics.saturation"}),
+    # `Scenario.prepare` calls `prepare_workload`, which reads the scenario's configs.
+    frozenset({"gputui.workloads.prepare", "gputui.workloads.scenario"}),
+}
+"""Cycles still to break (issue 22), in packages under other changes as this test was written:
+the test fails on any other cycle, and on one of these once it is gone (drop it from here)."""
 
 
 def test_no_import_cycles() -> None:
-    modules = _all_modules()
-    known = set(modules)
-    graph = {m: _top_level_imports(_source(m), known) - {m} for m in modules}
-    cycle = _find_cycle(graph)
-    assert cycle is None, " -> ".join(cycle or [])
+    graph = _import_graph()
+    found = {frozenset(group) for group in _cycle_groups(graph)}
+    new = [
+        " -> ".join(_find_cycle({m: graph[m] & group for m in group}) or sorted(group))
+        for group in found - KNOWN_CYCLES
+    ]
+    assert sorted(new) == []
+    assert sorted(map(sorted, KNOWN_CYCLES - found)) == [], "broken at last: drop it from the list"
+
+
+def _cycle_groups(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or around (the cycles' modules)."""
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        reach = _reachable(graph, start)
+        group = sorted(m for m in reach if start in _reachable(graph, m))
+        seen.update(group)
+        if len(group) > 1:
+            groups.append(group)
+    return groups
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    found = {start}
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()] - found:
+            found.add(nxt)
+            todo.append(nxt)
+    return found
 
 
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """A cycle between modules (a package's `__init__` importing its own submodules excepted)."""
+    """One cycle between modules, as a path that ends where it starts (None: there is none)."""
     state: dict[str, int] = {}
     path: list[str] = []
-
-    def parent_of(child: str, parent: str) -> bool:
-        return child.startswith(parent + ".")
 
     def visit(node: str) -> list[str] | None:
         state[node] = 1
         path.append(node)
         for nxt in sorted(graph[node]):
-            if parent_of(nxt, node):
-                continue  # a package re-exporting its own modules
             if state.get(nxt) == 1:
                 return [*path[path.index(nxt) :], nxt]
             if state.get(nxt) is None and (found := visit(nxt)):
@@ -153,10 +182,87 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+RANKS: dict[str, int] = {
+    "gputui": 0,
+    "gputui.errors": 0,
+    "gputui.argtypes": 0,
+    "gputui.durations": 0,
+    "gputui.catalog": 0,
+    "gputui.engine": 1,
+    "gputui.metrics": 1,
+    "gputui.telemetry": 1,
+    "gputui.sim": 1,
+    "gputui.workloads": 2,
+    "gputui.diagnosis": 2,
+    "gputui.node": 2,
+    "gputui.session": 3,
+    "gputui.control": 4,
+    "gputui.snapshot": 5,
+    "gputui.settings": 6,
+    "gputui.frontends": 7,
+    "gputui.ui": 8,
+    "gputui.cli": 9,
+    "gputui.__main__": 10,
+}
+"""design.md's package order: a module imports only modules of its own rank or below."""
+SNAPSHOT_DATA = {
+    "gputui.snapshot": 2,
+    "gputui.snapshot.models": 2,
+    "gputui.snapshot.sections": 2,
+    "gputui.snapshot.store": 2,
+    "gputui.snapshot.journal": 2,
+}
+"""The snapshot's schema and its files sit with the data the lower packages record into them;
+assembling, comparing and recovering sessions sit above the session (design.md)."""
+ORDER_EXCEPTIONS = {("gputui.frontends.demo", "gputui.ui.command")}
+"""`gputui demo` starts either front end: the TUI's own runner, imported when it is chosen."""
+
+
+def _ranked_as(module: str) -> str | None:
+    """The entry of RANKS a module falls under (the root `gputui` covers only its `__init__`)."""
+    under = [p for p in RANKS if module == p or (p != "gputui" and module.startswith(p + "."))]
+    return max(under, key=len) if under else None
+
+
+def _rank(module: str) -> int:
+    if module in SNAPSHOT_DATA:
+        return SNAPSHOT_DATA[module]
+    entry = _ranked_as(module)
+    assert entry is not None, f"{module} has no rank: add it to RANKS"
+    return RANKS[entry]
+
+
+def test_every_package_has_a_rank() -> None:
+    assert [m for m in _all_modules() if _ranked_as(m) is None] == []
+
+
+def test_imports_follow_the_package_order() -> None:
+    upward = [
+        f"{module} -> {name}"
+        for module, names in _import_graph().items()
+        for name in sorted(names)
+        if _rank(name) > _rank(module) and (module, name) not in ORDER_EXCEPTIONS
+    ]
+    assert upward == []
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "a.x": set()}
     assert _find_cycle(graph) == ["a", "b", "c", "a"]
+    assert _cycle_groups(graph) == [["a", "b", "c"]]
     assert _find_cycle({"a": {"a.x"}, "a.x": set()}) is None
+    # A package's module that imports its own package, which re-exports it: a cycle.
+    assert _cycle_groups({"p": {"p.m"}, "p.m": {"p"}}) == [["p", "p.m"]]
+
+
+def test_the_walk_counts_imports_in_functions_and_type_checking(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from gputui.session import Session\n"
+        "def f() -> None:\n    from gputui.control.auto import AutoControl\n"
+    )
+    assert {"gputui.session", "gputui.control.auto"} <= set(_imported_names(path))
 
 
 def test_the_catalog_sits_below_everything() -> None:

@@ -8,17 +8,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputui.node import backends
+from gputui.node import runtimes
 from gputui.node.backends import (
     MIN_CHUNK_BYTES,
     NodeUnavailable,
     allocate_chunks,
     measure_copy,
-    open_runtime,
 )
 from gputui.node.cuda import CupyRuntime, _gpu_uuid
 from gputui.node.hostmem import NumpyBackend
 from gputui.node.patterns import DeviceOutOfMemory, verify_region
+from gputui.node.runtimes import open_runtime
 from tests.unit.test_node_fakes import FakeCudaCard, FakeCupy, fake_torch
 
 MIB = 1 << 20
@@ -32,7 +32,7 @@ def _modules(monkeypatch: pytest.MonkeyPatch, **present: Any) -> None:
         module = present.get(name)
         return (module, None) if module is not None else (None, f"{name} not installed")
 
-    monkeypatch.setattr(backends, "_import_optional", fake_import)
+    monkeypatch.setattr(runtimes, "_import_optional", fake_import)
 
 
 def test_neither_library_installed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,7 +97,7 @@ def test_falls_back_to_cupy_when_torch_sees_no_gpu(monkeypatch: pytest.MonkeyPat
 
 
 def test_real_import_seam_reports_absence() -> None:
-    module, why = backends._import_optional("gputui_no_such_module")
+    module, why = runtimes._import_optional("gputui_no_such_module")
     assert module is None
     assert why is not None and "not installed" in why
 

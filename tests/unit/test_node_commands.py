@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gputui.cli import main
-from gputui.node import backends, commands
+from gputui.node import commands, runtimes
 from gputui.node.backends import DeviceInfo
 from gputui.node.cuda import CupyRuntime
 from gputui.node.hostmem import NumpyRuntime
@@ -27,7 +27,7 @@ MIB = 1 << 20
 
 def _no_libraries(monkeypatch: pytest.MonkeyPatch, **present: Any) -> None:
     monkeypatch.setattr(
-        backends,
+        runtimes,
         "_import_optional",
         lambda name: (present[name], None) if name in present else (None, "absent"),
     )
@@ -64,7 +64,7 @@ def test_bad_flags_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _stand_in(monkeypatch: pytest.MonkeyPatch, total: int = 4 * MIB) -> None:
-    monkeypatch.setattr(backends, "open_runtime", lambda choice, command: NumpyRuntime(total))
+    monkeypatch.setattr(runtimes, "open_runtime", lambda choice, command: NumpyRuntime(total))
 
 
 def test_numpy_stand_in_json(
@@ -224,8 +224,8 @@ def test_importing_the_node_package_loads_no_array_library() -> None:
 
 def test_python_m_gputui_node_without_libraries() -> None:
     code = (
-        "import sys, runpy; from gputui.node import backends; "
-        "backends._import_optional = lambda name: (None, 'absent'); "
+        "import sys, runpy; from gputui.node import runtimes; "
+        "runtimes._import_optional = lambda name: (None, 'absent'); "
         "sys.argv = ['x', 'burn']; runpy.run_module('gputui.node', run_name='__main__')"
     )
     result = subprocess.run(

@@ -19,15 +19,43 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from gputui.engine.load import LoadMode
 from gputui.metrics.confidence import min_n_two_sided
+from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
 from gputui.metrics.precision import StepPrecision
+from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.verdict_progress import verdict_progress
-from gputui.session import Session
 
+
+class DrivenSession(Protocol):
+    """What a plan needs of the session it drives: a `Session`, or a job's guarded view of one."""
+
+    @property
+    def warmup_s(self) -> float | None: ...
+    @property
+    def max_warmup_s(self) -> float: ...
+    @property
+    def current_step(self) -> StepSpec | None: ...
+    def step_specs(self) -> list[StepSpec]: ...
+    def finished_steps(self) -> list[StepResult]: ...
+    def set_load(self, mode: LoadMode, level: float) -> StepSpec: ...
+    def hold(self) -> StepSpec | None: ...
+    def set_step_target(self, index: int, target_precision: float) -> None: ...
+    def settled(self, index: int) -> bool: ...
+    def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]: ...
+    @property
+    def sla(self) -> Sla: ...
+    @property
+    def error_log(self) -> ErrorLog: ...
+    def step_so_far(self) -> StepResult | None: ...
+
+
+DEFAULT_MAX_STEP_S = 40.0
+"""The longest a step runs for precision unless `--max-step-seconds` says: both front ends."""
 _POLL_S = 0.1
 _PRECISION_EVERY_S = 1.0
 _P95_MIN_N = min_n_two_sided(0.95)
@@ -45,7 +73,7 @@ class StepLimits:
 
 
 def run_step(
-    session: Session, stop: threading.Event, mode: LoadMode, level: float, limits: StepLimits
+    session: DrivenSession, stop: threading.Event, mode: LoadMode, level: float, limits: StepLimits
 ) -> StepSpec:
     """Open a step at `level` and return when it has run long enough (module contract)."""
     step = session.set_load(mode, level)
@@ -54,7 +82,7 @@ def run_step(
 
 
 def hold_step(
-    session: Session,
+    session: DrivenSession,
     stop: threading.Event,
     index: int,
     limits: StepLimits,
@@ -104,13 +132,13 @@ def hold_step(
         stop.wait(_POLL_S)
 
 
-def _decided(session: Session) -> bool:
+def _decided(session: DrivenSession) -> bool:
     """The open step's SLA verdict so far is a pass or a fail."""
     so_far = session.step_so_far()
     return so_far is not None and verdict_progress(so_far, session.sla).decided
 
 
-def _settle_bound_s(session: Session) -> float:
+def _settle_bound_s(session: DrivenSession) -> float:
     return session.max_warmup_s if session.warmup_s is None else session.warmup_s
 
 
@@ -127,7 +155,7 @@ def _hopeless(
     return projected < _P95_MIN_N and tokens is not None and tokens <= reached.target
 
 
-def finish_step(session: Session, stop: threading.Event, index: int) -> StepResult | None:
+def finish_step(session: DrivenSession, stop: threading.Event, index: int) -> StepResult | None:
     """Close step `index` keeping its load, and wait for its finished figures."""
     current = session.current_step
     if current is not None and current.index == index:
@@ -145,7 +173,7 @@ class AutoRun:
 
     def __init__(
         self,
-        session: Session,
+        session: DrivenSession,
         stop: threading.Event,
         *,
         planner: KneeSweep,

@@ -1,8 +1,10 @@
-"""The Session's own threads for `hold_until_precise` and `start_auto` (the TUI's keys).
+"""The TUI's jobs on a Session: `hold_until_precise` and `start_auto` (its keys), on their thread.
 
-Contract: one job at a time; starting one cancels the one before. `cancel` (any manual load
-change) stops the job within a moment and leaves the load where it is: control goes back to the
-operator. `phase` is "holding" or "auto" while a job runs (the frame's `step_phase`).
+Contract: one job at a time; starting one cancels the one before. `cancel` (any manual load change,
+or the session stopping) stops the job within a moment and leaves the load where it is: control goes
+back to the operator. A job that ends by itself (swept, or precise) says so through `on_end`, on its
+own thread: its owner never has to infer the end from frames. `phase` is "holding" or "auto" while a
+job runs; the session is told (`Session.set_job_phase`), so its frames carry it as `step_phase`.
 """
 
 from __future__ import annotations
@@ -11,13 +13,24 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gputui.control.adaptive import AutoRun, StepLimits, finish_step, hold_step
+from gputui.control.adaptive import (
+    DEFAULT_MAX_STEP_S,
+    AutoRun,
+    DrivenSession,
+    StepLimits,
+    finish_step,
+    hold_step,
+)
+from gputui.engine.load import LoadMode
+from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
+from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, StepPrecision
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult, StepSpec
 
 if TYPE_CHECKING:
     from gputui.session import Session
 
-DEFAULT_MAX_STEP_S = 60.0
 DEFAULT_MAX_HOLD_S = 300.0
 """The hold (`h`) waits for a decided verdict too: at 1 request/s a P95 needs about a minute."""
 DEFAULT_MAX_LEVEL = 256.0
@@ -26,17 +39,30 @@ DEFAULT_MAX_LEVEL = 256.0
 class AutoControl:
     """Runs one background job on a Session (module contract)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        target_precision: float = DEFAULT_TARGET_PRECISION,
+        max_step_s: float | None = None,
+        on_end: Callable[[str], None] | None = None,
+    ) -> None:
         self.session = session
-        self.max_step_s = DEFAULT_MAX_STEP_S
-        self.max_hold_s = DEFAULT_MAX_HOLD_S
+        self._on_end = on_end
+        session.add_stop_listener(self.cancel)
+        self.max_step_s = DEFAULT_MAX_STEP_S if max_step_s is None else max_step_s
+        """`--max-step-seconds`: each auto step's longest run."""
+        self.max_hold_s = DEFAULT_MAX_HOLD_S if max_step_s is None else max_step_s
+        """A hold's longest run: until precise and decided, 5 minutes unless that flag says."""
         self.max_level = DEFAULT_MAX_LEVEL
-        self.target_precision = 0.05
+        self.target_precision = target_precision
+        """`--target-precision`: what the auto sweep's steps run to."""
         self.phase = "measuring"
         self.reason: str | None = None
         """Why the last auto sweep ended."""
         self.decision: KneeDecision | None = None
         self._stop = threading.Event()
+        self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
@@ -45,12 +71,14 @@ class AutoControl:
         return self._thread is not None and self._thread.is_alive()
 
     def cancel(self) -> None:
-        """Stop the running job (the load stays as it is)."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=2.0)
-        self.phase = "measuring"
+        """Stop the running job (the load stays as it is); returns at once, never joins it.
+
+        The job changes the load only through a `_JobView` that refuses once `cancel` has set the
+        job's stop under the same lock, so nothing the job does can follow the operator's change.
+        """
+        with self._guard:
+            self._stop.set()
+        self._set_phase("measuring")
 
     def hold_until_precise(self, target_precision: float) -> None:
         """Keep the current step open until precise and decided, then close it (same level)."""
@@ -59,10 +87,10 @@ class AutoControl:
             return
         limits = StepLimits(target_precision, self.max_hold_s, self.max_hold_s)
 
-        def job(stop: threading.Event) -> None:
-            hold_step(self.session, stop, current.index, limits, until_decided=True)
+        def job(session: DrivenSession, stop: threading.Event) -> None:
+            hold_step(session, stop, current.index, limits, until_decided=True)
             if not stop.is_set():
-                finish_step(self.session, stop, current.index)
+                finish_step(session, stop, current.index)
 
         self._start("holding", job)
 
@@ -75,9 +103,10 @@ class AutoControl:
         )
         limits = StepLimits(self.target_precision, self.max_step_s, self.max_step_s)
 
-        def job(stop: threading.Event) -> None:
+        def job(session: DrivenSession, stop: threading.Event) -> None:
+            self.reason = "interrupted"
             auto = AutoRun(
-                self.session,
+                session,
                 stop,
                 planner=planner,
                 limits=limits,
@@ -91,18 +120,94 @@ class AutoControl:
     def _remember(self, decision: KneeDecision) -> None:
         self.decision = decision
 
-    def _start(self, phase: str, job: Callable[[threading.Event], None]) -> None:
+    def _start(self, phase: str, job: Callable[[DrivenSession, threading.Event], None]) -> None:
         self.cancel()
         stop = threading.Event()
         self._stop = stop
-        self.phase = phase
+        self._set_phase(phase)
+        view = _JobView(self.session, stop, self._guard)
 
         def body() -> None:
             try:
-                job(stop)
+                job(view, stop)
+            except JobCancelled:
+                pass  # cancelled between two of its load changes: nothing more to do
             finally:
                 if self._stop is stop:
-                    self.phase = "measuring"
+                    self._set_phase("measuring")
+                    if not stop.is_set() and self._on_end is not None:
+                        self._on_end(phase)  # ended by itself, not cancelled
 
         self._thread = threading.Thread(target=body, name=f"gputui-{phase}", daemon=True)
         self._thread.start()
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.session.set_job_phase(phase)
+
+
+class JobCancelled(Exception):
+    """A cancelled job tried to change the load: it stops there."""
+
+
+class _JobView:
+    """The Session as one job sees it: reads pass through, load changes stop once cancelled."""
+
+    def __init__(self, session: Session, stop: threading.Event, guard: threading.Lock) -> None:
+        self._session = session
+        self._stop = stop
+        self._guard = guard
+
+    @property
+    def warmup_s(self) -> float | None:
+        return self._session.warmup_s
+
+    @property
+    def max_warmup_s(self) -> float:
+        return self._session.max_warmup_s
+
+    @property
+    def current_step(self) -> StepSpec | None:
+        return self._session.current_step
+
+    def step_specs(self) -> list[StepSpec]:
+        return self._session.step_specs()
+
+    def finished_steps(self) -> list[StepResult]:
+        return self._session.finished_steps()
+
+    def settled(self, index: int) -> bool:
+        return self._session.settled(index)
+
+    def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
+        return self._session.current_precision(target_precision)
+
+    @property
+    def sla(self) -> Sla:
+        return self._session.sla
+
+    @property
+    def error_log(self) -> ErrorLog:
+        return self._session.error_log
+
+    def step_so_far(self) -> StepResult | None:
+        return self._session.step_so_far()
+
+    def set_load(self, mode: LoadMode, level: float) -> StepSpec:
+        with self._guard:
+            self._check()
+            return self._session.set_load(mode, level)
+
+    def hold(self) -> StepSpec | None:
+        with self._guard:
+            self._check()
+            return self._session.hold()
+
+    def set_step_target(self, index: int, target_precision: float) -> None:
+        with self._guard:
+            self._check()
+            self._session.set_step_target(index, target_precision)
+
+    def _check(self) -> None:
+        if self._stop.is_set():
+            raise JobCancelled

@@ -107,3 +107,11 @@ class RequestRecord:
     output_text: str | None = None
     """The answer, only while a conversation needs it; dropped before the record leaves the
     engine process."""
+
+
+def cached_tokens(record: RequestRecord) -> int | None:
+    """Prompt tokens the server served from its cache (usage, else llama.cpp's `cache_n`)."""
+    if record.cached_input_tokens is not None:
+        return record.cached_input_tokens
+    timings = record.server_timings
+    return timings.cache_n if timings is not None else None

@@ -32,9 +32,14 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     headless.add_argument("--out", default="gputui-demo.json", metavar="FILE.json")
 
 
-def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Start the simulator, sweep it headless, write the snapshot."""
-    from gputui.cli import build_parser
+def run_demo(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, top: argparse.ArgumentParser
+) -> int:
+    """Start the simulator, sweep it headless, write the snapshot.
+
+    `parser` reports errors under the demo's name; `top` (the `gputui` parser) reads the
+    headless run's flags, as `gputui run` would.
+    """
     from gputui.frontends.run import run_command
     from gputui.sim.device import ModelDoesNotFit
     from gputui.sim.gpu_profile import GpuProfileSpec
@@ -52,8 +57,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return run_demo_tui(args, spec)
     sys.stdout.write(f"gputui demo: simulated {args.gpu} serving {args.model} ({args.precision})\n")
     with start_background(spec) as sim:
-        run_parser = build_parser()
-        run_args = run_parser.parse_args(
+        run_args = top.parse_args(
             [
                 "run",
                 "--url",

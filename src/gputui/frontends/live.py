@@ -25,7 +25,9 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
+from gputui.control.auto import AutoControl
 from gputui.control.sweep import InFlightTrace
+from gputui.engine.api import EngineFactory
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
@@ -38,7 +40,6 @@ from gputui.frontends.view import EventKind as EventKind
 from gputui.frontends.view import LiveEvent as LiveEvent
 from gputui.frontends.view import LiveView as LiveView
 from gputui.frontends.view import ViewInputs, build_view
-from gputui.metrics.outcome import hold_outcome
 from gputui.metrics.sla_terms import SessionTerms, TermsHistory, change_text
 from gputui.session import Session, StatsFrame
 from gputui.telemetry.sampler import TelemetrySampler
@@ -53,7 +54,13 @@ _PROGRESS_NS = 1_000_000_000
 class LiveController(LiveJobsMixin, LiveSavingMixin):
     """Drives one live session (see the module docstring; jobs and saving: the mixins)."""
 
-    def __init__(self, settings: LiveSettings, telemetry: TelemetrySampler | None = None) -> None:
+    def __init__(
+        self,
+        settings: LiveSettings,
+        telemetry: TelemetrySampler | None = None,
+        *,
+        engine: EngineFactory | None = None,
+    ) -> None:
         self.settings = settings
         self._telemetry = telemetry
         self._trace = InFlightTrace()
@@ -68,6 +75,13 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             telemetry=telemetry.latest if telemetry is not None else None,
             workers=settings.workers,
             ray_address=settings.ray_address,
+            engine=engine,
+        )
+        self._jobs = AutoControl(
+            self._session,
+            target_precision=settings.target_precision,
+            max_step_s=settings.max_step_s,
+            on_end=self._job_ended,
         )
         self._lock = threading.Lock()
         self._mode: LoadMode = settings.start_mode
@@ -101,8 +115,6 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         )  # from the first view on, so the workload panel is laid out from the start
         self._progress_ns = 0
         self._control = "operator"
-        self._job_seen = False
-        """Frames of the hold or the auto sweep have been seen (its end: a frame without it)."""
         self._terms = TermsHistory(SessionTerms(settings.sla, settings.price_per_hour))
         """The SLA and price now, and their changes (the settings dialog; the snapshot)."""
 
@@ -361,19 +373,6 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
     def _on_frame(self, frame: StatsFrame) -> None:
         """Each new frame, on the Session's frame thread (after its events): history, trace."""
         self._trace.on_frame(frame)
-        control = self._control
-        if control != "operator":
-            if frame.step_phase == control:
-                self._job_seen = True
-            elif self._job_seen:  # the Session's job ended by itself (swept, or precise)
-                self._control = "operator"
-                steps = self._session.finished_steps()
-                held = hold_outcome(steps[-1] if steps else None, len(steps))
-                self._event(
-                    "info", "auto sweep finished: operator control" if control == "auto" else held
-                )
-                with self._lock:
-                    self._mode, self._level = frame.mode, frame.level
         self._throughput.append(frame.window.output_tokens_per_s)
         self._error_rate.append(frame.window.error_rate or 0.0)
         self._update_progress()

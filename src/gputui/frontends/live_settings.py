@@ -45,7 +45,10 @@ class LiveSettings:
     metrics_url: str | None = None
     """The server's /metrics, whose latency histograms the step diagnosis reads (issue 18)."""
     target_precision: float = 0.05
-    """Relative CI half-width the hold key (`h`) waits for (issue 16's `--target-precision`)."""
+    """Relative CI half-width the hold key (`h`) and the auto sweep (`a`) wait for
+    (`--target-precision`)."""
+    max_step_s: float | None = None
+    """`--max-step-seconds`: the longest a held or auto step runs (None: the shared default)."""
     workload_details: dict[str, Any] = field(default_factory=dict)
     """The prepared workload's snapshot fields (`workloads.prepare.PreparedRun.details`)."""
     notices: tuple[str, ...] = ()

@@ -16,14 +16,12 @@ from typing import Any
 
 import orjson
 
-from gputui.control.adaptive import StepLimits
+from gputui.control.adaptive import DEFAULT_MAX_STEP_S, StepLimits
 from gputui.engine.load import LoadMode
 from gputui.errors import UsageError
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.settings import SessionSettings
 from gputui.snapshot.assemble import session_file
-
-DEFAULT_MAX_STEP_S = 40.0
 
 
 def step_limits(args: argparse.Namespace, settings: SessionSettings) -> StepLimits:

@@ -22,13 +22,11 @@ from gputui.metrics.request_metrics import RequestMetrics, request_metrics
 from gputui.metrics.sla import Sla, error_rate, meets_sla, step_meets_sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import EMPTY_SUMMARY, Summary, summarize
-from gputui.metrics.sweep_plan import AutoSweep, SweepDecision
 from gputui.metrics.window import RollingWindow, WindowStats
 
 __all__ = [
     "EMPTY_SUMMARY",
     "AtThroughput",
-    "AutoSweep",
     "Capacity",
     "CapacityResult",
     "Knee",
@@ -39,7 +37,6 @@ __all__ = [
     "StepResult",
     "StepSpec",
     "Summary",
-    "SweepDecision",
     "WindowStats",
     "aggregate_step",
     "cost_per_million_output_tokens",

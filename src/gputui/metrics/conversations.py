@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gputui.engine.records import RequestRecord
+from gputui.engine.records import RequestRecord, cached_tokens
 
 if TYPE_CHECKING:
     from gputui.metrics.prefix_cache import PrefixCacheMeter
@@ -38,14 +38,6 @@ def _dist(values: Sequence[float]) -> dict[str, float] | None:
         "p99": float(np.percentile(arr, 99)),
         "max": float(arr.max()),
     }
-
-
-def cached_tokens(record: RequestRecord) -> int | None:
-    """Prompt tokens the server served from its cache (usage, else llama.cpp's `cache_n`)."""
-    if record.cached_input_tokens is not None:
-        return record.cached_input_tokens
-    timings = record.server_timings
-    return timings.cache_n if timings is not None else None
 
 
 def hit_rate(records: Sequence[RequestRecord]) -> float | None:

@@ -22,12 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gputui.metrics.capacity import level_text
 from gputui.metrics.knee import gain_per_doubling
 from gputui.metrics.step import StepMode, StepResult
-from gputui.metrics.sweep_plan import SweepState
 
+SweepState = Literal["ramp", "bisect", "done"]
+"""Where the sweep is: ramping up, bisecting toward the knee, or done."""
 KNEE_GAIN = 0.10
 RAMP_ERROR_BOUND = 0.05
 """The ramp's error-rate stop when the SLA sets no `max_error_rate`."""

@@ -41,8 +41,7 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
-from gputui.engine.records import RequestRecord
-from gputui.metrics.conversations import cached_tokens
+from gputui.engine.records import RequestRecord, cached_tokens
 
 SOURCE_USAGE: Final = "usage"
 SOURCE_TIMINGS: Final = "server timings"

@@ -1,12 +1,12 @@
 """Array backends for the node checks: PyTorch or CuPy on a CUDA device, NumPy as a host stand-in.
 
-Contract: `open_runtime(choice, command)` finds the library at run time (PyTorch first, then CuPy,
-or the one `choice` names) and returns a `Runtime` that lists the CUDA devices it sees and opens
-one as an `ArrayBackend` (see `patterns.py`) that also runs GEMMs for `burn`. When neither library
-is installed, or none sees a GPU, it raises `NodeUnavailable` (exit status 2) with one line saying
-what is missing. Neither library is imported by gputui itself: `_import_optional` is the one seam,
-through `importlib`, so tests can make them absent and mypy checks the same code whether or not
-they are installed (both are typed as `Any`).
+Contract: `runtimes.open_runtime(choice, command)` finds the library at run time (PyTorch first,
+then CuPy, or the one `choice` names) and returns a `Runtime` that lists the CUDA devices it sees
+and opens one as an `ArrayBackend` (see `patterns.py`) that also runs GEMMs for `burn`. When
+neither library is installed, or none sees a GPU, it raises `NodeUnavailable` (exit status 2) with
+one line saying what is missing. Neither library is imported by gputui itself:
+`runtimes._import_optional` is the one seam, through `importlib`, so tests can make them absent
+and mypy checks the same code whether or not they are installed (both are typed as `Any`).
 
 Allocation goes in chunks (`allocate_chunks`): one huge allocation fails on fragmentation long
 before memory is full, and the caching allocators round small ones up. On out-of-memory the chunk
@@ -17,8 +17,6 @@ times device-to-device copies with device events (host clock for NumPy) after on
 
 from __future__ import annotations
 
-import importlib
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -116,60 +114,6 @@ class Runtime(Protocol):
     def open(self, index: int) -> DeviceBackend:
         """Bind to one device."""
         ...
-
-
-def _import_optional(name: str) -> tuple[Any, str | None]:
-    """(module, None) or (None, why): the one place torch and cupy are imported."""
-    try:
-        return importlib.import_module(name), None
-    except ImportError as exc:
-        return None, f"{name} not installed ({exc})"
-    except OSError as exc:  # a wheel whose CUDA libraries do not load
-        return None, f"{name} cannot load: {exc}"
-
-
-def open_runtime(choice: str, command: str) -> Runtime:
-    """The array library to use: "auto" (PyTorch, then CuPy), "torch", "cupy" or "numpy"."""
-    if choice == "numpy":
-        from gputui.node.hostmem import NumpyRuntime
-
-        return NumpyRuntime()
-    wanted = ("torch", "cupy") if choice == "auto" else (choice,)
-    found: list[str] = []
-    for name in wanted:
-        module, _why = _import_optional(name)
-        if module is None:
-            continue
-        runtime: Runtime
-        if name == "torch":
-            from gputui.node.cuda import TorchRuntime
-
-            runtime = TorchRuntime(module)
-        else:
-            from gputui.node.cuda import CupyRuntime
-
-            runtime = CupyRuntime(module)
-        reason = runtime_problem(runtime)
-        if reason is None:
-            return runtime
-        found.append(reason)
-    if not found:
-        needs = "PyTorch or CuPy" if choice == "auto" else {"torch": "PyTorch"}.get(choice, "CuPy")
-        raise NodeUnavailable(f"{command} needs {needs} ({INSTALL_HINT})")
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    hint = "" if visible is None else f"; CUDA_VISIBLE_DEVICES={visible!r}"
-    raise NodeUnavailable(f"no CUDA GPU visible ({'; '.join(found)}{hint})")
-
-
-def runtime_problem(runtime: Runtime) -> str | None:
-    """Why this library cannot run the check here (no device), or None."""
-    try:
-        count = len(runtime.devices())
-    except RuntimeError as exc:  # CUDA driver missing or broken: the library says so
-        return f"{runtime.name} {runtime.version}: {str(exc).splitlines()[0]}"
-    if count == 0:
-        return f"{runtime.name} {runtime.version} sees no CUDA device"
-    return None
 
 
 def allocate_chunks(

@@ -139,7 +139,8 @@ def open_target(
     choice: str, command: str, gpu: int, *, nvml_module: Any = None, runtime: Any = None
 ) -> NodeTarget:
     """Find the array library and the device; `NodeUnavailable` (exit 2) when there is none."""
-    from gputui.node.backends import DeviceFailure, DeviceInfo, NodeUnavailable, open_runtime
+    from gputui.node.backends import DeviceFailure, DeviceInfo, NodeUnavailable
+    from gputui.node.runtimes import open_runtime
 
     rt = open_runtime(choice, command) if runtime is None else runtime
     cuda_devices = rt.devices()

@@ -1,4 +1,4 @@
-"""The CUDA backends: PyTorch and CuPy, each given its module object by `backends.open_runtime`.
+"""The CUDA backends: PyTorch and CuPy, each given its module object by `runtimes.open_runtime`.
 
 Contract: both implement `backends.DeviceBackend` on one device, with 32-bit words (torch.int32,
 which torch supports in every operation the checker needs; cupy.uint32), int64 index arithmetic,

@@ -1,13 +1,14 @@
 """The Session: the one facade that both the TUI and the headless `gputui run` drive.
 
-Contract: the Session owns the engine process (through EngineHandle), the step bookkeeping and the
-statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`, `stop`); each change
-of level opens a new step whose first `warmup_s` are excluded from its statistics. A step is
-finished once it is closed *and* every request sent during it has come back, so its figures never
-silently lose the slow requests. Live figures are published as an immutable `StatsFrame` swapped
-into `latest`; readers never see a half-built frame and never lock. The Session also keeps what
-both front ends share: the event log (`events`, detected on the frame thread), the crash journal
-(`open_journal`) and the steps a snapshot is assembled from (`snapshot.assemble.save_session`).
+Contract: the Session owns the engine (`engine.api.Engine`: a process or a pool), the step
+bookkeeping and the statistics. Callers change the load (`set_load`, `pause`, `resume`, `burst`,
+`stop`); each change of level opens a new step whose first `warmup_s` are excluded from its
+statistics. A step is finished once it is closed *and* every request sent during it has come back,
+so its figures never silently lose the slow requests. Live figures are published as an immutable
+`StatsFrame` swapped into `latest`; readers never see a half-built frame and never lock. The Session
+also keeps what both front ends share: the event log (`events`, detected on the frame thread), the
+crash journal (`open_journal`) and the steps a snapshot is assembled from
+(`snapshot.assemble.save_session`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from gputui.diagnosis.step import StepDiagnoser
+from gputui.engine.api import Engine, EngineFactory, engine_factory
 from gputui.engine.commands import Burst, Load, Pause, Resume
-from gputui.engine.handle import EngineHandle
 from gputui.engine.load import LoadMode
-from gputui.engine.pool import WorkerPool
 from gputui.engine.process import EngineConfig, EngineStatus
-from gputui.engine.ray_pool import RayPool
 from gputui.engine.records import REASON_CANCELLED, RequestRecord
 from gputui.engine.schedstat import wait_percent
 from gputui.errors import EngineFailed
@@ -41,27 +40,24 @@ from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.verdict_progress import VerdictProgress
 from gputui.metrics.window import RollingWindow
-from gputui.session.diagnosis import DiagnosisMixin
+from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import EventLog, EventWatcher, load_event, step_events
-from gputui.session.frames import FramePublisherMixin
 from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: callers import it here
+from gputui.session.publisher import FramePublisherMixin
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S, SettleTracker
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
-from gputui.telemetry.sampler import TelemetryFrame
-
-if TYPE_CHECKING:
-    from gputui.control.auto import AutoControl
+from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
 _ENGINE_START_TIMEOUT_S = 60.0
 JOURNAL_INTERVAL_S = 1.0
 """How often the journal is written and fsync'd: a `kill -9` loses at most this much."""
 
 
-class Session(FramePublisherMixin, DiagnosisMixin):
+class Session(FramePublisherMixin):
     """A live load experiment against one target.
 
-    Steady state and precision: `session.steady`; frames: `session.frames`; diagnosis:
-    `session.diagnosis` (mixins, each with its own contract).
+    Steady state and precision: `session.steady`; frames: `session.publisher` (mixins, each with
+    its own contract); diagnosis: a `session.diagnosis.StepDiagnosis` it hands finished steps.
     """
 
     def __init__(
@@ -77,6 +73,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         ray_address: str | None = None,
         telemetry: Callable[[], TelemetryFrame | None] | None = None,
         max_warmup_s: float = DEFAULT_MAX_WARMUP_S,
+        engine: EngineFactory | None = None,
     ) -> None:
         self.config = config
         self.sla = sla
@@ -87,19 +84,15 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self._targets: dict[int, float] = {}
         self._precision_at: tuple[int, int, float | None, int, VerdictProgress | None]
         self._precision_at = (-1, -1, None, 0, None)
-        self._auto: AutoControl | None = None
+        self._job_phase = "measuring"
+        self._stop_listeners: list[Callable[[], None]] = []
         self._on_step_finished = on_step_finished
         self._on_frame = on_frame
         self._closing = threading.Event()
         self._frames: threading.Thread | None = None
         self.workers = workers
-        self._engine: EngineHandle | WorkerPool | RayPool
-        if ray_address is not None:
-            self._engine = RayPool(config, workers, self._on_batch, ray_address)
-        elif workers > 1:
-            self._engine = WorkerPool(config, workers, self._on_batch)
-        else:
-            self._engine = EngineHandle(config, self._on_batch)
+        build = engine if engine is not None else engine_factory(config, workers, ray_address)
+        self._engine: Engine = build(self._on_batch)
         self._lock = threading.Lock()
         self._steps: list[StepSpec] = []
         self._records: dict[int, list[RequestRecord]] = {}
@@ -134,13 +127,11 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         self.target_state = "ok"
         """"ok", or `events.TARGET_DOWN` while requests stop connecting."""
         self._watcher = EventWatcher()
-        self.diagnoser: StepDiagnoser | None = None
-        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
-        self._last_verdict: str | None = None
+        self._diagnosis = StepDiagnosis(self.events)
         self.error_log = ErrorLog()
+        """The server's messages for failures, and steps flooded with rejections."""
         self.client_states = ClientStateTracker()
         """Client-bound or host-contended, frame by frame (metrics.client_state)."""
-        """The server's messages for failures, and steps flooded with rejections."""
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -199,7 +190,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         return self.set_load(current.mode, current.level)
 
     def pause(self) -> None:
-        """Stop sending; the current step ends here and a new one starts on resume."""
+        """Stop sending new requests; the step stays open (the TUI opens a new one on resume)."""
         self._paused = True
         self._engine.send(Pause())
 
@@ -218,7 +209,8 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         `cancel` means the run was interrupted: in-flight requests are aborted (and excluded), and
         the step that was running is marked incomplete.
         """
-        self.cancel_auto()  # no background job may change the load past this point
+        for listener in self._stop_listeners:
+            listener()  # no background job may change the load past this point
         with self._lock:
             if cancel and self._steps and self._steps[-1].end_ns < 0:
                 self._interrupted_step = self._steps[-1].index
@@ -233,8 +225,39 @@ class Session(FramePublisherMixin, DiagnosisMixin):
             self._engine_stopped = True
             finished = self._finish_ready_steps(force=True)
         self._deliver(finished)
-        if self.diagnoser is not None:
-            self.diagnoser.stop()
+        self._diagnosis.stop()
+
+    # diagnosis ---------------------------------------------------------------------------------
+    def start_diagnosis(
+        self,
+        sampler: TelemetrySampler | None,
+        metrics_url: str | None,
+        *,
+        model: str | None,
+        measured_bandwidth_gbps: float | None = None,
+    ) -> StepDiagnoser:
+        """Diagnose every step finished from now on (call after `start`; `stop` ends it).
+
+        The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
+        sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
+        its diagnoses to the snapshot, and a verdict that changes between steps is an event.
+        """
+        return self._diagnosis.start(
+            self, sampler, metrics_url, model=model, measured_bandwidth_gbps=measured_bandwidth_gbps
+        )
+
+    @property
+    def diagnoser(self) -> StepDiagnoser | None:
+        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
+        return self._diagnosis.diagnoser
+
+    @diagnoser.setter
+    def diagnoser(self, diagnoser: StepDiagnoser | None) -> None:
+        self._diagnosis.diagnoser = diagnoser
+
+    def diagnoses(self) -> dict[int, dict[str, object]]:
+        """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
+        return self._diagnosis.diagnoses()
 
     def change_sla(self, sla: Sla) -> None:
         """Judge the open and later steps by `sla`, and re-judge the finished ones at once."""
@@ -298,8 +321,7 @@ class Session(FramePublisherMixin, DiagnosisMixin):
         for result in finished:
             for kind, text in step_events(result):
                 self.events.add(kind, text)
-            diagnosis = self._diagnose(result)
-            self._verdict_changed(result, diagnosis)
+            diagnosis = None if result.index in self._hidden else self._diagnosis.on_step(result)
             if writer is not None:
                 writer.add_step(result, diagnosis)
             if self._on_step_finished is not None:

@@ -2,8 +2,9 @@
 
 Contract: `gputui.session.Session` inherits these; they read the Session's own state under its
 lock. `settle` opens the open step's window once the load has settled (`session.settling`), the
-frame fields come from `_phase_fields`, and `hold_until_precise` / `start_auto` /
-`cancel_auto` run the TUI's jobs on the Session's own thread (`gputui.control.auto`).
+frame fields come from `_phase_fields`. A job that drives the session (`control.auto`'s hold
+and auto sweep) reports its phase with `set_job_phase` and is cancelled through `add_stop_listener`
+when the session stops.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from gputui.metrics.verdict_progress import VerdictProgress, verdict_progress
 from gputui.session.settling import SettleTracker
 
 if TYPE_CHECKING:
-    from gputui.control.auto import AutoControl
-    from gputui.engine.handle import EngineHandle
-    from gputui.engine.pool import WorkerPool
-    from gputui.engine.ray_pool import RayPool
+    from collections.abc import Callable
+
+    from gputui.engine.api import Engine
 
 PRECISION_EVERY_NS = 1_000_000_000
 DEFAULT_FRAME_TARGET = 0.05
@@ -46,8 +46,9 @@ class SteadyStateMixin:
     _settle: SettleTracker | None
     _targets: dict[int, float]
     _precision_at: tuple[int, int, float | None, int, VerdictProgress | None]
-    _auto: AutoControl | None
-    _engine: EngineHandle | WorkerPool | RayPool
+    _job_phase: str
+    _stop_listeners: list[Callable[[], None]]
+    _engine: Engine
 
     def _new_tracker(self, step: StepSpec) -> SettleTracker | None:
         """A settling tracker for a step without a fixed warm-up (lock held)."""
@@ -130,8 +131,7 @@ class SteadyStateMixin:
             step = self._steps[-1] if self._steps else None
         if step is None:
             return {}
-        auto = self._auto
-        phase = auto.phase if auto is not None and auto.running else "measuring"
+        phase = self._job_phase
         if now < step.measure_start_ns:
             return {
                 "for_step": step.index,
@@ -156,29 +156,14 @@ class SteadyStateMixin:
             "verdict_progress": verdict,
         }
 
-    def hold_until_precise(self, target_precision: float) -> None:
-        """Keep the current level until the precision target is met, then close the step.
+    def set_job_phase(self, phase: str) -> None:
+        """What frames report while a job drives the load ("holding", "auto"), or "measuring"."""
+        self._job_phase = phase
 
-        The level carries on afterwards (as `hold`); runs on its own thread, like `start_auto`.
-        """
-        self._auto_control().hold_until_precise(target_precision)
-
-    def start_auto(self, from_level: float) -> None:
-        """The automatic sweep from `from_level`, on its own thread, filling steps as it goes."""
-        self._auto_control().start_auto(from_level)
-
-    def cancel_auto(self) -> None:
-        """Stop the auto sweep or the hold (any manual load change): the operator has control."""
-        if self._auto is not None:
-            self._auto.cancel()
+    def add_stop_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` first thing in `stop`: a job must not change the load past it."""
+        self._stop_listeners.append(listener)
 
     def reconnect(self) -> None:
         """Close the engine's idle connections: the next requests connect afresh (`--repeats`)."""
         self._engine.send(Reconnect())
-
-    def _auto_control(self) -> AutoControl:
-        from gputui.control.auto import AutoControl
-
-        if self._auto is None:
-            self._auto = AutoControl(self)  # type: ignore[arg-type]
-        return self._auto

@@ -17,7 +17,7 @@ import socket
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import httptools
 
@@ -25,8 +25,10 @@ from gputui.sim.http_responses import error_response
 from gputui.sim.netdelay import DelayedTransport
 
 if TYPE_CHECKING:
+    import random
+
     from gputui.sim.faults import FaultySink
-    from gputui.sim.server import SimServer
+    from gputui.sim.netdelay import NetworkDelay
     from gputui.sim.sinks import BufferedSink, StreamSink
 
 _MAX_BODY_BYTES: Final = 64 * 1024 * 1024
@@ -43,10 +45,23 @@ class ParsedRequest:
     keep_alive: bool
 
 
+class ConnectionServer(Protocol):
+    """What a connection needs of its server (`SimServer`; a protocol, so no import cycle)."""
+
+    @property
+    def network(self) -> NetworkDelay | None: ...
+    @property
+    def network_rng(self) -> random.Random: ...
+    @property
+    def connections(self) -> set[HttpConnection]: ...
+    def handle(self, conn: HttpConnection, request: ParsedRequest) -> None: ...
+    def cancelled(self, sink: StreamSink | BufferedSink | FaultySink) -> None: ...
+
+
 class HttpConnection(asyncio.Protocol):
     """One client connection: parse requests, answer them one at a time, in order."""
 
-    def __init__(self, server: SimServer) -> None:
+    def __init__(self, server: ConnectionServer) -> None:
         self._server = server
         self._parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport

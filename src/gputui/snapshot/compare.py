@@ -39,7 +39,7 @@ from gputui.snapshot.comparable import (
     sla_text,
     workload_name,
 )
-from gputui.snapshot.compare_uncertainty import capacity_intervals, with_significance
+from gputui.snapshot.compare_uncertainty import capacity_intervals, significance
 from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
 from gputui.snapshot.models import (
     KneeModel,
@@ -445,4 +445,12 @@ def _with_ratios(
     row: CompareRow, tok_s: float | None, cost: float | None, first: CompareRow
 ) -> CompareRow:
     rated = replace(row, output_tokens_per_s_vs_first=tok_s, cost_vs_first=cost)
-    return rated if row is first else with_significance(rated, first)
+    if row is first:
+        return rated
+    tok_s_differs, ttft_differs, tpot_differs = significance(rated, first)
+    return replace(
+        rated,
+        output_tokens_per_s_vs_first_significant=tok_s_differs,
+        ttft_p95_vs_first_significant=ttft_differs,
+        tpot_p95_vs_first_significant=tpot_differs,
+    )

@@ -21,7 +21,7 @@ import orjson
 from gputui.argtypes import non_negative_float, positive_float
 from gputui.errors import GputuiError, UsageError
 from gputui.snapshot.compare import Demand, build_comparison, load_named, parse_prices
-from gputui.snapshot.compare_format import FORMATS, render
+from gputui.snapshot.compare_render import FORMATS, render
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ one row per snapshot into five narrow blocks (identity, method, capacity, GPU, c
 columns, plus a sixth (uncertainty: 95 % intervals, and whether each difference from the first
 snapshot is "significant" or "not significant") when any snapshot recorded intervals;
 Markdown has every column in one `wide_table`. Warnings are left to the caller (the CLI
-prints them to stderr). `render` dispatches every format, the machine ones and HTML included.
+prints them to stderr). `compare_render.render` dispatches every format, HTML included.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from gputui.snapshot.compare_diagnosis import TITLE as DIAGNOSIS_TITLE
 from gputui.snapshot.compare_diagnosis import diagnosis_rows
 from gputui.snapshot.hardware import GpuSummary
 
-FORMATS: Final = ("table", "md", "csv", "json", "html")
 _GIB: Final = float(1 << 30)
 FORMULA: Final = (
     "cost per M out tok = price per hour / (qualified out tok/s x 3600) x 1,000,000;"
@@ -388,22 +387,3 @@ def markdown(cmp: Comparison) -> str:
 
 def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(_md_cell(c) for c in cells) + " |"
-
-
-def render(cmp: Comparison, fmt: str) -> str:
-    """The comparison in one of `FORMATS`."""
-    from gputui.snapshot.compare_records import csv_text, json_text
-
-    if fmt == "table":
-        return table(cmp)
-    if fmt == "md":
-        return markdown(cmp)
-    if fmt == "csv":
-        return csv_text(cmp)
-    if fmt == "json":
-        return json_text(cmp)
-    if fmt == "html":
-        from gputui.snapshot.report_html import html_report
-
-        return html_report(cmp)
-    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -2,7 +2,7 @@
 
 Contract: `capacity_intervals` reads the 95 % intervals of a run's qualified throughput, P95 TTFT
 and P95 TPOT (the snapshot capacity's keys, else those of the step it was measured on; None in
-files saved before intervals existed). `with_significance` marks whether a row's throughput and
+files saved before intervals existed). `significance` says whether a row's throughput and
 latencies differ from the reference row's beyond both uncertainties (`confidence.significant`):
 True, False ("not significant"), or None when an interval is missing or open, so "n/a" is never
 read as "not significant".
@@ -10,14 +10,27 @@ read as "not significant".
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gputui.metrics.confidence import Interval, significant
 from gputui.snapshot.models import Snapshot, Step
 
-if TYPE_CHECKING:
-    from gputui.snapshot.compare import CompareRow
+
+class Judged(Protocol):
+    """What significance reads of a row (`compare.CompareRow`; a protocol: no import cycle)."""
+
+    @property
+    def qualified_output_tokens_per_s(self) -> float | None: ...
+    @property
+    def qualified_output_tokens_per_s_ci(self) -> Interval | None: ...
+    @property
+    def ttft_p95_s(self) -> float | None: ...
+    @property
+    def ttft_p95_ci(self) -> Interval | None: ...
+    @property
+    def tpot_p95_s(self) -> float | None: ...
+    @property
+    def tpot_p95_ci(self) -> Interval | None: ...
 
 
 def capacity_intervals(
@@ -34,20 +47,15 @@ def capacity_intervals(
     )
 
 
-def with_significance(row: CompareRow, first: CompareRow) -> CompareRow:
-    """`row` with its differences from `first` judged against both rows' intervals."""
-    return replace(
-        row,
-        output_tokens_per_s_vs_first_significant=significant(
+def significance(row: Judged, first: Judged) -> tuple[bool | None, bool | None, bool | None]:
+    """(tok/s, P95 TTFT, P95 TPOT): does `row` differ from `first` beyond both intervals?"""
+    return (
+        significant(
             first.qualified_output_tokens_per_s,
             first.qualified_output_tokens_per_s_ci,
             row.qualified_output_tokens_per_s,
             row.qualified_output_tokens_per_s_ci,
         ),
-        ttft_p95_vs_first_significant=significant(
-            first.ttft_p95_s, first.ttft_p95_ci, row.ttft_p95_s, row.ttft_p95_ci
-        ),
-        tpot_p95_vs_first_significant=significant(
-            first.tpot_p95_s, first.tpot_p95_ci, row.tpot_p95_s, row.tpot_p95_ci
-        ),
+        significant(first.ttft_p95_s, first.ttft_p95_ci, row.ttft_p95_s, row.ttft_p95_ci),
+        significant(first.tpot_p95_s, first.tpot_p95_ci, row.tpot_p95_s, row.tpot_p95_ci),
     )

@@ -174,6 +174,7 @@ def live_controller(
     from gputui.engine.process import EngineConfig
     from gputui.engine.target import parse_target
     from gputui.frontends.live import LiveController, LiveSettings
+    from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
     from gputui.metrics.sla import Sla
     from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
     from gputui.workloads.context_need import longest_prepared, longest_request
@@ -235,6 +236,8 @@ def live_controller(
         source=source if driven else None,
         workload_details=prepared.details if prepared is not None else {},
         notices=prompt_notices(prepared),
+        target_precision=values["target_precision"] or DEFAULT_TARGET_PRECISION,
+        max_step_s=values["max_step_seconds"],
     )
     config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)

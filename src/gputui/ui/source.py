@@ -12,8 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from gputui.frontends.live import LiveView
-from gputui.frontends.view import best_step_index
+from gputui.frontends.view import LiveView, best_step_index
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.rejudge import rejudge_by_intervals
 from gputui.metrics.sla_terms import SessionTerms

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.telemetry.samples import GpuSample, ServerSample
 from gputui.telemetry.spec_decode import run_spec_decode
 from gputui.ui.render import format as fmt

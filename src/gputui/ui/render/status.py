@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.session import StatsFrame
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit

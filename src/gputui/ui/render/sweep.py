@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla_terms import bound_text
 from gputui.metrics.step import StepMode, StepResult

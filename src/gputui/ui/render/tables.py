@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.metrics.confidence import Interval
 from gputui.metrics.summary import Summary
 from gputui.metrics.verdict import bound_verdict

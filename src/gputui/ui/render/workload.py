@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.ui.render.bars import bar
 from gputui.ui.render.spans import Line, fit, plain
 from gputui.workloads.live_progress import TurnRow, WorkloadProgress

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.reactive import reactive
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.ui.render.events import events_lines
 from gputui.ui.render.gpu import gpu_lines
 from gputui.ui.render.spans import Line

@@ -11,7 +11,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.ui.render.spans import Line
 
 ROLES = (
