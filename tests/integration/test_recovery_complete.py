@@ -52,7 +52,7 @@ def _completed(sim: SimProcess) -> int:
     """Requests the server finished (not aborted): vLLM's `request_success_total` counter."""
     text = httpx.get(f"{sim.url}/metrics", timeout=5).text
     found = re.findall(
-        r'^vllm:request_success_total\{finished_reason="(?:length|stop)"[^}]*\} (\S+)$',
+        r'^vllm:request_success_total\{[^}]*finished_reason="(?:length|stop)"[^}]*\} (\S+)$',
         text,
         flags=re.MULTILINE,
     )
@@ -120,7 +120,7 @@ def _assert_like_a_saved_file(
 def _run(sim: SimProcess, folder: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*GPUTUI, "run", "--url", sim.url, "--model", "sim", "--concurrency", "4,8",
-         "--step-seconds", "8", "--input-tokens", "64", "--output-tokens", "16",
+         "--step-seconds", "4", "--input-tokens", "64", "--output-tokens", "16",
          "--price-per-hour", "5", "--snapshot-dir", str(folder)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -177,7 +177,7 @@ def _tui_session(sim: SimProcess, folder: Path, end: Callable[[int], None]) -> t
         tmux.start(command, size=(160, 48))
         before = _baseline(sim, folder)
         tmux.wait(lambda s: "step 1" in s and "in flight" in s, timeout_s=60)
-        time.sleep(5.0)
+        time.sleep(3.0)
         tmux.keys("+")
         tmux.wait(lambda s: "● 8 concurrent" in s)
         time.sleep(2.0)
