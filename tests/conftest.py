@@ -59,3 +59,22 @@ def pytest_runtest_makereport(
 def pytest_configure(config: pytest.Config) -> None:
     """Reject a misspelt `GPUTUI_REQUIRE` before any test runs."""
     _required()
+
+
+REAL_SERVER_FOLDERS = ("realvllm", "realserver")
+"""Folders whose tests share one real server each and time it: under xdist they all run on one
+worker, one after another (the other worker still runs other tests beside them)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup`, keep each module (its module-scoped simulator) and
+    each real-server folder (its one server) on one worker. Serial runs are untouched."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers by --dist loadgroup
+        return
+    for item in items:
+        if any(m.name == "xdist_group" for m in item.iter_markers()):
+            continue
+        parts = item.nodeid.split("::", 1)[0].split("/")
+        real = any(p in REAL_SERVER_FOLDERS for p in parts[:-1])
+        item.add_marker(pytest.mark.xdist_group("real-servers" if real else "/".join(parts)))

@@ -42,9 +42,19 @@ def counters(url: str) -> dict[str, float]:
 
 
 async def talk(
-    url: str, workload: ConversationWorkload, *, mode: LoadMode, level: float, until: int = USERS
+    url: str,
+    workload: ConversationWorkload,
+    *,
+    mode: LoadMode,
+    level: float,
+    until: int = USERS,
+    arrivals_s: float | None = None,
 ) -> list[RequestRecord]:
-    """Run until `until` conversations finished all turns (bounded in time), then stop."""
+    """Run until `until` conversations finished all turns (bounded in time), then stop.
+
+    With `arrivals_s`, no conversation starts after that many seconds: an open loop that keeps
+    starting them would otherwise pile up far more than the server can finish.
+    """
     records: list[RequestRecord] = []
     client = StreamingClient(
         ClientConfig(
@@ -56,12 +66,17 @@ async def talk(
     )
     load = LoadController(client, workload.build(), ArrivalProcess("constant"), records.append)
     load.set_load(mode, level, 0)
-    deadline = time.perf_counter() + 60
+    started = time.perf_counter()
+    deadline, closed = started + 60, False
     while time.perf_counter() < deadline:
         if sum(1 for r in records if r.turn == TURNS and r.ok) >= until:
             break
+        if not closed and arrivals_s is not None and time.perf_counter() - started >= arrivals_s:
+            load.set_load(mode, 0, 1)  # no new conversation; those under way finish every turn
+            closed = True
         await asyncio.sleep(0.05)
-    load.set_load(mode, 0, 1)  # no new conversation; those under way finish every turn
+    if not closed:
+        load.set_load(mode, 0, 1)
     await load.stop(cancel=False, drain_timeout_s=30)
     await client.aclose()
     return records
@@ -82,6 +97,7 @@ def run_once(
     level: float = USERS,
     max_active: int | None = None,
     until: int = USERS,
+    arrivals_s: float | None = None,
 ) -> tuple[list[RequestRecord], dict[str, float]]:
     # Usage's cached_tokens, as vLLM sends it with --enable-prompt-tokens-details.
     spec = GpuProfileSpec(
@@ -99,7 +115,9 @@ def run_once(
             backend="gputui-sim",
         )
         workload = ConversationWorkload(prepared.spec, TURNS, max_active=max_active)
-        records = asyncio.run(talk(sim.url, workload, mode=mode, level=level, until=until))
+        records = asyncio.run(
+            talk(sim.url, workload, mode=mode, level=level, until=until, arrivals_s=arrivals_s)
+        )
         return records, counters(sim.url)
 
 
@@ -165,7 +183,9 @@ def test_turn_five_ttft_is_lower_with_caching(
 
 @pytest.mark.slow
 def test_open_loop_conversations_start_at_a_rate() -> None:
-    records, _ = run_once(caching=True, mode="rate", level=8.0)
+    # 2.5 s of arrivals start ~20 conversations, enough for USERS to finish; more would only
+    # overload the server (each adds 5 growing turns) and delay those the test reads.
+    records, _ = run_once(caching=True, mode="rate", level=8.0, arrivals_s=(USERS + 4) / 8.0)
     talks = complete(records)
     assert len(talks) >= USERS
     starts = sorted(t[0].sent_ns for t in talks.values())[:USERS]

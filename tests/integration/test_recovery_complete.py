@@ -124,7 +124,7 @@ def _assert_like_a_saved_file(
 def _run(sim: SimProcess, folder: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*GPUTUI, "run", "--url", sim.url, "--model", "sim", "--concurrency", "4,8",
-         "--step-seconds", "8", "--input-tokens", "64", "--output-tokens", "16",
+         "--step-seconds", "4", "--input-tokens", "64", "--output-tokens", "16",
          "--price-per-hour", "5", "--snapshot-dir", str(folder)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -181,7 +181,7 @@ def _tui_session(sim: SimProcess, folder: Path, end: Callable[[int], None]) -> t
         tmux.start(command, size=(160, 48))
         before = _baseline(sim, folder)
         tmux.wait(lambda s: "step 1" in s and "in flight" in s, timeout_s=60)
-        time.sleep(5.0)
+        time.sleep(3.0)
         tmux.keys("+")
         tmux.wait(lambda s: "● 8 concurrent" in s)
         time.sleep(2.0)
