@@ -70,8 +70,11 @@ async def test_ttft_tokens_and_events_of_the_real_stream() -> None:
     assert 5 * GAP_S <= ttft_s < 5 * GAP_S + 0.5
     gaps_s = (record.token_ns[1:] - record.token_ns[:-1]) / 1e9
     assert gaps_s.min() >= GAP_S * 0.9
-    # 8 tokens in 7 events with a usage total and no count per event: counted from the texts.
-    assert needs_counting(record)
+    # 8 tokens in 7 events with a usage total and no counter configured: the total is spread
+    # over the events (issue 21), so the ITL is per token; with a counter they would be counted.
+    assert record.event_tokens_method == "usage_spread"
+    assert record.event_tokens is not None and int(record.event_tokens.sum()) == 8
+    assert not needs_counting(record)
 
 
 async def test_cached_tokens_come_with_the_usage() -> None:
