@@ -2,8 +2,8 @@
 
 Contract: `StepDiagnoser(model=...)` is made before the Session (its `on_frame` goes with the
 session's frame callback), bound with `start(session, sampler, metrics_url)` (which starts a
-`HistogramRecorder` on the server's /metrics when there is one) and `stop()`ped after the
-session. It is called with each
+`HistogramRecorder` on the server's /metrics when there is one, on the sampler's scraper) and
+`stop()`ped after the session. It is called with each
 finished `StepResult` (`diagnose(result)`, from the step callback: every request of the step is
 back by then) and returns, and keeps, `{"server_latency", "ttft_breakdown", "e2e_breakdown",
 "roofline", "bottleneck", "prefix_cache_warning"}` (each None when its inputs are missing; the
@@ -50,7 +50,7 @@ from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.ttft_breakdown import client_label, e2e_breakdown, ttft_breakdown
 from gputui.snapshot.models import Snapshot
-from gputui.telemetry.histogram_recorder import HistogramRecorder
+from gputui.telemetry.histogram_recorder import HistogramRecorder, recorder_for
 from gputui.telemetry.sampler import TelemetrySampler
 
 KEYS = ("server_latency", "ttft_breakdown", "e2e_breakdown", "roofline", "bottleneck")
@@ -114,7 +114,7 @@ class StepDiagnoser:
         self._session = session
         self._sampler = sampler
         if metrics_url is not None and self._recorder is None:
-            self._recorder = HistogramRecorder(metrics_url).start()
+            self._recorder = recorder_for(metrics_url, sampler).start()
             self._own_recorder = True
 
     def stop(self) -> None:

@@ -1,15 +1,17 @@
 """Scrape the server's latency histograms often enough to cut them at any step's edges.
 
 Contract: `HistogramRecorder(url)` scrapes `/metrics` in its own daemon thread every `interval_s`
-(0.5 s by default) and keeps the last `max_scrapes` (t_ns, histograms) pairs, each stamped midway
-between sending and receiving on `perf_counter_ns` (the steps' clock). `between(lo_ns, hi_ns)`
-returns the histograms' change over the window, cut at the last scrape at or before `lo_ns` and
-the first at or after `hi_ns` (if there is none yet, it scrapes once more, now), with the times it
-was really cut at: a window edge is off by at most `interval_s` plus one scrape. An edge marked
-`inner_lo`/`inner_hi` is a hard one (other requests are seen beyond it): it is cut at the scrape
-just inside it instead, when that leaves a window. A failing
-scrape is counted (`failures`, `last_error`) and the next tick tries again; a server without
-latency histograms (llama.cpp, Triton) gives empty windows, never an error.
+(0.5 s by default) through a `MetricsScraper`: its own, or the run's shared one (`scraper=`, the
+telemetry sampler's, whose every scrape it also hears, so the panel's server samples cost no GET of
+their own while the recorder runs), and keeps the last `max_scrapes` (t_ns, histograms) pairs, each
+stamped midway between sending and receiving on `perf_counter_ns` (the steps' clock).
+`between(lo_ns, hi_ns)` returns the histograms' change over the window, cut at the last scrape at
+or before `lo_ns` and the first at or after `hi_ns` (if there is none yet, it asks the scraper for
+one more, now: the step boundary's precision), with the times it was really cut at: a window edge
+is off by at most `interval_s` plus one scrape. An edge marked `inner_lo`/`inner_hi` is a hard one
+(other requests are seen beyond it): it is cut at the scrape just inside it instead, when that
+leaves a window. A failing scrape is counted (`failures`, `last_error`) and the next tick tries
+again; a server without latency histograms (llama.cpp, Triton) gives empty windows, never an error.
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import httpx
 
 from gputui.errors import MetricsUnavailable, TelemetryUnavailable
 from gputui.telemetry.latency_histograms import Histogram, latency_histograms, window_delta
-from gputui.telemetry.prom import DEFAULT_TIMEOUT_S, fetch, parse
-from gputui.telemetry.server_metrics import detect_backend
+from gputui.telemetry.prom import DEFAULT_TIMEOUT_S
+from gputui.telemetry.scraper import MetricsScraper, Scrape
+from gputui.telemetry.server_metrics import ServerMetricsSource, detect_backend
+
+if TYPE_CHECKING:
+    from gputui.telemetry.sampler import TelemetrySampler
 
 DEFAULT_INTERVAL_S: Final = 0.5
 MAX_SCRAPES: Final = 7200
@@ -55,12 +61,16 @@ class HistogramRecorder:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_scrapes: int = MAX_SCRAPES,
         clock: Callable[[], int] = time.perf_counter_ns,
+        scraper: MetricsScraper | None = None,
     ) -> None:
         self.url = url
         self._interval_s = interval_s
-        self._timeout_s = timeout_s
-        self._clock = clock
-        self._client = httpx.Client(timeout=timeout_s)
+        self._own_scraper = scraper is None
+        self._scraper = (
+            scraper
+            if scraper is not None
+            else MetricsScraper(url, timeout_s=timeout_s, clock=clock)
+        )
         self._scrapes: deque[tuple[int, dict[str, Histogram]]] = deque(maxlen=max_scrapes)
         self._lock = threading.Lock()
         self._scrape_lock = threading.Lock()
@@ -69,6 +79,7 @@ class HistogramRecorder:
         self.backend: str | None = None
         self.failures = 0
         self.last_error: str | None = None
+        self._scraper.subscribe(self._on_scrape)
 
     def start(self) -> HistogramRecorder:
         """Scrape once now, then every `interval_s` in a daemon thread."""
@@ -78,29 +89,34 @@ class HistogramRecorder:
         return self
 
     def stop(self) -> None:
-        """Stop the thread and close the connection."""
+        """Stop the thread and stop hearing the scraper (closing it when it is this one's own)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
-        self._client.close()
+        self._scraper.unsubscribe(self._on_scrape)
+        if self._own_scraper:
+            self._scraper.close()
 
     def scrape(self) -> bool:
-        """One scrape into the history; False (and counted) when it failed."""
+        """One scrape (heard through `_on_scrape`); False (and counted) when it failed."""
         with self._scrape_lock:
-            sent_ns = self._clock()
             try:
-                index = parse(fetch(self.url, self._client, self._timeout_s))
+                self._scraper.scrape()
             except (MetricsUnavailable, TelemetryUnavailable, httpx.HTTPError) as exc:
                 self.failures += 1
                 self.last_error = str(exc)
                 return False
-            t_ns = (sent_ns + self._clock()) // 2
-            backend = detect_backend(index)
-            histograms = latency_histograms(index, backend)
-            with self._lock:
-                self.backend = backend
-                self._scrapes.append((t_ns, histograms))
             return True
+
+    def _on_scrape(self, scrape: Scrape) -> None:
+        """Keep the latency histograms of every scrape of the shared scraper, in time order."""
+        backend = detect_backend(scrape.index)
+        histograms = latency_histograms(scrape.index, backend)
+        with self._lock:
+            if self._scrapes and scrape.t_ns < self._scrapes[-1][0]:
+                return
+            self.backend = backend
+            self._scrapes.append((scrape.t_ns, histograms))
 
     def add(self, t_ns: int, histograms: dict[str, Histogram], backend: str | None) -> None:
         """Insert a scrape taken elsewhere (tests, replays); times must not go backwards."""
@@ -141,3 +157,11 @@ class HistogramRecorder:
             next_s += self._interval_s
             if next_s < time.monotonic():
                 next_s = time.monotonic() + self._interval_s
+
+
+def recorder_for(url: str, sampler: TelemetrySampler | None) -> HistogramRecorder:
+    """A recorder on `url` sharing the sampler's scraper when it scrapes the same URL."""
+    port = sampler.server_port if sampler is not None else None
+    if isinstance(port, ServerMetricsSource) and port.url == url:
+        return HistogramRecorder(url, scraper=port.scraper)
+    return HistogramRecorder(url)

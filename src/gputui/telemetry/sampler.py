@@ -222,6 +222,11 @@ class TelemetrySampler:
         """The GPU port's name, "dcgm (via /metrics)" (the server's text), or "none"."""
         return self._states["gpu"].source
 
+    @property
+    def server_port(self) -> ServerPort | None:
+        """The server port (the histogram recorder shares its scraper), or None."""
+        return self._server
+
     def start(self) -> TelemetrySampler:
         """Read the GPU identities, then start one daemon thread per present source."""
         self.identities()

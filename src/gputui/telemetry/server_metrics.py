@@ -32,8 +32,9 @@ from typing import Final
 import httpx
 
 from gputui.telemetry.dcgm import gpu_samples
-from gputui.telemetry.prom import DEFAULT_TIMEOUT_S, PromIndex, fetch, parse
+from gputui.telemetry.prom import DEFAULT_TIMEOUT_S, PromIndex, parse
 from gputui.telemetry.samples import GpuSample, ServerSample
+from gputui.telemetry.scraper import MetricsScraper
 from gputui.telemetry.spec_decode import sglang_spec_fields, spec_fields
 
 BACKEND_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
@@ -233,7 +234,12 @@ def read_metrics(text: str, t_ns: int) -> MetricsView:
 
 
 class ServerMetricsSource:
-    """Scrapes an inference server's /metrics, keeping one HTTP connection open between scrapes."""
+    """The telemetry sampler's server port: a view of the run's one `MetricsScraper`.
+
+    `scrape()` normalizes the scraper's newest scrape when another reader (the histogram
+    recorder) fetched one within `reuse_within_s` that this port has not shown yet, and sends a
+    GET of its own otherwise: one stream of GETs feeds both the panel and the recorder.
+    """
 
     name = "server"
 
@@ -244,21 +250,29 @@ class ServerMetricsSource:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         clock: Callable[[], int] = time.perf_counter_ns,
         client: httpx.Client | None = None,
+        scraper: MetricsScraper | None = None,
+        reuse_within_s: float = 1.0,
     ) -> None:
         self.url = url
-        self._timeout_s = timeout_s
-        self._clock = clock
-        self._client = client if client is not None else httpx.Client(timeout=timeout_s)
+        self.scraper = (
+            scraper
+            if scraper is not None
+            else MetricsScraper(url, timeout_s=timeout_s, clock=clock, client=client)
+        )
+        self._reuse_within_s = reuse_within_s
+        self._shown_ns = -1
 
     def scrape(self) -> MetricsView:
-        """One scrape (`MetricsUnavailable` on any failure).
+        """One normalized scrape, shared or fresh (`MetricsUnavailable` on any failure).
 
         Stamped midway between sending and receiving: the server rendered it somewhere in between.
         """
-        sent_ns = self._clock()
-        text = fetch(self.url, self._client, self._timeout_s)
-        return read_metrics(text, (sent_ns + self._clock()) // 2)
+        found = self.scraper.recent(self._shown_ns, self._reuse_within_s)
+        if found is None:
+            found = self.scraper.scrape()
+        self._shown_ns = found.t_ns
+        return normalize(found.index, found.t_ns)
 
     def close(self) -> None:
         """Close the HTTP connection."""
-        self._client.close()
+        self.scraper.close()
