@@ -42,12 +42,13 @@ from gputui.diagnosis.window import (
 )
 from gputui.engine.records import RequestRecord
 from gputui.engine.schedstat import cpu_pressure
-from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
+from gputui.metrics.bottleneck import bottleneck, verdict_line
 from gputui.metrics.error_log import step_error_evidence
 from gputui.metrics.prefix_cache import cold_warning, step_meter
 from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
 from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import client_label, e2e_breakdown, ttft_breakdown
 from gputui.snapshot.models import Snapshot
 from gputui.telemetry.histogram_recorder import HistogramRecorder
