@@ -37,6 +37,29 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_target_arguments(parser)
     load = parser.add_argument_group("load")
+    _add_plan_arguments(load)
+    _add_step_arguments(load)
+    add_precision_arguments(parser)
+    load.add_argument(
+        "--seed", type=int, default=None, help="same seed, same requests (default: scenario's, 0)"
+    )
+    add_workload_arguments(parser)
+    _add_shape_arguments(parser.add_argument_group("workload"))
+    add_sla_arguments(parser)
+    add_client_arguments(parser)
+    client = parser.add_argument_group("client")
+    client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
+    from gputui.telemetry.setup import add_telemetry_arguments
+    from gputui.workloads.sources import add_workload_source_arguments
+
+    add_workload_source_arguments(parser)
+    add_telemetry_arguments(parser)
+    add_record_arguments(parser)
+    _add_output_arguments(parser.add_argument_group("output"))
+
+
+def _add_plan_arguments(load: argparse._ArgumentGroup) -> None:
+    """What to sweep: fixed levels, the auto sweep or a validation hold, and their bounds."""
     levels = load.add_mutually_exclusive_group()
     levels.add_argument("--concurrency", type=level_list, help="closed-loop levels, e.g. 1,2,4,8")
     levels.add_argument("--rate", type=rate_list, help="open-loop requests/s, e.g. 0.5,1,2")
@@ -56,6 +79,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--max-minutes", type=minutes, default=30.0, help="--auto's budget")
     load.add_argument("--seconds", type=seconds, default=60.0, help="length of the validation hold")
     load.add_argument("--no-validate", action="store_true", help="skip the hold after --auto")
+
+
+def _add_step_arguments(load: argparse._ArgumentGroup) -> None:
+    """Bursts, arrivals, and how long each step runs and warms up; repeats of the plan."""
     load.add_argument(
         "--burst",
         type=positive_int,
@@ -90,12 +117,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the whole plan N times on fresh connections (the server's prefix cache reset "
         "where it offers it) and report the spread across runs",
     )
-    add_precision_arguments(parser)
-    load.add_argument(
-        "--seed", type=int, default=None, help="same seed, same requests (default: scenario's, 0)"
-    )
-    add_workload_arguments(parser)
-    work = parser.add_argument_group("workload")
+
+
+def _add_shape_arguments(work: argparse._ArgumentGroup) -> None:
+    """The lengths, dataset and prompt shape of each request, beyond the shared workload flags."""
     work.add_argument(
         "--input-dist",
         default=None,
@@ -133,17 +158,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     work.add_argument(
         "--extra-body", default=None, metavar="JSON", help="fields to add to requests"
     )
-    add_sla_arguments(parser)
-    add_client_arguments(parser)
-    client = parser.add_argument_group("client")
-    client.add_argument("--no-uvloop", action="store_true", help="use asyncio's default loop")
-    from gputui.telemetry.setup import add_telemetry_arguments
-    from gputui.workloads.sources import add_workload_source_arguments
 
-    add_workload_source_arguments(parser)
-    add_telemetry_arguments(parser)
-    add_record_arguments(parser)
-    output = parser.add_argument_group("output")
+
+def _add_output_arguments(output: argparse._ArgumentGroup) -> None:
+    """Where the snapshot goes, and a measured bandwidth for the roofline."""
     output.add_argument(
         "--out",
         default=None,

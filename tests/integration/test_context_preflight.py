@@ -25,9 +25,9 @@ from gputui.engine.context_limit import (
     limit_from_entry,
     limit_from_props,
 )
+from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.context_need import longest_request
 from gputui.workloads.distributions import parse_dist
-from gputui.workloads.scenario import WorkloadConfig
 from gputui.workloads.sources import SourcePlan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-servers"

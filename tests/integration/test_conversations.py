@@ -23,10 +23,10 @@ from gputui.engine.target import parse_target
 from gputui.metrics.conversations import conversation_stats, turn_stats
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import start_background
+from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.conversations import ConversationWorkload
 from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prepare import prepare_workload
-from gputui.workloads.scenario import WorkloadConfig
 
 USERS, TURNS, IN, OUT = 16, 5, 512, 48
 

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from gputui.engine.schedstat import cpu_pressure, run_wait_s
-from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
+from gputui.metrics.bottleneck import bottleneck, verdict_line
 from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED, client_state
+from gputui.metrics.step_evidence import StepEvidence
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot

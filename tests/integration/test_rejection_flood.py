@@ -190,7 +190,8 @@ def test_an_unknown_model_keeps_vllms_404_words(rejecting: _Server, tmp_path: Pa
 
 
 def test_the_verdict_names_errors_and_never_says_none() -> None:
-    from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
+    from gputui.metrics.bottleneck import bottleneck, verdict_line
+    from gputui.metrics.step_evidence import StepEvidence
 
     messages = {"http_400": [f"HTTP 400: {TOO_LONG} 38400 characters"]}
     rejected = bottleneck(

@@ -32,10 +32,10 @@ from gputui.snapshot.models import Snapshot
 from gputui.snapshot.store import load_snapshot
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.server_metrics import ServerMetricsSource
+from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.conversations import ConversationWorkload
 from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prepare import prepare_workload
-from gputui.workloads.scenario import WorkloadConfig
 
 MODEL = "llama-3.1-8b"
 

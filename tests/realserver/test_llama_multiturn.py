@@ -21,10 +21,10 @@ from gputui.engine.load import LoadController
 from gputui.engine.records import RequestRecord, cached_tokens
 from gputui.engine.target import parse_target
 from gputui.metrics.conversations import turn_stats
+from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.conversations import ConversationWorkload
 from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prepare import prepare_workload
-from gputui.workloads.scenario import WorkloadConfig
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]

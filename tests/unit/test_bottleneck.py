@@ -10,7 +10,7 @@ import pytest
 from gputui.catalog.specs import GPUS, MODELS
 from gputui.diagnosis.window import ClientFrame, client_window, gpu_window
 from gputui.errors import UsageError
-from gputui.metrics.bottleneck import VERDICTS, StepEvidence, bottleneck, verdict_line
+from gputui.metrics.bottleneck import VERDICTS, bottleneck, verdict_line
 from gputui.metrics.roofline_use import (
     bandwidth_from_vram_check,
     catalog_gpu,
@@ -18,6 +18,7 @@ from gputui.metrics.roofline_use import (
     precision_of,
     roofline_use,
 )
+from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.sim.thermal import SW_POWER_CAP, SW_THERMAL_SLOWDOWN
 from gputui.telemetry.samples import GpuSample

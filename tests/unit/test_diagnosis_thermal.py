@@ -10,7 +10,8 @@ go through the same `gpu_window` and rules as a live step.
 from __future__ import annotations
 
 from gputui.diagnosis.window import gpu_window
-from gputui.metrics.bottleneck import StepEvidence, bottleneck
+from gputui.metrics.bottleneck import bottleneck
+from gputui.metrics.step_evidence import StepEvidence
 from gputui.sim.gpu_metrics import render_metrics
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.virtual import run_closed_loop

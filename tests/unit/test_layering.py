@@ -182,27 +182,14 @@ def _import_graph() -> dict[str, set[str]]:
     return {m: {n for n in _imported_names(_source(m)) if n in known} - {m} for m in modules}
 
 
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # The app and its screens name each other's types (`LiveScreen.gapp`, `DetailScreen`).
-    frozenset({"gputui.ui.app", "gputui.ui.screens.detail", "gputui.ui.screens.live"}),
-    # The saturation rules read `StepEvidence`, which lives with the rules that call them.
-    frozenset({"gputui.metrics.bottleneck", "gputui.metrics.saturation"}),
-    # `Scenario.prepare` calls `prepare_workload`, which reads the scenario's configs.
-    frozenset({"gputui.workloads.prepare", "gputui.workloads.scenario"}),
-}
-"""Cycles still to break (issue 22), in packages under other changes as this test was written:
-the test fails on any other cycle, and on one of these once it is gone (drop it from here)."""
-
-
 def test_no_import_cycles() -> None:
+    """No two modules import each other, directly or around, counting every import."""
     graph = _import_graph()
-    found = {frozenset(group) for group in _cycle_groups(graph)}
-    new = [
-        " -> ".join(_find_cycle({m: graph[m] & group for m in group}) or sorted(group))
-        for group in found - KNOWN_CYCLES
+    cycles = [
+        " -> ".join(_find_cycle({m: graph[m] & set(group) for m in group}) or sorted(group))
+        for group in _cycle_groups(graph)
     ]
-    assert sorted(new) == []
-    assert sorted(map(sorted, KNOWN_CYCLES - found)) == [], "broken at last: drop it from the list"
+    assert sorted(cycles) == []
 
 
 def _cycle_groups(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
+from gputui.metrics.bottleneck import bottleneck, verdict_line
+from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 
 

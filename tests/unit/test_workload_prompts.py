@@ -15,6 +15,7 @@ import pytest
 from gputui.engine.target import Endpoint, parse_target
 from gputui.engine.workload import RequestSpec
 from gputui.sim.tokenizer import count_tokens
+from gputui.workloads.config import DatasetConfig, WorkloadConfig
 from gputui.workloads.counters import (
     METHOD_SERVER,
     LocalCounter,
@@ -24,7 +25,6 @@ from gputui.workloads.counters import (
 from gputui.workloads.distributions import FixedDist, LognormalDist, UniformDist
 from gputui.workloads.prepare import PreparedRun, prepare_workload
 from gputui.workloads.prompts import LEAD, WORDS
-from gputui.workloads.scenario import DatasetConfig, WorkloadConfig
 
 TARGET = parse_target("http://fake.test:8000")
 TEMPLATE = 7

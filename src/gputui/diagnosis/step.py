@@ -30,25 +30,22 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gputui.diagnosis.evidence import gpu_in_window, latency_breakdowns, step_evidence
 from gputui.diagnosis.window import (
     ClientFrame,
     client_window,
-    gpu_window,
-    saturation_evidence,
     server_latency_from_histograms,
     server_latency_from_timings,
     server_percentiles_line,
     server_window,
 )
 from gputui.engine.records import RequestRecord
-from gputui.engine.schedstat import cpu_pressure
-from gputui.metrics.bottleneck import StepEvidence, bottleneck, verdict_line
-from gputui.metrics.error_log import step_error_evidence
+from gputui.metrics.bottleneck import bottleneck, verdict_line
 from gputui.metrics.prefix_cache import cold_warning, step_meter
-from gputui.metrics.roofline_use import catalog_gpu, catalog_model, precision_of, roofline_use
+from gputui.metrics.roofline_use import catalog_model, precision_of, roofline_use
 from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
-from gputui.metrics.ttft_breakdown import client_label, e2e_breakdown, ttft_breakdown
+from gputui.metrics.ttft_breakdown import client_label
 from gputui.snapshot.models import Snapshot
 from gputui.telemetry.histogram_recorder import HistogramRecorder, recorder_for
 from gputui.telemetry.sampler import TelemetrySampler
@@ -72,10 +69,6 @@ class DiagnosedSession(Protocol):
     def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
         """RTT samples that arrived in the window."""
         ...
-
-
-def _mean(summary_mean: float | None) -> float | None:
-    return None if summary_mean is None else float(summary_mean)
 
 
 class StepDiagnoser:
@@ -158,14 +151,7 @@ class StepDiagnoser:
         rtt_mean = float(np.mean(rtt)) / 1e9 if rtt else None
         traces = self._sampler.traces(downsample_to=None) if self._sampler is not None else None
         server = server_window(traces.server, lo, hi) if traces is not None else {}
-        gpus = traces.gpu if traces is not None else ()
-        gpu_spec = None
-        if gpus:
-            gpu_spec = catalog_gpu(gpus[0].name, gpus[0].memory_total_bytes)
-        max_clock = float(gpu_spec.boost_clock_mhz) if gpu_spec is not None else None
-        if max_clock is None and gpus:
-            max_clock = float(max((g.sm_clock_mhz or 0) for g in gpus)) or None
-        gpu = gpu_window(gpus, lo, hi, max_clock)
+        gpu, gpu_spec = gpu_in_window(traces.gpu if traces is not None else (), lo, hi)
         with self._lock:
             frames = list(self._frames)
         client = client_window(frames, records, lo, hi)
@@ -178,58 +164,17 @@ class StepDiagnoser:
             rtt_ns=round((rtt_mean or 0.0) * 1e9),
             next_step=any(s.index > result.index for s in specs),
         )
-        queue = _latency_mean(latency, "queue_s")
-        prefill = _latency_mean(latency, "prefill_s")
-        if latency is not None and latency["source"] == "timings":
-            queue = 0.0
-        connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
-        connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
-        breakdown = ttft_breakdown(
-            result.ttft_s.mean,
-            rtt_mean,
-            queue,
-            prefill,
-            connect_mean,
-            server_ttft_mean_s=_latency_mean(latency, "ttft_s"),
-        )
-        e2e = e2e_breakdown(
-            result.e2e_s.mean,
-            rtt_mean,
-            queue,
-            prefill,
-            _latency_mean(latency, "decode_s"),
-            server_e2e_mean_s=_latency_mean(latency, "e2e_s"),
-        )
+        breakdown, e2e = latency_breakdowns(result, latency, measured_ok, rtt_mean)
         roofline = self._roofline(result, measured_ok or records, server, gpu_spec)
-        previous = self._previous
-        evidence = StepEvidence(
-            level=result.level,
-            ttft_mean_s=result.ttft_s.mean,
-            tpot_p50_s=result.tpot_s.p50,
+        evidence = step_evidence(
+            result,
+            self._previous,
+            records,
             breakdown=breakdown,
-            decode_bandwidth_utilization=(roofline or {}).get("decode_bandwidth_utilization"),
-            prefill_compute_utilization=(roofline or {}).get("prefill_compute_utilization"),
-            waiting_max=server.get("waiting_max"),
-            waiting_growth=server.get("waiting_growth"),
-            kv_usage_max=server.get("kv_usage_max"),
-            kv_room_requests=_kv_room(server, roofline),
-            running_mean=server.get("running_mean"),
-            preemptions=server.get("preemptions"),
-            gpu_util_mean_pct=gpu.get("gpu_util_mean_pct"),
-            clock_ratio_min=gpu.get("clock_ratio_min"),
-            throttled_share=gpu.get("throttled_share"),
-            throttle_reasons=gpu.get("throttle_reasons", ()),
-            client_cpu_max_pct=client["client_cpu_max_pct"],
-            loop_lag_max_ms=client["loop_lag_max_ms"],
-            dispatch_late_p95_ms=client["dispatch_late_p95_ms"],
-            client_cpu_mean_pct=client["client_cpu_mean_pct"],
-            client_run_wait_pct=client["client_run_wait_pct"],
-            host_cpu_pressure_pct=cpu_pressure(),
-            previous_level=previous.level if previous else None,
-            previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
-            previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
-            **saturation_evidence(result, previous, server, roofline),
-            **step_error_evidence(records, result),
+            roofline=roofline,
+            server=server,
+            gpu=gpu,
+            client=client,
         )
         verdict = bottleneck(evidence)
         percentiles = server_percentiles_line(latency)
@@ -376,15 +321,6 @@ class StepDiagnoser:
         )
 
 
-def _kv_room(server: dict[str, Any], roofline: dict[str, Any] | None) -> float | None:
-    """Free KV at the window's fullest, in requests of the step's mean context."""
-    usage, capacity = server.get("kv_usage_max"), server.get("kv_capacity_tokens")
-    context = (roofline or {}).get("mean_context_tokens")
-    if usage is None or not capacity or not context:
-        return None
-    return float((1.0 - usage) * capacity / context)
-
-
 def _start(shifted_ns: int, last_earlier_ns: int, span_ns: int) -> int:
     """The later of the shifted start and the earlier requests' last event, at most mid-window."""
     return max(shifted_ns, min(last_earlier_ns, shifted_ns + span_ns // 2))
@@ -394,12 +330,6 @@ def _end(start_ns: int, shifted_ns: int, later_ns: Sequence[int | None]) -> int:
     """The shifted end, or the later requests' first event before it (if after the start)."""
     seen = [t for t in later_ns if t is not None and start_ns < t < shifted_ns]
     return min(seen, default=shifted_ns)
-
-
-def _latency_mean(latency: dict[str, Any] | None, key: str) -> float | None:
-    if latency is None or not isinstance(latency.get(key), dict):
-        return None
-    return _mean(latency[key].get("mean"))
 
 
 def _ms(value: float) -> str:

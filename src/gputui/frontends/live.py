@@ -25,15 +25,14 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
-from gputui.control.auto import AutoControl
 from gputui.control.sweep import InFlightTrace
 from gputui.engine.api import EngineFactory
 from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import preflight
 from gputui.errors import GputuiError
-from gputui.frontends.live_jobs import LiveJobsMixin
-from gputui.frontends.live_saving import LiveSavingMixin
+from gputui.frontends.live_jobs import LiveJobs
+from gputui.frontends.live_saving import LiveSaver
 from gputui.frontends.live_settings import LiveSettings as LiveSettings
 from gputui.frontends.live_settings import backend_from_server
 from gputui.frontends.view import EventKind as EventKind
@@ -51,8 +50,8 @@ _PROGRESS_NS = 1_000_000_000
 """Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
 
 
-class LiveController(LiveJobsMixin, LiveSavingMixin):
-    """Drives one live session (see the module docstring; jobs and saving: the mixins)."""
+class LiveController:
+    """Drives one live session (module docstring; its jobs: `LiveJobs`, its saves: `LiveSaver`)."""
 
     def __init__(
         self,
@@ -64,8 +63,6 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self.settings = settings
         self._telemetry = telemetry
         self._trace = InFlightTrace()
-        self._server_header = ""
-        self._backend_evidence: str | None = None
         self._session = Session(
             settings.engine,
             settings.sla,
@@ -77,13 +74,9 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             ray_address=settings.ray_address,
             engine=engine,
         )
-        self._jobs = AutoControl(
-            self._session,
-            target_precision=settings.target_precision,
-            max_step_s=settings.max_step_s,
-            on_end=self._job_ended,
-        )
         self._lock = threading.Lock()
+        self._jobs = LiveJobs(self._session, settings, self._lock, self, self._event)
+        """The hold and the auto sweep, and who sets the load (`control`)."""
         self._mode: LoadMode = settings.start_mode
         self._level = settings.start_level
         self._left_at: dict[LoadMode, float] = {}
@@ -91,15 +84,11 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
         self._factor = settings.factor
         self._paused = False
         self._target_state = "connecting"
-        self._backend: str | None = None
         self._stopping = threading.Event()
         self._started_ns = time.perf_counter_ns()
         self._view: LiveView | None = None
         self._view_key: tuple[object, ...] = ()
         self._seq = 0
-        self._last_saved: Path | None = None
-        self._last_label: str | None = None
-        """The label of the operator's last save, reused by the final snapshot on quit."""
         self._running = False
         self._connected = False
         self._starter: threading.Thread | None = None
@@ -114,9 +103,12 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             workload_progress(settings.source, (), 0) if settings.source is not None else None
         )  # from the first view on, so the workload panel is laid out from the start
         self._progress_ns = 0
-        self._control = "operator"
         self._terms = TermsHistory(SessionTerms(settings.sla, settings.price_per_hour))
         """The SLA and price now, and their changes (the settings dialog; the snapshot)."""
+        self._saver = LiveSaver(
+            self._session, telemetry, self._trace, self._terms, self, self._event
+        )
+        """Snapshots, the report and the journal."""
 
     @property
     def session(self) -> Session:
@@ -157,20 +149,20 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 self._stopping.wait(_RETRY_S)
                 continue
             detected = checked.backend
-            self._backend = (
+            self._saver.identify(
                 detected.name
                 if detected.name != OPENAI_COMPATIBLE
-                else backend_from_server(checked.server_header)
+                else backend_from_server(checked.server_header),
+                detected.evidence,
+                checked.server_header,
             )
-            self._backend_evidence = detected.evidence
-            self._server_header = checked.server_header
             break
         if self._stopping.is_set():
             return
         self._connected = True
         self._target_state = "ok"
         self._event("info", f"connected to {client.target.base_url}")
-        self._open_journal()
+        self._saver.open_journal()
         self._apply()
 
     def stop(
@@ -195,8 +187,8 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 self._session.stop(cancel=True, drain_timeout_s=5.0)
                 self._running = False
                 if save and self._session.finished_steps():
-                    path = self._save(
-                        label or self._last_label or self.settings.label,
+                    path = self._saver.write(
+                        label or self._saver.last_label or self.settings.label,
                         complete=reason is None,
                         interrupted_by=reason,
                     )
@@ -208,17 +200,52 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             self._final_path = path
             return path
 
+    @property
+    def mode(self) -> LoadMode:
+        """The load's mode now (closed loop or open loop)."""
+        return self._mode
+
+    @property
+    def running(self) -> bool:
+        """Whether the session has started and not yet stopped."""
+        return self._running
+
     # commands (the UI's control API) ------------------------------------------------------------
+    def save(self, label: str | None = None) -> Path | None:
+        """Save a snapshot of everything finished so far (the session goes on)."""
+        return self._saver.save(label)
+
+    def export_report(self) -> Path | None:
+        """Write the session so far as an HTML report beside the snapshots (blocking)."""
+        return self._saver.export_report()
+
+    @property
+    def control(self) -> str:
+        """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
+        return self._jobs.control
+
+    def hold_until_precise(self) -> None:
+        """Keep the current level until its step is precise (`target_precision`)."""
+        self._jobs.hold_until_precise()
+
+    def start_auto(self) -> None:
+        """Start the auto sweep from the current level; the chart fills as its steps finish."""
+        self._jobs.start_auto()
+
+    def cancel_auto(self) -> None:
+        """End the auto sweep or the hold; the load stays at the level it had reached."""
+        self._jobs.cancel_auto()
+
     def step_up(self) -> None:
         """Multiply the load by the factor (concurrency: at least +1)."""
-        self._take_control()
+        self._jobs.take_control()
         with self._lock:
             self._level = self._scaled(self._level, self._factor)
         self._apply()
 
     def step_down(self) -> None:
         """Divide the load by the factor (never below the minimum)."""
-        self._take_control()
+        self._jobs.take_control()
         with self._lock:
             self._level = self._scaled(self._level, 1 / self._factor)
         self._apply()
@@ -234,7 +261,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
 
     def toggle_mode(self) -> None:
         """Switch closed loop <-> open loop at about the same load as now."""
-        self._take_control()
+        self._jobs.take_control()
         frame = self._session.latest
         with self._lock:
             self._left_at[self._mode] = self._level
@@ -249,7 +276,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
 
     def toggle_pause(self) -> bool:
         """Pause or resume sending; resuming starts a new step."""
-        self._take_control()
+        self._jobs.take_control()
         with self._lock:
             self._paused = not self._paused
             paused = self._paused
@@ -265,7 +292,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
 
     def burst(self) -> int:
         """Fire the burst on top of the load."""
-        self._take_control()
+        self._jobs.take_control()
         if self._running and self._connected:
             self._session.burst(self.settings.burst_size)
             self._event("info", f"burst of {self.settings.burst_size} requests")
@@ -300,8 +327,8 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             self._level,
             self._factor,
             self._paused,
-            self._control,
-            self._last_saved,
+            self._jobs.control,
+            self._saver.last_saved,
             self._stopped,
             int(self._elapsed_s()),
             self._progress,
@@ -317,9 +344,9 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 target_url=client.target.base_url,
                 model=client.model,
                 target_state=self._shown_target_state(),
-                backend=self._backend,
-                mode=frame.mode if self._control == "auto" and frame else self._mode,
-                level=frame.level if self._control == "auto" and frame else self._level,
+                backend=self._saver.backend,
+                mode=frame.mode if self._jobs.control == "auto" and frame else self._mode,
+                level=frame.level if self._jobs.control == "auto" and frame else self._level,
                 factor=self._factor,
                 paused=self._paused,
                 session_s=self._elapsed_s(),
@@ -335,11 +362,11 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
                 error_rate_history=tuple(self._error_rate),
                 ui_cpu_percent=self._ui_cpu,
                 label=self.settings.label,
-                last_saved=self._last_saved,
+                last_saved=self._saver.last_saved,
                 journal_path=self._session.journal_path,
                 stopped=self._stopped,
                 workload=self._progress,
-                control=self._control,
+                control=self._jobs.control,
                 target_precision=self.settings.target_precision,
                 notices=self.settings.notices,
                 price_per_hour=self.settings.price_per_hour,
@@ -367,6 +394,22 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
             mode, level = self._mode, self._level
         self._session.set_load(mode, level)
 
+    # the jobs' host (`frontends.live_jobs.LoadHost`) ----------------------------------------------
+    def load_level(self) -> float:
+        """The level the operator's load is at now."""
+        return self._level
+
+    def follow_step(self, mode: LoadMode, level: float) -> None:
+        """Take a job's last mode and level as the operator's (called under the lock)."""
+        self._mode, self._level = mode, level
+
+    def ready_for(self, what: str) -> bool:
+        """Whether a job may start now (connected, not paused); says why not in an event."""
+        if self._running and self._connected and not self._paused:
+            return True
+        self._event("info", f"no {what}: not connected or paused")
+        return False
+
     def _event(self, kind: EventKind, text: str) -> None:
         self._session.events.add(kind, text)
 
@@ -380,7 +423,7 @@ class LiveController(LiveJobsMixin, LiveSavingMixin):
 
     def _pause_if_flooded(self, frame: StatsFrame) -> None:
         """Operator control: a step the server floods with rejections ends (the load pauses)."""
-        if self._control != "operator" or self._paused:
+        if self._jobs.control != "operator" or self._paused:
             return
         if self._session.error_log.flooded(frame.step_index) is None:
             return

@@ -1,15 +1,18 @@
 """The live controller's hold and auto sweep (issue 16): who sets the load, kept apart.
 
-Contract: `gputui.frontends.live.LiveController` inherits `LiveJobsMixin`. `control.auto` runs
-the jobs on the Session (`AutoControl`); this mixin starts and ends them and keeps
-`control` ("operator", "holding" or "auto"). Any load command takes control back first
-(`_take_control`), and a job is refused, with an event, while not connected or paused.
+Contract: `gputui.frontends.live.LiveController` owns one `LiveJobs`, built with its collaborators:
+the Session, the settings, the lock that guards the load's mode and level, and the controller as
+its `LoadHost` (the level now, follow a step's level, whether a job may start), and the event log.
+`LiveJobs` runs the jobs on the Session through its own `AutoControl` and keeps `control`
+("operator", "holding" or "auto"). Any load command takes control back first (`take_control`),
+and a job is refused, with an event, while not connected or paused.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 from gputui.control.auto import AutoControl
 from gputui.engine.load import LoadMode
@@ -19,39 +22,71 @@ from gputui.metrics.outcome import hold_outcome
 from gputui.session import Session
 
 
-class LiveJobsMixin:
+class LoadHost(Protocol):
+    """What the jobs ask of the controller that sets the load."""
+
+    def load_level(self) -> float:
+        """The level the operator's load is at now."""
+        ...
+
+    def follow_step(self, mode: LoadMode, level: float) -> None:
+        """Take a job's last mode and level as the operator's (called under the lock)."""
+        ...
+
+    def ready_for(self, what: str) -> bool:
+        """Whether a job may start now (connected, not paused); says why not in an event."""
+        ...
+
+
+class LiveJobs:
     """Hold and auto sweep of a LiveController (module contract)."""
 
-    settings: LiveSettings
-    _session: Session
-    _jobs: AutoControl
-    _lock: threading.Lock
-    _mode: LoadMode
-    _level: float
-    _paused: bool
-    _running: bool
-    _connected: bool
-    _control: str
-    _event: Callable[[EventKind, str], None]
+    def __init__(
+        self,
+        session: Session,
+        settings: LiveSettings,
+        lock: threading.Lock,
+        host: LoadHost,
+        event: Callable[[EventKind, str], None],
+    ) -> None:
+        self._session = session
+        self._settings = settings
+        self._lock = lock
+        self._host = host
+        self._event = event
+        self._control = "operator"
+        self._jobs = AutoControl(
+            session,
+            target_precision=settings.target_precision,
+            max_step_s=settings.max_step_s,
+            on_end=self._job_ended,
+        )
+
+    @property
+    def control(self) -> str:
+        """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
+        return self._control
 
     def hold_until_precise(self) -> None:
         """Keep the current level until its step is precise (`target_precision`)."""
-        if not self._ready("hold"):
+        if not self._host.ready_for("hold"):
             return
         if self._control == "auto":
             self.cancel_auto()  # hold where the sweep has got to
-        target = self.settings.target_precision
+        target = self._settings.target_precision
         self._control = "holding"  # before the job starts: it may end at once
-        self._event("info", f"holding {self._level:g} until ±{target * 100:g} % and decided")
+        level = self._host.load_level()
+        self._event("info", f"holding {level:g} until ±{target * 100:g} % and decided")
         self._jobs.hold_until_precise(target)
 
     def start_auto(self) -> None:
         """Start the auto sweep from the current level; the chart fills as its steps finish."""
-        if not self._ready("auto sweep"):
+        if not self._host.ready_for("auto sweep"):
             return
         self._control = "auto"  # before the job starts: it may end at once
-        self._event("info", f"auto sweep from {self._level:g} (a load key stops it)")
-        self._jobs.start_auto(self._level)
+        level = self._host.load_level()
+        self._event("info", f"auto sweep from {level:g} (a load key stops it)")
+        self._jobs.start_auto(level)
 
     def cancel_auto(self) -> None:
         """End the auto sweep or the hold; the load stays at the level it had reached."""
@@ -63,8 +98,14 @@ class LiveJobsMixin:
         current = self._session.current_step
         with self._lock:
             if current is not None:
-                self._mode, self._level = current.mode, current.level
-        self._event("info", f"{'auto sweep' if was == 'auto' else 'hold'} ended: operator control")
+                self._host.follow_step(current.mode, current.level)
+        what = "auto sweep" if was == "auto" else "hold"
+        self._event("info", f"{what} ended: operator control")
+
+    def take_control(self) -> None:
+        """A load command ends the auto sweep or the hold first (from the level it reached)."""
+        if self._control != "operator":
+            self.cancel_auto()
 
     def _job_ended(self, phase: str) -> None:
         """The hold or the auto sweep ended by itself (on the job's thread): control goes back."""
@@ -74,23 +115,7 @@ class LiveJobsMixin:
                 return  # the operator took control first
             self._control = "operator"
             if current is not None:
-                self._mode, self._level = current.mode, current.level
+                self._host.follow_step(current.mode, current.level)
         steps = self._session.finished_steps()
         held = hold_outcome(steps[-1] if steps else None, len(steps))
         self._event("info", "auto sweep finished: operator control" if phase == "auto" else held)
-
-    @property
-    def control(self) -> str:
-        """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
-        return self._control
-
-    def _take_control(self) -> None:
-        """A load command ends the auto sweep or the hold first (from the level it reached)."""
-        if self._control != "operator":
-            self.cancel_auto()
-
-    def _ready(self, what: str) -> bool:
-        if self._running and self._connected and not self._paused:
-            return True
-        self._event("info", f"no {what}: not connected or paused")
-        return False

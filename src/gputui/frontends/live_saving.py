@@ -1,15 +1,19 @@
 """The live controller's snapshots and journal: what a session saves, kept apart.
 
-Contract: `frontends.live.LiveController` inherits `LiveSavingMixin`. `save` writes a snapshot of
-every finished step so far (the session goes on) with `snapshot.assemble.save_session`, the
-function `gputui run` uses; `_open_journal` has the Session journal the run for crash recovery
-(an OSError is an event, not a failure); `_run_info` is the run's description in both.
+Contract: `frontends.live.LiveController` owns one `LiveSaver`, built with its collaborators: the
+Session, the telemetry sampler, the in-flight trace, the SLA and price history, the event log,
+and the controller as its `SaveHost` (the settings now, the load's mode, whether it runs).
+`save` writes a snapshot of every finished step so far (the session goes on) with
+`snapshot.assemble.save_session`, the function `gputui run` uses; `open_journal` has the Session
+journal the run for crash recovery (an OSError is an event, not a failure); `run_info` is the
+run's description in both. `identify` records the server that preflight found.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from gputui.control.sweep import InFlightTrace
 from gputui.engine.load import LoadMode
@@ -31,94 +35,133 @@ from gputui.telemetry.sampler import TelemetrySampler, server_trace
 from gputui.workloads.sources import SourcePlan
 
 
-class LiveSavingMixin:
-    """Snapshots and the journal of a LiveController (module contract)."""
+class SaveHost(Protocol):
+    """What the saver reads of the controller at the moment it saves."""
 
-    settings: LiveSettings
-    _session: Session
-    _telemetry: TelemetrySampler | None
-    _trace: InFlightTrace
-    _mode: LoadMode
-    _backend: str | None
-    _server_header: str
-    _backend_evidence: str | None
-    _last_saved: Path | None
-    _last_label: str | None
-    _saved_label: str | None = None
-    """The label `_last_saved` was written under."""
-    _running: bool
-    _terms: TermsHistory
-    _event: Callable[[EventKind, str], None]
+    @property
+    def settings(self) -> LiveSettings:
+        """The session's settings now (the SLA and price change with the settings dialog)."""
+        ...
+
+    @property
+    def mode(self) -> LoadMode:
+        """The load's mode now."""
+        ...
+
+    @property
+    def running(self) -> bool:
+        """Whether the session has started and not yet stopped."""
+        ...
+
+
+class LiveSaver:
+    """Snapshots, the HTML report and the journal of a LiveController (module contract)."""
+
+    def __init__(
+        self,
+        session: Session,
+        telemetry: TelemetrySampler | None,
+        trace: InFlightTrace,
+        terms: TermsHistory,
+        host: SaveHost,
+        event: Callable[[EventKind, str], None],
+    ) -> None:
+        self._session = session
+        self._telemetry = telemetry
+        self._trace = trace
+        self._terms = terms
+        self._host = host
+        self._event = event
+        self.backend: str | None = None
+        """The server's backend as preflight found it (None until connected)."""
+        self._backend_evidence: str | None = None
+        self._server_header = ""
+        self.last_saved: Path | None = None
+        self.last_label: str | None = None
+        """The label of the operator's last save, reused by the final snapshot on quit."""
+        self._saved_label: str | None = None
+        """The label `last_saved` was written under."""
+
+    def identify(self, backend: str | None, evidence: str | None, server_header: str) -> None:
+        """The server that preflight found: its backend, why, and its `Server` header."""
+        self.backend = backend
+        self._backend_evidence = evidence
+        self._server_header = server_header
 
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot of everything finished so far (the session goes on)."""
-        if not self._running or not self._session.finished_steps():
+        if not self._host.running or not self._session.finished_steps():
             self._event("info", "nothing to save yet: no step has finished")
             return None
         if label:
-            self._last_label = label  # the quit's final snapshot keeps the name the user gave
-        return self._save(label or self.settings.label, complete=False)
+            self.last_label = label  # the quit's final snapshot keeps the name the user gave
+        return self.write(label or self._host.settings.label, complete=False)
 
-    def _open_journal(self) -> None:
-        if not self.settings.journal:
+    def open_journal(self) -> None:
+        """Have the Session journal the run (unless the settings turn the journal off)."""
+        settings = self._host.settings
+        if not settings.journal:
             return
-        info = self._run_info(self.settings.label, complete=False)
+        info = self.run_info(settings.label, complete=False)
         try:
             self._session.open_journal(
-                self.settings.snapshot_dir,
-                journal_header(info, self.settings.sla),
+                settings.snapshot_dir,
+                journal_header(info, settings.sla),
                 on_error=lambda message: self._event("error", message),
                 extra_lines=journal_lines(self._session, info, self._telemetry),
             )
         except OSError as exc:
             self._event("error", f"no journal (crash recovery off): {exc}")
 
-    def _run_info(
+    def run_info(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
     ) -> RunInfo:
-        client = self.settings.engine.client
+        """The run's description, as the snapshot and the journal header carry it."""
+        settings = self._host.settings
+        client = settings.engine.client
         return RunInfo(
             label=label,
             target=client.target,
             model=client.model,
             endpoint=client.endpoint,
-            mode=self._mode,
+            mode=self._host.mode,
             levels=[s.level for s in self._session.finished_steps()],
-            input_tokens=self.settings.engine.shape.input_tokens,
-            output_tokens=self.settings.engine.shape.output_tokens,
+            input_tokens=settings.engine.shape.input_tokens,
+            output_tokens=settings.engine.shape.output_tokens,
             step_seconds=0.0,
-            warmup_seconds=self.settings.warmup_s,
+            warmup_seconds=settings.warmup_s,
             complete=complete,
             interrupted_by=interrupted_by,
             extra_body=client.extra_body,
-            backend=self._backend,
+            backend=self.backend,
             server_header=self._server_header,
             backend_evidence=self._backend_evidence,
             client_extra={
-                "workers": self.settings.workers,
-                "ray": self.settings.ray_address,
+                "workers": settings.workers,
+                "ray": settings.ray_address,
                 **self._trace.saturation(),
             },
-            price_per_hour=self.settings.price_per_hour,
-            precision=self.settings.precision,
-            workload_details=self.settings.workload_details,
+            price_per_hour=settings.price_per_hour,
+            precision=settings.precision,
+            workload_details=settings.workload_details,
             settings_changes=tuple(self._terms.changes),
         )
 
     def export_report(self) -> Path | None:
         """Write the session so far as an HTML report beside the snapshots (blocking)."""
-        if not self._running or not self._session.finished_steps():
+        if not self._host.running or not self._session.finished_steps():
             self._event("info", "no report yet: no step has finished")
             return None
-        label = self._last_label or self.settings.label
+        settings = self._host.settings
+        label = self.last_label or settings.label
         snapshot = assemble_session(
             self._session,
-            self._run_info(label, complete=False),
+            self.run_info(label, complete=False),
             self._telemetry,
             finish=self._finish,
         )
         try:
-            path = write_html_report(snapshot, self.settings.snapshot_dir, label)
+            path = write_html_report(snapshot, settings.snapshot_dir, label)
         except OSError as exc:
             self._event("error", f"report not written: {exc}")
             return None
@@ -127,22 +170,23 @@ class LiveSavingMixin:
 
     def _finish(self, snapshot: Snapshot) -> Snapshot:
         """What the workload source adds (conversations, a trace replay; a plain session's hits)."""
-        plan = self.settings.source or SourcePlan()
+        plan = self._host.settings.source or SourcePlan()
         server = server_trace(self._telemetry)
         return plan.finish(snapshot, self._session.all_records(), server)
 
-    def _save(
+    def write(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None
     ) -> Path:
+        """Write the snapshot under `label` (the same label again updates that file)."""
         # The same label again (`q` after `s`) updates that file rather than adding a twin.
-        same = self._last_saved is not None and label == self._saved_label
+        same = self.last_saved is not None and label == self._saved_label
         path = (
-            self._last_saved
-            if same and self._last_saved
-            else session_file(self.settings.snapshot_dir, label)
+            self.last_saved
+            if same and self.last_saved
+            else session_file(self._host.settings.snapshot_dir, label)
         )
-        info = self._run_info(label, complete=complete, interrupted_by=interrupted_by)
+        info = self.run_info(label, complete=complete, interrupted_by=interrupted_by)
         save_session(self._session, info, self._telemetry, path, finish=self._finish)
-        self._last_saved, self._saved_label = path, label
+        self.last_saved, self._saved_label = path, label
         self._event("info", f"{'updated' if same else 'saved'} {path.name}")
         return path

@@ -49,7 +49,6 @@ for the help screen.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Final
 
 from gputui.metrics.client_state import HOST_CONTENDED, client_state, state_evidence
@@ -60,6 +59,7 @@ from gputui.metrics.saturation import (
     refine_bandwidth,
     refine_queue,
 )
+from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import client_label
 
 ERRORS_SHARE: Final = 0.5
@@ -96,66 +96,6 @@ VERDICTS: Final[dict[str, str]] = {
     "none": "nothing bounds the step yet: more load would still be served",
 }
 """Each verdict in one line (the help screen shows these)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepEvidence:
-    """Everything the rules read about one step; None where it was not measured."""
-
-    level: float
-    ttft_mean_s: float | None = None
-    tpot_p50_s: float | None = None
-    breakdown: dict[str, Any] | None = None
-    """`steps[].ttft_breakdown`."""
-    decode_bandwidth_utilization: float | None = None
-    prefill_compute_utilization: float | None = None
-    waiting_max: int | None = None
-    waiting_growth: int | None = None
-    """Waiting requests at the window's end minus at its start."""
-    kv_usage_max: float | None = None
-    kv_room_requests: float | None = None
-    """Free KV at its fullest, in requests of the step's mean context: < 1 means full for them."""
-    running_mean: float | None = None
-    preemptions: int | None = None
-    """Preemptions inside the window (counter delta)."""
-    gpu_util_mean_pct: float | None = None
-    clock_ratio_min: float | None = None
-    """Lowest SM clock / max clock seen in the window's busy samples."""
-    throttled_share: float | None = None
-    """Share of the window's GPU samples under the clock ratio with a throttle reason active."""
-    throttle_reasons: tuple[str, ...] = ()
-    client_cpu_max_pct: float | None = None
-    loop_lag_max_ms: float | None = None
-    dispatch_late_p95_ms: float | None = None
-    previous_level: float | None = None
-    previous_ttft_mean_s: float | None = None
-    previous_tpot_p50_s: float | None = None
-    itl_p50_s: float | None = None
-    itl_p95_s: float | None = None
-    output_tokens_per_s: float | None = None
-    previous_output_tokens_per_s: float | None = None
-    sla_failed: bool | None = None
-    """The step broke its SLA (None: not judged)."""
-    running_max: int | None = None
-    running_at_max_share: float | None = None
-    """Share of the window's samples running within a few percent of `running_max`."""
-    waiting_mean: float | None = None
-    decode_compute_utilization: float | None = None
-    closed_loop_streams: float | None = None
-    """The concurrency a closed-loop step holds (None: an open-loop rate)."""
-    step_requests: int = 0
-    """Every finished request of the step, warm-up included (the `errors` rule)."""
-    step_errors: dict[str, int] | None = None
-    """Failures of those by reason."""
-    step_rejections: int = 0
-    """Those rejected for what was sent (`metrics.error_log.is_rejection`)."""
-    error_messages: dict[str, list[str]] | None = None
-    ended_early: str | None = None
-    client_cpu_mean_pct: float | None = None
-    client_run_wait_pct: float | None = None
-    """Mean run-queue wait of the engine processes, % of wall time (engine.schedstat)."""
-    host_cpu_pressure_pct: float | None = None
-    """PSI "some avg10" of the host's CPUs at the step's end."""
 
 
 def _ms(value_s: float) -> str:
@@ -227,34 +167,76 @@ def _unexplained_hint(b: dict[str, Any]) -> str | None:
     )
 
 
+class _Findings:
+    """The evidence lines gathered so far, and the first rule that decided (rule order wins)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.verdict: str | None = None
+
+    def decide(self, name: str) -> None:
+        """Take `name` as the verdict unless an earlier rule already decided."""
+        if self.verdict is None:
+            self.verdict = name
+
+
 def bottleneck(e: StepEvidence) -> dict[str, Any]:
     """The verdict and its evidence (rules and order in the module docstring)."""
-    lines: list[str] = []
-    verdict: str | None = None
-
-    def decide(name: str) -> None:
-        nonlocal verdict
-        if verdict is None:
-            verdict = name
-
+    found = _Findings()
     kv_full = (e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL) or (
         e.kv_room_requests is not None and e.kv_room_requests < 1.0
     )
     backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
     server_queued = bool(e.waiting_max) and (kv_full or bool(e.preemptions) or backlog)
-    # 0. errors
+    mostly_failed = _errors_rule(e, found)
+    client, state = _client_rule(e, found, server_queued=server_queued)
+    throttled = _throttle_rule(e, found)
+    _ttft_rules(e, found, kv_full=kv_full, server_queued=server_queued)
+    _bandwidth_rule(e, found)
+    _overhead_rule(e, found)
+    if found.verdict is None and mostly_failed:
+        found.verdict = "errors"
+    finding = None
+    if found.verdict == "queue":
+        finding = refine_queue(e, KV_FULL)
+    elif found.verdict == "decode-bandwidth":
+        finding = refine_bandwidth(e)
+    elif found.verdict is None:
+        finding = explain_saturation(e, BANDWIDTH_HIGH)
+    lines = found.lines
+    if finding is not None:
+        found.verdict = finding.verdict
+        lines = [*finding.evidence, *lines]
+    return {
+        "verdict": found.verdict or "none",
+        "evidence": lines,
+        "suspect": bool(client),
+        "throttled": throttled,
+        "low_confidence": bool(finding and finding.low_confidence),
+        "client_state": state,
+    }
+
+
+def _errors_rule(e: StepEvidence, found: _Findings) -> bool:
+    """0. errors: rejections decide now; whether most requests failed (decided last) is returned."""
     failed = sum((e.step_errors or {}).values())
     mostly_failed = bool(e.step_requests) and failed >= ERRORS_SHARE * e.step_requests
     if e.ended_early or (e.step_requests and e.step_rejections >= ERRORS_SHARE * e.step_requests):
-        decide("errors")
+        found.decide("errors")
     if mostly_failed or e.ended_early:
-        lines.append(
+        found.lines.append(
             f"{failed} of {e.step_requests} requests failed: "
             + errors_text(e.step_errors or {}, e.error_messages or {})
         )
         if e.ended_early:
-            lines.append(f"ended early: {e.ended_early}")
-    # 1. client
+            found.lines.append(f"ended early: {e.ended_early}")
+    return mostly_failed
+
+
+def _client_rule(
+    e: StepEvidence, found: _Findings, *, server_queued: bool
+) -> tuple[list[str], str | None]:
+    """1. client: the load generator's own limits; returns them and the client's state."""
     client = []
     if e.client_cpu_max_pct is not None and e.client_cpu_max_pct >= CLIENT_CPU_PCT:
         client.append(f"client CPU {e.client_cpu_max_pct:.0f} % (bound {CLIENT_CPU_PCT:.0f} %)")
@@ -265,38 +247,60 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
         client.append(f"dispatch late p95 {late:.0f} ms (bound {CLIENT_DISPATCH_LATE_MS:.0f} ms)")
     state = client_state(e.client_cpu_mean_pct, e.client_run_wait_pct, lagging=bool(client))
     if state is not None and not server_queued:
-        decide("host-contended" if state == HOST_CONTENDED else "client")
+        found.decide("host-contended" if state == HOST_CONTENDED else "client")
     if state is not None:
-        lines += client
-        lines.append(state_evidence(state, e.client_cpu_mean_pct, e.client_run_wait_pct))
+        found.lines += client
+        found.lines.append(state_evidence(state, e.client_cpu_mean_pct, e.client_run_wait_pct))
         if e.host_cpu_pressure_pct is not None:
-            lines.append(f"host CPU pressure {e.host_cpu_pressure_pct:.0f} % (PSI some avg10)")
-    # 2. throttled
+            found.lines.append(
+                f"host CPU pressure {e.host_cpu_pressure_pct:.0f} % (PSI some avg10)"
+            )
+    return client, state
+
+
+def _throttle_rule(e: StepEvidence, found: _Findings) -> bool:
+    """2. throttled: clocks held down by power or thermal reasons in most GPU samples."""
     throttled = e.throttled_share is not None and e.throttled_share >= THROTTLE_SHARE
     if throttled:
-        decide("throttled")
+        found.decide("throttled")
         reasons = ", ".join(e.throttle_reasons) or "power/thermal"
         ratio = f" down to {_pct(e.clock_ratio_min)} of max" if e.clock_ratio_min else ""
-        lines.append(
+        found.lines.append(
             f"throttled in {_pct(e.throttled_share or 0.0)} of GPU samples ({reasons}), "
             f"clock{ratio}"
         )
-    # 3.-5. shares of TTFT
+    return throttled
+
+
+def _ttft_rules(e: StepEvidence, found: _Findings, *, kv_full: bool, server_queued: bool) -> None:
+    """3.-5. network, queue and prefill compute, from the shares of TTFT and the server's queue."""
     b = e.breakdown
     ttft = b["ttft_s"] if b else None
     if b is not None and ttft:
         if b["network_share"] >= NETWORK_SHARE:
-            decide("network")
+            found.decide("network")
         hint = _unexplained_hint(b)
         if hint:
-            lines.append(hint)
-        lines.append(breakdown_text(b))
+            found.lines.append(hint)
+        found.lines.append(breakdown_text(b))
     # A breakdown whose measured parts overshoot the TTFT came from a window that caught another
     # load level's requests (a step shorter than a few request lifetimes): its shares mislead.
     consistent = b is not None and CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH
     queue_share = b["queue_share"] if b and consistent else None
     if (queue_share is not None and queue_share >= QUEUE_SHARE) or server_queued:
-        decide("queue")
+        found.decide("queue")
+    queue_bits = _queue_bits(e, kv_full=kv_full)
+    if queue_bits:
+        found.lines.append(", ".join(queue_bits))
+    compute = e.prefill_compute_utilization
+    if b is not None and compute is not None:
+        if consistent and b["prefill_share"] >= PREFILL_SHARE and compute >= COMPUTE_HIGH:
+            found.decide("prefill-compute")
+        found.lines.append(f"prefill at {_pct(compute)} of peak FLOP/s")
+
+
+def _queue_bits(e: StepEvidence, *, kv_full: bool) -> list[str]:
+    """The server's queue in words: KV cache use, room, waiting requests, preemptions."""
     queue_bits = []
     if e.kv_usage_max is not None:
         queue_bits.append(("KV cache full" if kv_full else "KV cache") + f" {_pct(e.kv_usage_max)}")
@@ -308,23 +312,23 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
         queue_bits.append(f"{e.waiting_max} waiting{grow}{running}")
     if e.preemptions is not None:
         queue_bits.append(f"{e.preemptions} preemptions")
-    if queue_bits:
-        lines.append(", ".join(queue_bits))
-    compute = e.prefill_compute_utilization
-    if b is not None and compute is not None:
-        if consistent and b["prefill_share"] >= PREFILL_SHARE and compute >= COMPUTE_HIGH:
-            decide("prefill-compute")
-        lines.append(f"prefill at {_pct(compute)} of peak FLOP/s")
-    # 6. decode bandwidth
+    return queue_bits
+
+
+def _bandwidth_rule(e: StepEvidence, found: _Findings) -> None:
+    """6. decode bandwidth: a high share of memory bandwidth while TPOT grows slowly."""
     bandwidth = e.decode_bandwidth_utilization
     growth = _growth_per_doubling(e)
     if bandwidth is not None:
         slow = growth is None or growth < TPOT_SLOW_GROWTH
         if bandwidth >= BANDWIDTH_HIGH and slow:
-            decide("decode-bandwidth")
+            found.decide("decode-bandwidth")
         trend = "" if growth is None else f", TPOT {growth:+.0%} per doubling"
-        lines.append(f"decode at {_pct(bandwidth)} of memory bandwidth{trend}")
-    # 7. server overhead
+        found.lines.append(f"decode at {_pct(bandwidth)} of memory bandwidth{trend}")
+
+
+def _overhead_rule(e: StepEvidence, found: _Findings) -> None:
+    """7. server overhead: the GPU mostly idle while latency rose since the previous step."""
     rise = max(
         (
             r
@@ -338,28 +342,8 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     )
     util = e.gpu_util_mean_pct
     if util is not None and util < GPU_IDLE_UTIL_PCT and rise is not None and rise >= LATENCY_RISE:
-        decide("server-overhead")
-        lines.append(f"GPU busy {util:.0f} % while latency rose {rise:.0%}")
-    if verdict is None and mostly_failed:
-        verdict = "errors"
-    finding = None
-    if verdict == "queue":
-        finding = refine_queue(e, KV_FULL)
-    elif verdict == "decode-bandwidth":
-        finding = refine_bandwidth(e)
-    elif verdict is None:
-        finding = explain_saturation(e, BANDWIDTH_HIGH)
-    if finding is not None:
-        verdict = finding.verdict
-        lines = [*finding.evidence, *lines]
-    return {
-        "verdict": verdict or "none",
-        "evidence": lines,
-        "suspect": bool(client),
-        "throttled": throttled,
-        "low_confidence": bool(finding and finding.low_confidence),
-        "client_state": state,
-    }
+        found.decide("server-overhead")
+        found.lines.append(f"GPU busy {util:.0f} % while latency rose {rise:.0%}")
 
 
 def verdict_line(diagnosis: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from gputui.metrics.bottleneck import StepEvidence
+    from gputui.metrics.step_evidence import StepEvidence
 
 RUNNING_AT_CAP_SHARE: Final = 0.8
 RUNNING_CAP_SLACK: Final = 0.05

@@ -55,7 +55,14 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         help="timing model: fixed (deterministic) or gpu (default when --gpu is given)",
     )
     parser.add_argument("--list", action="store_true", help="print the GPU and model catalogs")
-    gpu = parser.add_argument_group("gpu profile")
+    _add_gpu_arguments(parser.add_argument_group("gpu profile"))
+    _add_timing_arguments(parser)
+    _add_stream_arguments(parser.add_argument_group("stream shape"))
+    _add_fault_arguments(parser.add_argument_group("fault injection"))
+
+
+def _add_gpu_arguments(gpu: argparse._ArgumentGroup) -> None:
+    """The simulated card, model and server limits (the gpu profile)."""
     gpu.add_argument("--gpu", default=None, help="simulated GPU, e.g. a100-80gb-pcie (see --list)")
     gpu.add_argument("--model", default=None, help="simulated model, e.g. llama-3.1-8b")
     gpu.add_argument("--precision", choices=PRECISIONS, default="bf16")
@@ -84,6 +91,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         help="the API server's own time before the engine queue: in the TTFT histogram, not in "
         f"queue or prefill (default {DEFAULT_SERVER_OVERHEAD_S * 1e3:g})",
     )
+
+
+def _add_timing_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fixed profile's timings, the model name, the network delay and the address."""
     parser.add_argument(
         "--ttft-ms", type=milliseconds, default=50.0, help="time to first token (default 50)"
     )
@@ -126,7 +137,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=port, default=8000, help="port; 0 picks a free one")
-    streams = parser.add_argument_group("stream shape")
+
+
+def _add_stream_arguments(streams: argparse._ArgumentGroup) -> None:
+    """How each response streams: reasoning, tool calls, tokens per event, speculation."""
     streams.add_argument(
         "--reasoning-share",
         type=fraction,
@@ -166,7 +180,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="probability that each draft token is accepted (default 0.7)",
     )
-    faults = parser.add_argument_group("fault injection")
+
+
+def _add_fault_arguments(faults: argparse._ArgumentGroup) -> None:
+    """Injected faults: per-request probabilities, a slow start, a crash."""
     faults.add_argument(
         "--faults",
         type=_fault_probabilities,

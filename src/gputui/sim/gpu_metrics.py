@@ -12,6 +12,7 @@ exposing both lets a client test its vLLM and its DCGM parsers against a single 
 from __future__ import annotations
 
 import uuid as uuid_lib
+from functools import partial
 from typing import Final
 
 from gputui.catalog.memory import BLOCK_SIZE_TOKENS
@@ -41,16 +42,27 @@ def _family(out: list[str], name: str, kind: str, help_text: str) -> None:
 
 def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
     """The whole /metrics body for the device's current state."""
-    sched = device.scheduler
-    thermal = device.thermal
-    plan = device.plan
-    model = _labels({"engine": "0", "model_name": served_model_name})
     out: list[str] = []
+    _queue_metrics(out, device, served_model_name)
+    _token_counters(out, device, served_model_name)
+    _cache_config(out, device)
+    _dcgm_metrics(out, device, uuid)
+    return "\n".join(out) + "\n"
 
-    def vllm(name: str, kind: str, help_text: str, value: float) -> None:
-        _family(out, name, kind, help_text)
-        out.append(f"{name}{model} {float(value)!r}")
 
+def _vllm_sample(
+    out: list[str], model: str, name: str, kind: str, help_text: str, value: float
+) -> None:
+    """One vLLM family with its single sample, labelled with the engine and model."""
+    _family(out, name, kind, help_text)
+    out.append(f"{name}{model} {float(value)!r}")
+
+
+def _queue_metrics(out: list[str], device: SimDevice, served_model_name: str) -> None:
+    """Running and waiting requests (waiting by reason too) and the KV cache's usage."""
+    sched = device.scheduler
+    model = _labels({"engine": "0", "model_name": served_model_name})
+    vllm = partial(_vllm_sample, out, model)
     vllm(
         "vllm:num_requests_running",
         "gauge",
@@ -80,6 +92,13 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
         "KV-cache usage. 1 means 100 percent usage.",
         sched.kv_usage,
     )
+
+
+def _token_counters(out: list[str], device: SimDevice, served_model_name: str) -> None:
+    """Preemptions, prompt and generation tokens, prefix cache queries and hits, successes."""
+    sched = device.scheduler
+    model = _labels({"engine": "0", "model_name": served_model_name})
+    vllm = partial(_vllm_sample, out, model)
     vllm(
         "vllm:num_preemptions_total",
         "counter",
@@ -121,6 +140,12 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
             {"engine": "0", "finished_reason": reason, "model_name": served_model_name}
         )
         out.append(f"vllm:request_success_total{labels} {float(count)!r}")
+
+
+def _cache_config(out: list[str], device: SimDevice) -> None:
+    """VLLM's cache configuration info gauge (block size, dtype, blocks, prefix caching)."""
+    sched = device.scheduler
+    plan = device.plan
     _family(out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
     cache = _labels(
         {
@@ -134,7 +159,12 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
     )
     out.append(f"vllm:cache_config_info{cache} 1.0")
 
+
+def _dcgm_metrics(out: list[str], device: SimDevice, uuid: str) -> None:
+    """The DCGM exporter's gauges for the card: clocks, temperature, power, memory, throttling."""
     gpu = device.gpu
+    thermal = device.thermal
+    plan = device.plan
     dcgm = _labels(
         {
             "gpu": "0",
@@ -164,4 +194,3 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
     for name, help_text, value in dcgm_values:
         _family(out, name, "gauge", help_text)
         out.append(f"{name}{dcgm} {value}")
-    return "\n".join(out) + "\n"

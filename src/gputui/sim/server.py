@@ -196,24 +196,7 @@ class SimServer:
                 raise RequestError("'input' must be a non-empty string or list of messages")
             body = as_chat
         prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
-        max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
-        if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
-            max_tokens = _int_field(body, "max_completion_tokens", max_tokens, 1)
-        min_tokens = _int_field(body, "min_tokens", 0, 0)
-        if prompt_tokens + max_tokens > self.max_model_len:
-            raise RequestError(
-                f"This model's maximum context length is {self.max_model_len} tokens. However, you "
-                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
-                f"{max_tokens} in the completion). Please reduce the length of the messages or "
-                "completion."
-            )
-        stream_options = body.get("stream_options")
-        include_usage = isinstance(stream_options, dict) and bool(
-            stream_options.get("include_usage", True)
-        )
-        continuous_usage = include_usage and bool(
-            cast(dict[str, Any], stream_options).get("continuous_usage_stats", False)
-        )
+        max_tokens, min_tokens = self._output_lengths(body, prompt_tokens, chat=chat)
         if self.on_first_completion is not None:
             first, self.on_first_completion = self.on_first_completion, None
             first()
@@ -242,6 +225,55 @@ class SimServer:
             "keep_alive": request.keep_alive,
         }
         sink: StreamSink | BufferedSink | FaultySink
+        sink = self._sink(conn, request, body, common, responses=responses)
+        if fault in STREAM_FAULTS:
+            sink = FaultySink(sink, fault, max_tokens, self._release)
+        conn.active = sink
+        self.truth.requests_started += 1
+        if fault == SLOW_START:
+            delay_s = self.faults.spec.slow_start_ms / 1e3
+            late = dataclasses.replace(
+                sim_request, arrival_ns=request.arrival_ns + round(delay_s * 1e9)
+            )
+            asyncio.get_running_loop().call_later(delay_s, partial(self._start_late, late, sink))
+        else:
+            self.profile.start(sim_request, sink)
+
+    def _output_lengths(
+        self, body: dict[str, Any], prompt_tokens: int, *, chat: bool
+    ) -> tuple[int, int]:
+        """The request's max_tokens and min_tokens; a context overflow is vLLM's 400."""
+        max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
+        if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
+            max_tokens = _int_field(body, "max_completion_tokens", max_tokens, 1)
+        min_tokens = _int_field(body, "min_tokens", 0, 0)
+        if prompt_tokens + max_tokens > self.max_model_len:
+            raise RequestError(
+                f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
+                f"{max_tokens} in the completion). Please reduce the length of the messages or "
+                "completion."
+            )
+        return max_tokens, min_tokens
+
+    def _sink(
+        self,
+        conn: HttpConnection,
+        request: ParsedRequest,
+        body: dict[str, Any],
+        common: dict[str, Any],
+        *,
+        responses: bool,
+    ) -> StreamSink | BufferedSink:
+        """Where the request's tokens go: a Responses stream, an SSE stream, or one JSON body."""
+        stream_options = body.get("stream_options")
+        include_usage = isinstance(stream_options, dict) and bool(
+            stream_options.get("include_usage", True)
+        )
+        continuous_usage = include_usage and bool(
+            cast(dict[str, Any], stream_options).get("continuous_usage_stats", False)
+        )
+        sink: StreamSink | BufferedSink
         if responses:
             sink = responses_sink(
                 conn.transport,
@@ -275,18 +307,7 @@ class SimServer:
                 )
         else:
             sink = BufferedSink(conn.transport, self.truth, conn.response_done, **common)
-        if fault in STREAM_FAULTS:
-            sink = FaultySink(sink, fault, max_tokens, self._release)
-        conn.active = sink
-        self.truth.requests_started += 1
-        if fault == SLOW_START:
-            delay_s = self.faults.spec.slow_start_ms / 1e3
-            late = dataclasses.replace(
-                sim_request, arrival_ns=request.arrival_ns + round(delay_s * 1e9)
-            )
-            asyncio.get_running_loop().call_later(delay_s, partial(self._start_late, late, sink))
-        else:
-            self.profile.start(sim_request, sink)
+        return sink
 
     def _start_late(
         self, request: SimRequest, sink: StreamSink | BufferedSink | FaultySink

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,7 +21,8 @@ from textual.binding import Binding, BindingType
 
 from gputui.errors import GputuiError
 from gputui.metrics.sla_terms import SessionTerms, sla_text
-from gputui.snapshot.recovery import LeftoverJournal, discard, recover
+from gputui.snapshot.recovery import discard, recover
+from gputui.ui.host import AppOptions as AppOptions  # re-exported: callers build the app
 from gputui.ui.screens.dialogs import RecoverJournalScreen, RecoveryChoice, SaveSnapshotScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.live import LiveScreen
@@ -30,24 +30,6 @@ from gputui.ui.screens.settings import SessionSettingsScreen
 from gputui.ui.source import LiveSource
 
 _SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
-
-
-@dataclass(frozen=True, slots=True)
-class AppOptions:
-    """How the app looks and behaves (from the CLI flags, or set by a test)."""
-
-    ascii: bool = False
-    """Charts, bars and borders in plain ASCII (--ascii)."""
-    refresh_s: float = 0.25
-    """How often the live screen pulls the source's view."""
-    handle_signals: bool = False
-    """Install SIGHUP/SIGTERM/SIGINT handlers that save and exit (the CLI does; tests do not)."""
-    label: str | None = None
-    """Default snapshot label."""
-    snapshot_dir: Path | None = None
-    """Where recovered snapshots go."""
-    leftovers: tuple[LeftoverJournal, ...] = ()
-    """Journals of sessions that died unsaved, offered for recovery at start."""
 
 
 class GputuiApp(App[Path | None]):

@@ -118,8 +118,9 @@ def _prepared_workload(
     --reuse-prompts. When a scenario's server cannot be reached the prompts are approximate
     (None: the engine's fixed-shape prompts) and the line printed before the TUI opens says so.
     """
+    from gputui.workloads.config import WorkloadConfig
     from gputui.workloads.prepare import prepare_workload
-    from gputui.workloads.scenario import WorkloadConfig, load_scenario
+    from gputui.workloads.scenario import load_scenario
 
     common: dict[str, Any] = {
         "api_key": os.environ.get(values["api_key_env"]) or None,
@@ -267,8 +268,9 @@ def _context_and_model(target: Any, model: str | None, values: dict[str, Any]) -
 
 def _configured_workload(args: argparse.Namespace, values: dict[str, Any]) -> Any:
     """The scenario's workload, else the fixed lengths the TUI asks for."""
+    from gputui.workloads.config import WorkloadConfig
     from gputui.workloads.distributions import FixedDist
-    from gputui.workloads.scenario import WorkloadConfig, load_scenario
+    from gputui.workloads.scenario import load_scenario
 
     if args.scenario is not None:
         return load_scenario(args.scenario).workload

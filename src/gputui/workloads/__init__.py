@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.errors import WorkloadFileError
-from gputui.workloads.scenario import Scenario, WorkloadConfig, find_scenarios, load_scenario
+from gputui.workloads.scenario import Scenario, find_scenarios, load_scenario
 
 if TYPE_CHECKING:
     from gputui.workloads.prepare import PreparedRun, prepare_workload

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from gputui.engine.context_limit import ContextNeed
 
 if TYPE_CHECKING:
-    from gputui.workloads.scenario import WorkloadConfig
+    from gputui.workloads.config import WorkloadConfig
     from gputui.workloads.source import PreparedWorkload
     from gputui.workloads.sources import SourcePlan
 

@@ -24,6 +24,7 @@ import httpx
 from gputui.engine.target import Endpoint, Target
 from gputui.errors import ServerUnreachable
 from gputui.workloads.calibrate import Calibration, calibrate, verify
+from gputui.workloads.config import DatasetConfig, WorkloadConfig
 from gputui.workloads.counters import (
     METHOD_APPROXIMATE,
     CounterMode,
@@ -37,7 +38,6 @@ from gputui.workloads.datasets import DatasetEntry, load_dataset, sample_entries
 from gputui.workloads.distributions import EmpiricalDist, LengthDist
 from gputui.workloads.errors import WorkloadFileError
 from gputui.workloads.prompts import LEAD, BodyText, new_salt
-from gputui.workloads.scenario import DatasetConfig, WorkloadConfig
 from gputui.workloads.source import Entry, PreparedWorkload
 
 _VERIFY_REQUESTS = 6

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from gputui.errors import UsageError
+from gputui.workloads.config import DatasetConfig, WorkloadConfig
 from gputui.workloads.distributions import EmpiricalDist, FixedDist, LengthDist, parse_dist
-from gputui.workloads.scenario import DatasetConfig, Scenario, WorkloadConfig, load_scenario
+from gputui.workloads.scenario import Scenario, load_scenario
 
 _T = TypeVar("_T")
 

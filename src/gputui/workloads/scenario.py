@@ -15,105 +15,31 @@ from __future__ import annotations
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    NonNegativeFloat,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field, PositiveFloat, ValidationError, model_validator
 
-from gputui.durations import parse_duration
 from gputui.metrics.sla import Sla
-from gputui.workloads.distributions import DIST_KINDS, LengthDist
+from gputui.workloads.config import (
+    NonNegativeSeconds,
+    Seconds,
+    StrictModel,
+    WorkloadConfig,
+)
+from gputui.workloads.distributions import DIST_KINDS
 from gputui.workloads.errors import WorkloadFileError, describe_validation_error
+from gputui.workloads.prepare import PreparedRun, prepare_workload
 
 if TYPE_CHECKING:
     from gputui.engine.target import Target
     from gputui.engine.workload import WorkloadSpec
     from gputui.workloads.counters import CounterMode
-    from gputui.workloads.prepare import PreparedRun
 
 SCENARIO_DIR = Path("scenarios")
 """The current directory's scenarios: a clone's, or the user's own."""
 
 
-def _seconds(value: object) -> object:
-    """A duration string ("35ms", "2m") in seconds; anything else is left to the field's type."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return parse_duration(value)
-    except ValueError:
-        raise ValueError("expected a duration like 35ms, 1.5s or a number of seconds") from None
-
-
-Seconds = Annotated[PositiveFloat, BeforeValidator(_seconds)]
-"""A positive duration in seconds (a number, or a string with a unit)."""
-NonNegativeSeconds = Annotated[NonNegativeFloat, BeforeValidator(_seconds)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class DatasetConfig(_Strict):
-    """A local dataset whose prompts are sent (with a unique prefix each)."""
-
-    path: str
-    """ShareGPT JSON or JSONL; relative to the scenario's folder (or, from a flag, the cwd)."""
-    format: Literal["auto", "sharegpt", "jsonl"] = "auto"
-    max_entries: PositiveInt = 1000
-    """A seeded sample of at most this many entries is used (and counted)."""
-    max_input_tokens: PositiveInt | None = None
-    """Entries with longer prompts are skipped."""
-    max_output_tokens: PositiveInt | None = None
-    """Entries with longer reference outputs are skipped."""
-
-
-class WorkloadConfig(_Strict):
-    """What each request asks for."""
-
-    input: LengthDist | None = None
-    """Input length in tokens (the whole prompt as the server counts it); or a dataset's prompts."""
-    output: LengthDist | None = None
-    """Output length, forced with max_tokens + ignore_eos (+ min_tokens); or a dataset's."""
-    dataset: DatasetConfig | None = None
-    shared_prefix_tokens: NonNegativeInt = 0
-    """A system prompt of this many tokens shared by every request (prefix caching on purpose)."""
-    unique_prefix: bool = True
-    """A per-request unique prefix, so that no prefix cache serves a prompt for free."""
-    seed: int = 0
-    ignore_eos: bool = True
-    min_tokens: bool | Literal["auto"] = "auto"
-    """Also send min_tokens = max_tokens; "auto": only to servers known to honour it (vLLM,
-    SGLang, the simulator), as others may reject an unknown field."""
-    sessions: PositiveInt | None = None
-    """Multi-turn: simulated users, each holding one conversation (the closed loop's level)."""
-    turns: PositiveInt | None = None
-    """Multi-turn: turns per conversation; each re-sends the whole history."""
-    think_time: LengthDist | None = None
-    """Multi-turn: pause between an answer and the next turn, in milliseconds."""
-
-    @model_validator(mode="after")
-    def _complete(self) -> WorkloadConfig:
-        if self.dataset is not None and self.input is not None:
-            raise ValueError("give either input (synthetic prompts) or dataset (its prompts)")
-        if self.dataset is None and self.input is None:
-            raise ValueError("expected input (a length or distribution) or a dataset")
-        if self.dataset is None and self.output is None:
-            raise ValueError("expected output (a length or distribution) or a dataset")
-        return self
-
-
-class SlaConfig(_Strict):
+class SlaConfig(StrictModel):
     """P95 bounds and an error-rate bound; absent means unbounded."""
 
     ttft_p95_s: Seconds | None = None
@@ -125,7 +51,7 @@ class SlaConfig(_Strict):
         return Sla(self.ttft_p95_s, self.tpot_p95_s, self.max_error_rate)
 
 
-class LoadPlan(_Strict):
+class LoadPlan(StrictModel):
     """The default load plan; --concurrency/--rate/--auto on the command line replace it."""
 
     mode: Literal["concurrency", "rate", "auto"] = "concurrency"
@@ -145,7 +71,7 @@ class LoadPlan(_Strict):
         return self
 
 
-class Scenario(_Strict):
+class Scenario(StrictModel):
     """One benchmark scenario file."""
 
     name: str
@@ -180,8 +106,6 @@ class Scenario(_Strict):
         `backend` is `PreflightResult.backend.name` (it decides `min_tokens = "auto"`);
         `isolate=False` sends no per-run salt (`--reuse-prompts`).
         """
-        from gputui.workloads.prepare import prepare_workload
-
         workload = (
             self.workload if seed is None else self.workload.model_copy(update={"seed": seed})
         )

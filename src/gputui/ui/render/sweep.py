@@ -21,6 +21,7 @@ from gputui.frontends.view import LiveView
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.sla_terms import bound_text
 from gputui.metrics.step import StepMode, StepResult
+from gputui.session import StatsFrame
 from gputui.snapshot.compare import SweepCurve
 from gputui.ui.render import format as fmt
 from gputui.ui.render.breakdown import knee_label
@@ -196,17 +197,26 @@ def _overlay_series(
     return series
 
 
-def sweep_lines(
-    view: LiveView,
-    width: int,
-    height: int,
-    *,
-    ascii: bool = False,
-    overlays: tuple[SweepOverlay, ...] = (),
-) -> list[Line]:
-    """The chart under its legend (two rows with overlays), exactly `height` lines of `width`."""
-    if height < 5 or width < 20:
-        return [fit([], width) for _ in range(max(height, 0))]
+@dataclass(frozen=True, slots=True)
+class _Scene:
+    """What the chart shows of the view: this mode's steps, the live point, overlays, markers."""
+
+    steps: list[StepResult]
+    other_points: list[tuple[float, float]]
+    other_knee: Knee | None
+    frame: StatsFrame | None
+    live: bool
+    drawn: list[SweepOverlay]
+    levels: list[float]
+    ticks: list[float]
+    knee: Knee | None
+    best: StepResult | None
+    whiskers: list[Whisker]
+    unsure: list[StepResult]
+
+
+def _scene(view: LiveView, overlays: tuple[SweepOverlay, ...]) -> _Scene:
+    """Gather the chart's points, levels and markers from the view."""
     steps = latest_per_level([s for s in view.steps if s.mode == view.mode and not s.incomplete])
     other_points, other_knee = other_sweep(view)
     frame = view.frame
@@ -218,21 +228,41 @@ def sweep_lines(
     # The other sweep's points are not levels of this mode: they label the axis only alone.
     ticks = sorted(set(levels)) or sorted({float(f"{x:.2g}") for x, _ in other_points})
     levels += [x for x, _ in other_points]
-    knee = view.knee if view.knee is not None and view.knee.mode == view.mode else None
     best = view.steps[view.best_step_index] if view.best_step_index is not None else None
-    best = best if best is not None and best.mode == view.mode else None
-    whiskers = _whiskers(steps)
-    unsure = [s for s in steps if s.sla_verdict == "inconclusive"]
+    return _Scene(
+        steps=steps,
+        other_points=other_points,
+        other_knee=other_knee,
+        frame=frame,
+        live=live,
+        drawn=drawn,
+        levels=levels,
+        ticks=ticks,
+        knee=view.knee if view.knee is not None and view.knee.mode == view.mode else None,
+        best=best if best is not None and best.mode == view.mode else None,
+        whiskers=_whiskers(steps),
+        unsure=[s for s in steps if s.sla_verdict == "inconclusive"],
+    )
+
+
+def _legend_rows(
+    view: LiveView,
+    scene: _Scene,
+    width: int,
+    ascii: bool,
+    overlays: tuple[SweepOverlay, ...],
+) -> list[Line]:
+    """The legend: one row, or two when overlays or the other sweep's key do not fit in one."""
     key = _legend(
         ascii,
-        knee=knee is not None,
-        best=best is not None,
-        ci=bool(whiskers),
-        inconclusive=bool(unsure),
+        knee=scene.knee is not None,
+        best=scene.best is not None,
+        ci=bool(scene.whiskers),
+        inconclusive=bool(scene.unsure),
     )
     second: Line = _overlay_legend(ascii, overlays, view.mode) if overlays else []
-    if other_points:
-        other = _other_legend(view, other_knee, ascii)
+    if scene.other_points:
+        other = _other_legend(view, scene.other_knee, ascii)
         if sum(len(t) for t, _ in _tight([*key, ("  ", ""), *other], width)) <= width:
             key += [("  ", ""), *other]
         else:
@@ -240,43 +270,35 @@ def sweep_lines(
     legend = [fit(_tight(key, width), width)]
     if second:
         legend.append(fit(second, width))
-    rows = height - len(legend)
-    if not levels:
-        blank = [fit([], width) for _ in range(rows)]
-        blank[(rows - 1) // 2] = fit(
-            [("  no finished step yet: press + to step the load up", "dim")], width
-        )
-        return [*legend, *blank]
+    return legend
 
-    ttft = [(s.level, s.ttft_s.p95) for s in steps if s.ttft_s.p95 is not None]
-    tpot = [(s.level, s.tpot_s.p95) for s in steps if s.tpot_s.p95 is not None]
-    throughput = [(s.level, s.output_tokens_per_s) for s in steps]
+
+def _marks(view: LiveView, scene: _Scene, ascii: bool) -> list[Mark]:
+    """The live point (throughput, TTFT, TPOT), the inconclusive steps and the best step."""
     marks: list[Mark] = []
     live_char = "@" if ascii else "◆"
-    if live and frame is not None:
+    frame = scene.frame
+    if scene.live and frame is not None:
         window = frame.window
         marks.append(Mark(frame.level, window.output_tokens_per_s, live_char, "live"))
         for value, role in ((window.ttft_s.p95, "s2"), (window.tpot_s.p95, "s3")):
             if value is not None:
                 marks.append(Mark(frame.level, value, live_char, role, axis="right"))
     glyph = _inconclusive_glyph(ascii)
-    marks += [Mark(s.level, s.output_tokens_per_s, glyph, "inconclusive") for s in unsure]
+    marks += [Mark(s.level, s.output_tokens_per_s, glyph, "inconclusive") for s in scene.unsure]
+    best = scene.best
     if best is not None and best.mode == view.mode:
         marks.append(Mark(best.level, best.output_tokens_per_s, "*" if ascii else "★", "best"))
+    return marks
 
-    sla = view.sla
-    bounds = [b for b in (sla.ttft_p95_s, sla.tpot_p95_s) if b is not None]
-    # A short chart (80x24) draws only the overlays' throughput: their latency curves would
-    # tangle with the live ones in so few rows.
-    ghosts = _overlay_series(drawn, ascii, latency=rows >= _OVERLAY_LATENCY_ROWS)
-    if other_points:
-        ghosts.append(Series(other_points, "o1", marker=_OTHER_MARKER[ascii], dash=_OVERLAY_DASH))
-    ghost_left = [y for g in ghosts if g.axis == "left" for _, y in g.points]
-    ghost_right = [y for g in ghosts if g.axis == "right" for _, y in g.points]
-    latencies = [v for _, v in ttft + tpot] + [m.y for m in marks if m.axis == "right"] + bounds
-    left_values = [y for _, y in throughput] + [m.y for m in marks if m.axis == "left"]
-    # Whisker ends widen the axes a little, never so far that the points flatten: a wider
-    # interval is clipped at the edge, uncapped (it reads as "beyond").
+
+def _widen_for_whiskers(
+    left_values: list[float], latencies: list[float], whiskers: list[Whisker]
+) -> None:
+    """Whisker ends widen the axes a little, never so far that the points flatten.
+
+    A wider interval is clipped at the edge, uncapped (it reads as "beyond").
+    """
     top_point = max(left_values, default=0.0)
     left_values += [
         min(w.hi, top_point * _WHISKER_REACH)
@@ -291,15 +313,61 @@ def sweep_lines(
                 latencies += [
                     min(max(v, lat_lo / _WHISKER_REACH), lat_hi * _WHISKER_REACH) for v in ends
                 ]
+
+
+def sweep_lines(
+    view: LiveView,
+    width: int,
+    height: int,
+    *,
+    ascii: bool = False,
+    overlays: tuple[SweepOverlay, ...] = (),
+) -> list[Line]:
+    """The chart under its legend (two rows with overlays), exactly `height` lines of `width`."""
+    if height < 5 or width < 20:
+        return [fit([], width) for _ in range(max(height, 0))]
+    scene = _scene(view, overlays)
+    legend = _legend_rows(view, scene, width, ascii, overlays)
+    rows = height - len(legend)
+    if not scene.levels:
+        blank = [fit([], width) for _ in range(rows)]
+        blank[(rows - 1) // 2] = fit(
+            [("  no finished step yet: press + to step the load up", "dim")], width
+        )
+        return [*legend, *blank]
+    return [*legend, *_chart(view, scene, width, rows, ascii)]
+
+
+def _chart(view: LiveView, scene: _Scene, width: int, rows: int, ascii: bool) -> list[Line]:
+    """The chart's `rows` lines: throughput on the left axis, TTFT and TPOT p95 on the right."""
+    steps = scene.steps
+    ttft = [(s.level, s.ttft_s.p95) for s in steps if s.ttft_s.p95 is not None]
+    tpot = [(s.level, s.tpot_s.p95) for s in steps if s.tpot_s.p95 is not None]
+    throughput = [(s.level, s.output_tokens_per_s) for s in steps]
+    marks = _marks(view, scene, ascii)
+    sla = view.sla
+    bounds = [b for b in (sla.ttft_p95_s, sla.tpot_p95_s) if b is not None]
+    # A short chart (80x24) draws only the overlays' throughput: their latency curves would
+    # tangle with the live ones in so few rows.
+    ghosts = _overlay_series(scene.drawn, ascii, latency=rows >= _OVERLAY_LATENCY_ROWS)
+    if scene.other_points:
+        ghosts.append(
+            Series(scene.other_points, "o1", marker=_OTHER_MARKER[ascii], dash=_OVERLAY_DASH)
+        )
+    ghost_left = [y for g in ghosts if g.axis == "left" for _, y in g.points]
+    ghost_right = [y for g in ghosts if g.axis == "right" for _, y in g.points]
+    latencies = [v for _, v in ttft + tpot] + [m.y for m in marks if m.axis == "right"] + bounds
+    left_values = [y for _, y in throughput] + [m.y for m in marks if m.axis == "left"]
+    _widen_for_whiskers(left_values, latencies, scene.whiskers)
     peak = max([*left_values, *ghost_left, 1.0])
     hlines = [
         HLine(b, role, label=bound_text(name, b))
         for name, b, role in (("TTFT", sla.ttft_p95_s, "s2"), ("TPOT", sla.tpot_p95_s, "s3"))
         if b is not None
     ]
-    vlines = [VLine(knee.level, "knee", knee_label(view))] if knee else []
+    vlines = [VLine(scene.knee.level, "knee", knee_label(view))] if scene.knee else []
     point, ttft_glyph, tpot_glyph = _glyphs(ascii)
-    chart = line_chart(
+    return line_chart(
         [
             *ghosts,
             Series(ttft, "s2", axis="right", marker=ttft_glyph, dash=_TTFT_DASH),
@@ -308,14 +376,13 @@ def sweep_lines(
         ],
         width,
         rows,
-        x=_x_axis(levels),
+        x=_x_axis(scene.levels),
         left=Axis(0.0, nice_max(peak * 1.05), fmt=fmt.scaled),
         right=_latency_axis(latencies + ghost_right),
         hlines=hlines,
         vlines=vlines,
         marks=marks,
-        x_ticks=ticks,
+        x_ticks=scene.ticks,
         ascii=ascii,
-        whiskers=whiskers,
+        whiskers=scene.whiskers,
     )
-    return [*legend, *chart]

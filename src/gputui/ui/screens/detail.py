@@ -21,7 +21,7 @@ from gputui.ui.widgets.live_panels import EventLog, StepsTable
 from gputui.ui.widgets.panel import LivePanel
 
 if TYPE_CHECKING:
-    from gputui.ui.app import GputuiApp
+    from gputui.ui.host import AppHost
 
 DetailKind = Literal["events", "steps"]
 _TITLES = {"events": "Events · all, repeats folded", "steps": "Steps · every finished step"}
@@ -45,7 +45,7 @@ class DetailScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """The panel in a scrolling column, and the keys."""
-        ascii = cast("GputuiApp", self.app).options.ascii
+        ascii = cast("AppHost", self.app).options.ascii
         with VerticalScroll(id="detail-body"):
             if self.kind == "events":
                 yield EventLog(id="detail-panel", ascii=ascii)
@@ -61,7 +61,7 @@ class DetailScreen(Screen[None]):
 
     def refresh_view(self) -> None:
         """Size the panel to its content and hand it the newest view."""
-        view = cast("GputuiApp", self.app).source.view()
+        view = cast("AppHost", self.app).source.view()
         if view.seq == self._seq:
             return
         self._seq = view.seq

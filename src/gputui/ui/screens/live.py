@@ -28,7 +28,7 @@ from gputui.ui.widgets.live_panels import (
 from gputui.ui.widgets.panel import LivePanel
 
 if TYPE_CHECKING:
-    from gputui.ui.app import GputuiApp
+    from gputui.ui.host import AppHost
 
 COMPACT_WIDTH = 120
 COMPACT_HEIGHT = 36
@@ -173,9 +173,9 @@ class LiveScreen(Screen[None]):
         self._hidden = False
 
     @property
-    def gapp(self) -> GputuiApp:
+    def gapp(self) -> AppHost:
         """The app, typed."""
-        return cast("GputuiApp", self.app)
+        return cast("AppHost", self.app)
 
     def compose(self) -> ComposeResult:
         """The panels; `-compact` stacks them in one scrolling column."""

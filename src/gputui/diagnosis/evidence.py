@@ -1,0 +1,125 @@
+"""The figures one step's diagnosis reads, gathered into the rules' `StepEvidence`.
+
+Pure functions of windows already cut from the traces (`diagnosis.window`): the GPU's window with
+its catalog card, the TTFT and end-to-end breakdowns, and the evidence the bottleneck rules read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gputui.catalog.specs import GpuSpec
+from gputui.diagnosis.window import gpu_window, saturation_evidence
+from gputui.engine.records import RequestRecord
+from gputui.engine.schedstat import cpu_pressure
+from gputui.metrics.error_log import step_error_evidence
+from gputui.metrics.roofline_use import catalog_gpu
+from gputui.metrics.step import StepResult
+from gputui.metrics.step_evidence import StepEvidence
+from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
+from gputui.telemetry.samples import GpuSample
+
+
+def gpu_in_window(
+    gpus: Sequence[GpuSample], lo: int, hi: int
+) -> tuple[dict[str, Any], GpuSpec | None]:
+    """The GPU's window (clocks against the catalog's boost clock, else the fastest seen)."""
+    gpu_spec = None
+    if gpus:
+        gpu_spec = catalog_gpu(gpus[0].name, gpus[0].memory_total_bytes)
+    max_clock = float(gpu_spec.boost_clock_mhz) if gpu_spec is not None else None
+    if max_clock is None and gpus:
+        max_clock = float(max((g.sm_clock_mhz or 0) for g in gpus)) or None
+    return gpu_window(gpus, lo, hi, max_clock), gpu_spec
+
+
+def latency_breakdowns(
+    result: StepResult,
+    latency: dict[str, Any] | None,
+    measured_ok: Sequence[RequestRecord],
+    rtt_mean: float | None,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The step's TTFT and end-to-end breakdowns (`steps[].ttft_breakdown`, `e2e_breakdown`)."""
+    queue = _latency_mean(latency, "queue_s")
+    prefill = _latency_mean(latency, "prefill_s")
+    if latency is not None and latency["source"] == "timings":
+        queue = 0.0
+    connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
+    connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
+    breakdown = ttft_breakdown(
+        result.ttft_s.mean,
+        rtt_mean,
+        queue,
+        prefill,
+        connect_mean,
+        server_ttft_mean_s=_latency_mean(latency, "ttft_s"),
+    )
+    e2e = e2e_breakdown(
+        result.e2e_s.mean,
+        rtt_mean,
+        queue,
+        prefill,
+        _latency_mean(latency, "decode_s"),
+        server_e2e_mean_s=_latency_mean(latency, "e2e_s"),
+    )
+    return breakdown, e2e
+
+
+def step_evidence(
+    result: StepResult,
+    previous: StepResult | None,
+    records: Sequence[RequestRecord],
+    *,
+    breakdown: dict[str, Any] | None,
+    roofline: dict[str, Any] | None,
+    server: dict[str, Any],
+    gpu: dict[str, Any],
+    client: dict[str, Any],
+) -> StepEvidence:
+    """Everything the bottleneck rules read about the step, from its windows and its records."""
+    return StepEvidence(
+        level=result.level,
+        ttft_mean_s=result.ttft_s.mean,
+        tpot_p50_s=result.tpot_s.p50,
+        breakdown=breakdown,
+        decode_bandwidth_utilization=(roofline or {}).get("decode_bandwidth_utilization"),
+        prefill_compute_utilization=(roofline or {}).get("prefill_compute_utilization"),
+        waiting_max=server.get("waiting_max"),
+        waiting_growth=server.get("waiting_growth"),
+        kv_usage_max=server.get("kv_usage_max"),
+        kv_room_requests=_kv_room(server, roofline),
+        running_mean=server.get("running_mean"),
+        preemptions=server.get("preemptions"),
+        gpu_util_mean_pct=gpu.get("gpu_util_mean_pct"),
+        clock_ratio_min=gpu.get("clock_ratio_min"),
+        throttled_share=gpu.get("throttled_share"),
+        throttle_reasons=gpu.get("throttle_reasons", ()),
+        client_cpu_max_pct=client["client_cpu_max_pct"],
+        loop_lag_max_ms=client["loop_lag_max_ms"],
+        dispatch_late_p95_ms=client["dispatch_late_p95_ms"],
+        client_cpu_mean_pct=client["client_cpu_mean_pct"],
+        client_run_wait_pct=client["client_run_wait_pct"],
+        host_cpu_pressure_pct=cpu_pressure(),
+        previous_level=previous.level if previous else None,
+        previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
+        previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
+        **saturation_evidence(result, previous, server, roofline),
+        **step_error_evidence(records, result),
+    )
+
+
+def _kv_room(server: dict[str, Any], roofline: dict[str, Any] | None) -> float | None:
+    """Free KV at the window's fullest, in requests of the step's mean context."""
+    usage, capacity = server.get("kv_usage_max"), server.get("kv_capacity_tokens")
+    context = (roofline or {}).get("mean_context_tokens")
+    if usage is None or not capacity or not context:
+        return None
+    return float((1.0 - usage) * capacity / context)
+
+
+def _latency_mean(latency: dict[str, Any] | None, key: str) -> float | None:
+    if latency is None or not isinstance(latency.get(key), dict):
+        return None
+    mean = latency[key].get("mean")
+    return None if mean is None else float(mean)

@@ -1,0 +1,70 @@
+"""What the bottleneck and saturation rules read about one step.
+
+Its own module so that `metrics.bottleneck` and `metrics.saturation` both read it without
+importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvidence:
+    """Everything the rules read about one step; None where it was not measured."""
+
+    level: float
+    ttft_mean_s: float | None = None
+    tpot_p50_s: float | None = None
+    breakdown: dict[str, Any] | None = None
+    """`steps[].ttft_breakdown`."""
+    decode_bandwidth_utilization: float | None = None
+    prefill_compute_utilization: float | None = None
+    waiting_max: int | None = None
+    waiting_growth: int | None = None
+    """Waiting requests at the window's end minus at its start."""
+    kv_usage_max: float | None = None
+    kv_room_requests: float | None = None
+    """Free KV at its fullest, in requests of the step's mean context: < 1 means full for them."""
+    running_mean: float | None = None
+    preemptions: int | None = None
+    """Preemptions inside the window (counter delta)."""
+    gpu_util_mean_pct: float | None = None
+    clock_ratio_min: float | None = None
+    """Lowest SM clock / max clock seen in the window's busy samples."""
+    throttled_share: float | None = None
+    """Share of the window's GPU samples under the clock ratio with a throttle reason active."""
+    throttle_reasons: tuple[str, ...] = ()
+    client_cpu_max_pct: float | None = None
+    loop_lag_max_ms: float | None = None
+    dispatch_late_p95_ms: float | None = None
+    previous_level: float | None = None
+    previous_ttft_mean_s: float | None = None
+    previous_tpot_p50_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p95_s: float | None = None
+    output_tokens_per_s: float | None = None
+    previous_output_tokens_per_s: float | None = None
+    sla_failed: bool | None = None
+    """The step broke its SLA (None: not judged)."""
+    running_max: int | None = None
+    running_at_max_share: float | None = None
+    """Share of the window's samples running within a few percent of `running_max`."""
+    waiting_mean: float | None = None
+    decode_compute_utilization: float | None = None
+    closed_loop_streams: float | None = None
+    """The concurrency a closed-loop step holds (None: an open-loop rate)."""
+    step_requests: int = 0
+    """Every finished request of the step, warm-up included (the `errors` rule)."""
+    step_errors: dict[str, int] | None = None
+    """Failures of those by reason."""
+    step_rejections: int = 0
+    """Those rejected for what was sent (`metrics.error_log.is_rejection`)."""
+    error_messages: dict[str, list[str]] | None = None
+    ended_early: str | None = None
+    client_cpu_mean_pct: float | None = None
+    client_run_wait_pct: float | None = None
+    """Mean run-queue wait of the engine processes, % of wall time (engine.schedstat)."""
+    host_cpu_pressure_pct: float | None = None
+    """PSI "some avg10" of the host's CPUs at the step's end."""
