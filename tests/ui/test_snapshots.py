@@ -12,6 +12,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from gputui.frontends.live import LiveView
+from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.session.events import LiveEvent
 from gputui.ui.app import AppOptions, GputuiApp, make_app
 from gputui.ui.replay import load_views
@@ -22,7 +23,7 @@ from gputui.ui.screens.settings import SessionSettingsScreen
 from gputui.ui.source import ReplaySource
 from gputui.ui.widgets.live_panels import EventLog, LatencyTable, StepsTable, SweepChart
 from gputui.ui.widgets.panel import LivePanel
-from tests.ui.conftest import replay_app, replay_views, wait_for
+from tests.ui.conftest import DIAG_FIXTURE, replay_app, replay_views, wait_for
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -214,3 +215,37 @@ def test_events_screen_80x24(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: panel.view is not None)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_events)
+
+
+def _diag_app(change: Callable[[LiveView], LiveView] = lambda v: v) -> GputuiApp:
+    """The app over the diagnosed replay's last view (`sweep-a100-diag.json`), changed."""
+    app = make_app(ReplaySource([change(replay_views(DIAG_FIXTURE)[-1])]))
+    app.animation_level = "none"
+    return app
+
+
+def _undecided(view: LiveView) -> LiveView:
+    """The passing steps' P95 TTFT intervals open above (too few requests): none is decisive."""
+    steps = tuple(
+        s
+        if s.level >= 32
+        else replace(s, sla_verdict="inconclusive", ttft_s=replace(s.ttft_s, p95_ci=(0.0, None)))
+        for s in view.steps
+    )
+    judged = judged_capacity(steps, view.sla, diagnoses=view.diagnoses)
+    return replace(view, steps=steps, capacity=judged.capacity, capacity_reason=judged.reason)
+
+
+def test_live_screen_provisional_capacity(snap_compare: Any) -> None:
+    """No step decisive: the header shows "capacity ~16 provisional (32: fail)", not none."""
+    view = _undecided(replay_views(DIAG_FIXTURE)[-1])
+    assert view.capacity is not None and view.capacity.provisional and view.capacity.level == 16
+    assert snap_compare(_diag_app(_undecided), terminal_size=(160, 48), run_before=_drawn)
+
+
+def test_live_screen_bound_by_at_the_knee(snap_compare: Any) -> None:
+    """Knee at 64: the label and the steps table name the bound of the failing 128 (queue)."""
+    view = replay_views(DIAG_FIXTURE)[-1]
+    assert view.knee is not None and view.knee.level == 64
+    assert view.knee_explanation is not None and "bound by queue at 128" in view.knee_explanation
+    assert snap_compare(_diag_app(), terminal_size=(160, 48), run_before=_drawn)

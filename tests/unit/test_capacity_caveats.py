@@ -74,3 +74,15 @@ def test_a_suspect_or_throttled_step_marks_its_capacity() -> None:
     hot = {1: {"bottleneck": {"verdict": "throttled", "throttled": True}}}
     cap = judged_capacity(steps, SLA, diagnoses=hot).capacity
     assert cap is not None and [c.split(":")[0] for c in cap.caveats] == ["throttled"]
+
+
+def test_a_no_data_step_is_neither_a_failure_below_nor_the_level_above() -> None:
+    """Two quick `+` presses leave a step in which nothing finished: it measured nothing."""
+    empty = replace(_short(8, 0.0, 0.0, 0, 1), requests_ok=0, requests_failed=0)
+    empty = replace(empty, ttft_s=Summary(None, None, None, None, None, 0))
+    steps = [_short(4, 0.10, 0.015, 80, 0), empty, _short(16, 0.30, 0.017, 80, 2)]
+    cap = judged_capacity(steps, SLA).capacity
+    assert cap is not None and cap.level == 16 and cap.caveats == ()  # not "8 fails below it"
+    tight = judged_capacity(steps, Sla(ttft_p95_s=0.2, tpot_p95_s=0.035)).capacity
+    assert tight is not None and tight.level == 4
+    assert (tight.above_level, tight.above_verdict) == (16.0, "fail")  # not "(8: fail)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.metrics.knee_sweep import KneeSweep, gains_line
+from gputui.metrics.knee_sweep import KneeSweep, gains_line, last_pass_below
 from gputui.metrics.step import StepResult
 from gputui.metrics.verdict import Verdict
 from tests.support.steps import make_step
@@ -102,3 +102,49 @@ def test_a_re_run_that_passes_outweighs_the_inconclusive_first_attempt() -> None
     steps.append(at(48, 4, fails))
     again = qualified_capacity(steps, sla)
     assert again.capacity is not None and again.capacity.level == 32
+
+
+def test_from_the_operators_level_a_miss_is_bisected_not_doubled() -> None:
+    # The operator passed 16 and 32 by hand, then pressed `a` at 48, which misses the SLA.
+    by_hand = [_step(16, 0), _step(32, 1)]
+    passed = last_pass_below(by_hand, 48, "concurrency")
+    assert passed == 32
+    planner = KneeSweep(max_level=256, start=48, bisect_on_miss=True, passed_below=passed)
+    steps = list(by_hand)
+    run: list[float] = []
+    for _ in range(20):
+        decision = planner.decide(steps)
+        if decision.level is None:
+            break
+        run.append(decision.level)
+        steps.append(_step(decision.level, len(steps)))
+    assert run[0] == 48  # the miss
+    assert run[1:] and all(32 < level < 48 for level in run[1:])  # between the pass and the miss
+    assert run[1:] == [40, 44]
+    final = planner.decide(steps)
+    assert final.state == "done" and final.capacity == 40 and final.first_bad == 44
+    assert "SLA missed at concurrency 48" in final.reason
+
+
+def test_a_miss_in_the_tuis_ramp_ends_it_and_an_inconclusive_one_is_run_again() -> None:
+    planner = KneeSweep(max_level=256, start=4, bisect_on_miss=True)
+    run = _drive(planner, {64: ["inconclusive", "fail"]})
+    # 4..32 pass, 64 is inconclusive above them: run again, then bisected below, never 128
+    assert run[:6] == [4, 8, 16, 32, 64, 64]
+    assert 128 not in run and all(32 < level < 64 for level in run[6:])
+    assert run[6:] == [48, 40, 44]
+
+
+def test_the_last_pass_below_is_the_last_attempt_of_each_level() -> None:
+    steps = [_step(8, 0), _step(16, 1), _step(16, 2, "fail"), _step(64, 3)]
+    assert last_pass_below(steps, 48, "concurrency") == 8  # 16's last attempt failed
+    assert last_pass_below(steps, 8, "concurrency") is None
+    assert last_pass_below(steps, 48, "rate") is None
+
+
+def test_with_no_pass_under_a_miss_the_tuis_sweep_halves_down_then_bisects() -> None:
+    planner = KneeSweep(max_level=256, start=96, bisect_on_miss=True)
+    run = _drive(planner)
+    assert run == [96, 48, 24, 36, 42, 39]  # 96, 48 fail; 24 passes; then between 24 and 48
+    final = planner.decide([_step(level, i) for i, level in enumerate(run)])
+    assert final.capacity == 39 and final.first_bad == 42

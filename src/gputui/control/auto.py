@@ -23,7 +23,7 @@ from gputui.control.adaptive import (
 )
 from gputui.engine.load import LoadMode
 from gputui.metrics.error_log import ErrorLog
-from gputui.metrics.knee_sweep import KneeDecision, KneeSweep
+from gputui.metrics.knee_sweep import KneeDecision, KneeSweep, last_pass_below
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, StepPrecision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
@@ -96,10 +96,13 @@ class AutoControl:
 
     def start_auto(self, from_level: float) -> None:
         """The auto sweep from `from_level` (concurrency), on this object's thread."""
+        start = max(float(round(from_level)), 1.0)
         planner = KneeSweep(
             max_level=max(self.max_level, from_level),
             max_error_rate=self.session.sla.max_error_rate,
-            start=max(float(round(from_level)), 1.0),
+            start=start,
+            bisect_on_miss=True,  # from the operator's level: bisect under a miss, never double
+            passed_below=last_pass_below(self.session.finished_steps(), start, "concurrency"),
         )
         limits = StepLimits(self.target_precision, self.max_step_s, self.max_step_s)
 

@@ -137,6 +137,11 @@ def sla_violations(step: StepLike, sla: Sla) -> list[str]:
     return broken
 
 
+def has_data(step: CapacityStep) -> bool:
+    """A request finished in it: a "no data" step neither passes nor fails (`metrics.outcome`)."""
+    return step.requests_ok + step.requests_failed > 0
+
+
 def majority_mode(steps: Sequence[CapacityStep]) -> StepMode | None:
     """The mode most complete steps have ("rate" on a tie); None when no step is complete."""
     complete = [s.mode for s in steps if not s.incomplete]
@@ -200,7 +205,7 @@ def qualified_capacity(
     chosen = majority_mode(steps) if mode is None else mode
     if chosen is None:
         return CapacityResult(None, "no complete step to judge")
-    mine = [s for s in steps if s.mode == chosen and not s.incomplete]
+    mine = [s for s in steps if s.mode == chosen and not s.incomplete and has_data(s)]
     if not mine:
         return CapacityResult(None, f"no complete {chosen} step to judge")
 

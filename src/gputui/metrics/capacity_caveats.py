@@ -27,6 +27,7 @@ from gputui.metrics.capacity import (
     Capacity,
     CapacityResult,
     CapacityStep,
+    has_data,
     level_text,
     majority_mode,
     qualified_capacity,
@@ -59,7 +60,7 @@ def judged_capacity(
 
 def _mine(steps: Sequence[CapacityStep], mode: StepMode | None) -> list[CapacityStep]:
     chosen = majority_mode(steps) if mode is None else mode
-    return [s for s in steps if s.mode == chosen and not s.incomplete]
+    return [s for s in steps if s.mode == chosen and not s.incomplete and has_data(s)]
 
 
 def _provisional(

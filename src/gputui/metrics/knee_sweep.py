@@ -2,13 +2,18 @@
 
 Contract: `KneeSweep.decide(steps)` is pure (the same finished steps, the same decision) and
 reads complete steps of its mode at or above `start`; for a level run more than once the last
-attempt counts, and `attempts` says how many there were.
+attempt counts, and `attempts` says how many there were. `passed_below` is the highest level
+under `start` that passed before the sweep began (the TUI's operator, by hand): it bounds the
+bisection from below as a pass would. With `bisect_on_miss` and no pass under the miss, the
+sweep halves the level until one passes.
 
 1. *Ramp*: start, start x 2, ... up to `max_level`, on past the SLA boundary, until output tok/s
    grows less than `knee_gain` (10 %) per doubling between two ramp levels (the knee is the lower
    of the two), or a level's error rate (timeouts included) passes the bound (`--max-error-rate`,
    else 5 %), or `max_level` is reached. `gains` holds the evidence: the gain per doubling at each
-   ramp level.
+   ramp level. With `bisect_on_miss` (the TUI's `a`, started from the operator's level) the ramp
+   also ends at the first level that misses the SLA (or is inconclusive above a pass): it bisects
+   at once between the last pass and the miss rather than doubling the load past it.
 2. *Bisect* the SLA boundary by the three-way verdicts (`sla_verdict`): `hi` is the lowest level
    judged "fail" (or still "inconclusive" after `max_attempts` runs), `lo` the highest level under
    it judged "pass". An "inconclusive" level between them is run again (the runner lengthens it)
@@ -61,6 +66,8 @@ class KneeSweep:
     knee_gain: float = KNEE_GAIN
     bisect_gap: float = 0.125
     max_attempts: int = 2
+    bisect_on_miss: bool = False
+    passed_below: float | None = None
     _steps: dict[float, list[StepResult]] = field(default_factory=dict, init=False)
 
     def ramp_levels(self) -> tuple[float, ...]:
@@ -77,7 +84,7 @@ class KneeSweep:
         """The next decision (pure; module contract)."""
         self._steps = {}
         for done in finished:
-            if done.mode == self.mode and not done.incomplete and done.level >= self.start:
+            if done.mode == self.mode and not done.incomplete and done.level >= self._floor():
                 self._steps.setdefault(self._key(done.level), []).append(done)
         gains: list[tuple[float, float]] = []
         knee: float | None = None
@@ -106,6 +113,9 @@ class KneeSweep:
             if rate > bound:
                 why = f"errors at {self._text(level)}: {rate:.1%} > {bound:.0%}"
                 break
+            if self.bisect_on_miss and self._missed(level):
+                why = f"SLA missed at {self._text(level)}"
+                break
             prev = step
         else:
             why = f"reached the maximum, {self._text(self.max_level)}, without a knee"
@@ -118,6 +128,8 @@ class KneeSweep:
         bad = [lv for lv, v in verdicts.items() if v == "fail"]
         hi = min(bad) if bad else None
         passed = [lv for lv, v in verdicts.items() if v == "pass" and (hi is None or lv < hi)]
+        if self.passed_below is not None and (hi is None or self.passed_below < hi):
+            passed.append(self._key(self.passed_below))
         lo = max(passed) if passed else None
         pending = sorted(
             lv
@@ -135,6 +147,9 @@ class KneeSweep:
             return make(level, again, len(self._steps[level]) + 1)
         if hi is None:
             return make(None, f"{why}; no level broke the SLA")
+        if lo is None and self.bisect_on_miss and self.mode == "concurrency" and hi > 1:
+            down = float(max(1, math.floor(hi / 2)))  # nothing passed under the miss yet: halve
+            return make(down, f"{why}; nothing under {self._text(hi)} passed: try {down:g}")
         if lo is None:
             return make(None, f"{why}; no level under {self._text(hi)} passed the SLA")
         if self._close(lo, hi):
@@ -153,6 +168,19 @@ class KneeSweep:
         if verdict == "inconclusive":
             return "retry" if len(runs) < self.max_attempts else "fail"
         return verdict
+
+    def _floor(self) -> float:
+        """The lowest level read: `start`, or any under a miss (`bisect_on_miss`)."""
+        return 0.0 if self.bisect_on_miss else self.start
+
+    def _missed(self, level: float) -> bool:
+        """`level` failed the SLA, or is inconclusive above a level that passed."""
+        verdict = self._verdict(self._key(level))
+        if verdict == "fail":
+            return True
+        below = [lv for lv in self._steps if lv < self._key(level)]
+        passed = self.passed_below is not None or any(self._verdict(lv) == "pass" for lv in below)
+        return verdict == "retry" and passed
 
     def _last(self, level: float) -> StepResult | None:
         runs = self._steps.get(self._key(level))
@@ -173,6 +201,16 @@ class KneeSweep:
 
     def _text(self, level: float) -> str:
         return level_text(self.mode, level)
+
+
+def last_pass_below(steps: Sequence[StepResult], level: float, mode: StepMode) -> float | None:
+    """The highest level under `level` whose last complete step of `mode` passed the SLA."""
+    last: dict[float, StepResult] = {}
+    for step in steps:
+        if step.mode == mode and not step.incomplete and step.level < level:
+            last[step.level] = step
+    passed = [lv for lv, s in last.items() if (s.sla_verdict or "") == "pass"]
+    return max(passed) if passed else None
 
 
 def gains_line(gains: Sequence[tuple[float, float]]) -> str:

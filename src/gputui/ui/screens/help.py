@@ -33,7 +33,7 @@ KEYS = (
         "hold this level until its step is precise (±5 %) and its SLA verdict is decided, at "
         "most 5 min; load keys end it",
     ),
-    ("a", "auto sweep from here, filling the chart; load keys end it"),
+    ("a", "auto sweep from here: ×2 to a miss, then bisect; load keys end it"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
     ("o / S", "saved sessions: enter or o overlays one's sweep on the chart, d deletes one"),
     (
