@@ -29,6 +29,7 @@ _WORKLOAD_IGNORED: Final = frozenset(
         "input_lengths",
         "output_lengths",
         "lengths_by_step",
+        "prompt_salt",  # every run draws its own (isolation): two runs never share one
     }
 )
 #: Keys inside the workload whose values are file paths: compared by file name only, since the

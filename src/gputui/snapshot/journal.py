@@ -81,6 +81,7 @@ def request_line(record: RequestRecord, origin_ns: int) -> dict[str, Any]:
         "e2e_ms": _ms(record.end_ns, record.sent_ns),
         "in": record.input_tokens,
         "out": record.output_tokens,
+        "cached": record.cached_input_tokens,
         "ok": record.ok,
         "err": record.error,
     }

@@ -13,6 +13,7 @@ series). The journal writer's thread calls `lines()` about once a second, never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from gputui.telemetry.sampler import TelemetrySampler, downsample, flatten_states
@@ -30,6 +31,12 @@ JOURNAL_POINT_INTERVAL_S: Final = 2.0
 """The journal keeps at most one telemetry point per series this often."""
 
 SERIES: Final = ("gpu", "server", "host")
+SERVER_JOURNAL_FIELDS: Final = (
+    *SERVER_TRACE_FIELDS,
+    "prefix_cache_queries_total",
+    "prefix_cache_hits_total",
+)
+"""The server's trace fields, and the prefix-cache counters a recovered hit rate is read from."""
 
 
 class JournalTelemetry:
@@ -66,7 +73,7 @@ class JournalTelemetry:
         traces = self._sampler.traces(downsample_to=None)
         return {
             "gpu": self._due("gpu", traces.gpu, GPU_TRACE_FIELDS),
-            "server": self._due("server", traces.server, SERVER_TRACE_FIELDS),
+            "server": self._due("server", traces.server, SERVER_JOURNAL_FIELDS),
             "host": self._due("host", traces.host, HOST_TRACE_FIELDS),
         }
 
@@ -85,6 +92,33 @@ class JournalTelemetry:
             self._last_ns[key] = sample.t_ns
             points.append(trace_point(sample, fields, self._origin_ns))
         return points
+
+
+@dataclass(frozen=True, slots=True)
+class JournalledCounters:
+    """A journalled server point's prefix-cache counters (`metrics.prefix_cache.CounterSample`)."""
+
+    t_ns: int
+    prefix_cache_queries_total: int | None
+    prefix_cache_hits_total: int | None
+
+
+def counters_from_lines(telemetry_lines: Iterable[dict[str, Any]]) -> list[JournalledCounters]:
+    """The server's prefix-cache counters as journalled, on the session's clock."""
+    out = []
+    for line in telemetry_lines:
+        for point in line.get("server") or ():
+            queries, hits = (
+                point.get("prefix_cache_queries_total"),
+                point.get("prefix_cache_hits_total"),
+            )
+            if (
+                isinstance(point.get("t_s"), int | float)
+                and queries is not None
+                and hits is not None
+            ):
+                out.append(JournalledCounters(int(point["t_s"] * 1e9), int(queries), int(hits)))
+    return out
 
 
 def hardware_from_lines(lines: Iterable[dict[str, Any]]) -> dict[str, Any] | None:

@@ -22,10 +22,15 @@ from gputui.diagnosis.step import knee_explanation
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.prefix_cache import PrefixCacheMeter, counter_delta_rate
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
 from gputui.snapshot.journal import SUFFIX
-from gputui.snapshot.journal_telemetry import hardware_from_lines, telemetry_from_lines
+from gputui.snapshot.journal_telemetry import (
+    counters_from_lines,
+    hardware_from_lines,
+    telemetry_from_lines,
+)
 from gputui.snapshot.models import (
     CapacityModel,
     Client,
@@ -140,6 +145,7 @@ def _record(line: dict[str, Any]) -> RequestRecord:
         input_tokens=line.get("in"),
         tokens_from_usage=True,
         requested_output_tokens=out,
+        cached_input_tokens=line.get("cached"),
         error=line.get("err"),
     )
 
@@ -193,6 +199,34 @@ def _totals(requests: list[dict[str, Any]]) -> dict[str, Any]:
         "output_tokens_total": sum(int(r.get("out") or 0) for r in requests),
         "input_tokens_total": sum(int(r.get("in") or 0) for r in requests),
     }
+
+
+def _with_prefix_cache(snapshot: Snapshot, contents: JournalContents) -> Snapshot:
+    """The run's prefix-cache hit rate, and each cut-short step's, as a save would give them.
+
+    From the journalled usage `cached_tokens`, else the server's journalled counters (the same
+    `metrics.prefix_cache` meter the live save uses); finished steps keep what they were saved with.
+    """
+    records = [_record(line) for line in contents.requests]
+    counters = counters_from_lines(contents.telemetry)
+    meter = PrefixCacheMeter(records, counters)
+    steps = []
+    for step in snapshot.steps:
+        if step.incomplete and step.prefix_cache_hit_rate is None:
+            share = meter.share(r for r in records if r.step_index == step.index)
+            if share is not None:
+                update = {
+                    "prefix_cache_hit_rate": share.hit_rate,
+                    "prefix_cache_source": share.source,
+                }
+                step = step.model_copy(update=update)
+        steps.append(step)
+    share = meter.share(records)
+    section = {
+        **(share.to_dict() if share else {"hit_rate": None, "source": None}),
+        "server_counters_hit_rate": counter_delta_rate(counters),
+    }
+    return snapshot.model_copy(update={"steps": tuple(steps), "prefix_cache": section})
 
 
 def _alive(pid: object) -> bool:
@@ -300,6 +334,7 @@ def recover(path: Path, folder: Path) -> Path | None:
             "totals": _totals(contents.requests),
         }
     )
+    snapshot = _with_prefix_cache(snapshot, contents)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / f"{path.name.removesuffix(SUFFIX)}-recovered.json"
     save_snapshot(snapshot, out)
