@@ -112,7 +112,7 @@ def test_breakdown_sums_to_the_clients_ttft_over_a_sweep(a100: SimProcess, tmp_p
     out = tmp_path / "sweep.json"
     stdout = gputui_run(
         a100.url, out, "--concurrency", "1,4,16,64,128", "--step-seconds", "5",
-        "--warmup-seconds", "3", "--input-tokens", "256", "--output-tokens", "32",
+        "--input-tokens", "256", "--output-tokens", "32",
     )  # fmt: skip
     steps = _steps(out)
     assert [s.level for s in steps] == [1, 4, 16, 64, 128]

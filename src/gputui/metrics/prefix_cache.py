@@ -328,6 +328,11 @@ def counter_delta_rate(samples: Iterable[CounterSample]) -> float | None:
 
 
 COLD_HIT_RATE: Final = 0.05
+SHARED_BY_DESIGN_TOKENS: Final = 16
+"""Prompt tokens every salted prompt of a run shares on purpose: the lead word, the run's salt (a
+few one-token words) and a chat template's opening. A cache that reuses any common prefix token by
+token (llama.cpp's slots) serves them from one request to the next; a block cache (vLLM's 16- or
+128-token blocks) never does. Hits up to this many per request are no sign of another run."""
 """A step meant to be cold whose hit rate is above this was served from someone's cache."""
 
 
@@ -340,6 +345,9 @@ def cold_warning(
     rate = share.hit_rate if share is not None else None
     if share is None or rate is None or rate <= COLD_HIT_RATE:
         return None
+    beyond = share.hit_tokens - SHARED_BY_DESIGN_TOKENS * share.requests
+    if beyond <= COLD_HIT_RATE * share.queried_tokens:
+        return None  # the salt's own prefix, served token by token (see SHARED_BY_DESIGN_TOKENS)
     turns = any(r.turn is not None for r in first)
     if turns and share.source == SOURCE_COUNTERS and _histories_hold(records, meter):
         return None

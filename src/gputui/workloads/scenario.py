@@ -28,12 +28,12 @@ from gputui.workloads.config import (
 )
 from gputui.workloads.distributions import DIST_KINDS
 from gputui.workloads.errors import WorkloadFileError, describe_validation_error
-from gputui.workloads.prepare import PreparedRun, prepare_workload
 
 if TYPE_CHECKING:
     from gputui.engine.target import Target
     from gputui.engine.workload import WorkloadSpec
     from gputui.workloads.counters import CounterMode
+    from gputui.workloads.prepare import PreparedRun
 
 SCENARIO_DIR = Path("scenarios")
 """The current directory's scenarios: a clone's, or the user's own."""
@@ -106,6 +106,8 @@ class Scenario(StrictModel):
         `backend` is `PreflightResult.backend.name` (it decides `min_tokens = "auto"`);
         `isolate=False` sends no per-run salt (`--reuse-prompts`).
         """
+        from gputui.workloads.prepare import prepare_workload  # httpx only when calibrating
+
         workload = (
             self.workload if seed is None else self.workload.model_copy(update={"seed": seed})
         )
