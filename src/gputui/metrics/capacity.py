@@ -151,11 +151,12 @@ def majority_mode(steps: Sequence[CapacityStep]) -> StepMode | None:
     return "rate" if 2 * rate >= len(complete) else "concurrency"
 
 
-def _capacity(
+def capacity_from_step(
     step: CapacityStep,
     below: tuple[float, Verdict] | None,
     above: tuple[float, Verdict] | None,
 ) -> Capacity:
+    """The capacity at `step`, bracketed by the levels `below` and `above` and their verdicts."""
     return Capacity(
         level=step.level,
         mode=step.mode,
@@ -252,4 +253,4 @@ def qualified_capacity(
         parts.append(f"{others} {other} step(s) are judged separately")
     below = (lower[-1], verdicts[lower[-1]]) if lower else None
     above_pair = (higher[0], verdicts[higher[0]]) if higher else None
-    return CapacityResult(_capacity(last[best], below, above_pair), "; ".join(parts))
+    return CapacityResult(capacity_from_step(last[best], below, above_pair), "; ".join(parts))

@@ -27,15 +27,16 @@ from gputui.metrics.capacity import (
     Capacity,
     CapacityResult,
     CapacityStep,
+    capacity_from_step,
     has_data,
     level_text,
     majority_mode,
     qualified_capacity,
 )
 from gputui.metrics.confidence import min_n_two_sided
-from gputui.metrics.sla import Sla, error_rate, step_meets_sla
+from gputui.metrics.sla import Sla, step_meets_sla
 from gputui.metrics.step import StepMode
-from gputui.metrics.verdict import judge_step
+from gputui.metrics.verdict import Verdict, judge_step
 
 P95_DECIDING_N = min_n_two_sided(0.95)
 """Requests a P95 needs before its interval has an upper end (59)."""
@@ -79,29 +80,13 @@ def _provisional(
     step = last[best]
     higher = [x for x in sorted(last) if x > best]
     lower = [x for x in sorted(last) if x < best]
-    above = (higher[0], "fail" if higher[0] in failed else "inconclusive") if higher else None
-    below = (lower[-1], "inconclusive") if lower else None
+    above: tuple[float, Verdict] | None = None
+    if higher:
+        above = (higher[0], "fail" if higher[0] in failed else "inconclusive")
+    below: tuple[float, Verdict] | None = (lower[-1], "inconclusive") if lower else None
     why = needs_text(step)
-    capacity = Capacity(
-        level=step.level,
-        mode=step.mode,
-        output_tokens_per_s=step.output_tokens_per_s,
-        requests_per_s=step.requests_per_s,
-        ttft_p95_s=step.ttft_s.p95,
-        tpot_p95_s=step.tpot_s.p95,
-        error_rate=error_rate(step.requests_ok, step.requests_failed),
-        output_tokens_per_s_ci=step.output_tokens_per_s_ci,
-        requests_per_s_ci=step.requests_per_s_ci,
-        ttft_p95_ci=step.ttft_s.p95_ci,
-        tpot_p95_ci=step.tpot_s.p95_ci,
-        error_rate_ci=step.error_rate_ci,
-        below_level=None if below is None else below[0],
-        below_verdict=None if below is None else "inconclusive",
-        above_level=None if above is None else above[0],
-        above_verdict=None if above is None else "fail" if above[1] == "fail" else "inconclusive",
-        provisional=True,
-        provisional_reason=why,
-    )
+    bracketed = capacity_from_step(step, below, above)
+    capacity = replace(bracketed, provisional=True, provisional_reason=why)
     reason = (
         f"provisional: {level_text(step.mode, best)} is the highest level whose point estimates "
         f"meet every SLA bound, but no step was decisive ({why})"
