@@ -240,11 +240,12 @@ class StreamingClient:
                 continue  # a kept-alive connection the server had closed: retry on a new one
             self._pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
             record = _record(exchange, reader, sent_ns, connect_ns, common, keep_text=keep_text)
-            if self._counter is not None and needs_counting(record):
-                record = await self._count_events(record, reader)
-            if needs_counting(record):  # nothing could count the events: spread the usage total
-                spread = spread_usage(int(record.token_ns.size), record.output_tokens)
-                record = with_event_counts(record, spread, METHOD_USAGE_SPREAD, reader)
+            if needs_counting(record):  # once per request: most streams need no counting
+                if self._counter is not None:
+                    record = await self._count_events(record, reader)
+                if needs_counting(record):  # nothing could count the events: spread the total
+                    spread = spread_usage(int(record.token_ns.size), record.output_tokens)
+                    record = with_event_counts(record, spread, METHOD_USAGE_SPREAD, reader)
             key = self._config.api_key
             if key and record.error_detail and key in record.error_detail:
                 # A server that echoes the key in its error text must not put it in our records.
