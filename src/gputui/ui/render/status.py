@@ -89,11 +89,6 @@ def header_groups(view: LiveView) -> list[Group]:
     return groups
 
 
-def terms_groups(view: LiveView) -> list[Group]:
-    """The verdict's progress, the SLA and the cost stay longest; the price goes first."""
-    return [(1 if part[0][0] == "price " else 0, part) for part in terms_parts(view)]
-
-
 def header_lines(view: LiveView, width: int, height: int = 3) -> list[Line]:
     """The header in `height` lines of `width`, no item cut: the least important left out.
 
@@ -103,7 +98,7 @@ def header_lines(view: LiveView, width: int, height: int = 3) -> list[Line]:
     """
     groups = header_groups(view)
     split = next(i for i, (_, spans) in enumerate(groups) if spans[0][0] == view.target_url)
-    terms = terms_groups(view)
+    terms = terms_parts(view)
     if height <= 2:
         top = (height + 1) // 2 if height == 2 else height
         rest = groups[split:] + terms

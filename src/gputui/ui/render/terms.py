@@ -42,28 +42,35 @@ def verdict_spans(view: LiveView) -> Line:
     if frame.settle_remaining_s is not None or frame.in_warmup:
         return []  # nothing is measured yet
     role = _VERDICT_ROLES.get(progress.verdict, "inconclusive") if progress.decided else "warn"
-    return [(verdict_needs_text(progress), role), ("  ", "")]
+    return [(verdict_needs_text(progress), role)]
 
 
-def terms_parts(view: LiveView) -> list[Line]:
-    """The verdict's progress, the SLA, the price and the cost at the capacity, each whole."""
-    verdict = [span for span in verdict_spans(view) if span[0].strip()]
-    parts = [verdict] if verdict else []
-    parts.append([("SLA ", "label"), (sla_text(view.sla), "")])
+TermsPart = tuple[int, Line]
+"""A part of the terms, never split: (priority, spans); 0 stays longest (`status.pack`)."""
+
+
+def terms_parts(view: LiveView) -> list[TermsPart]:
+    """The verdict's progress, the SLA, the price and the cost at the capacity, each whole.
+
+    The price is the first to go when the line is short: the cost beside it carries its effect.
+    """
+    verdict = verdict_spans(view)
+    parts: list[TermsPart] = [(0, verdict)] if verdict else []
+    parts.append((0, [("SLA ", "label"), (sla_text(view.sla), "")]))
     if view.price_per_hour is None:
-        return [*parts, [("price ", "label"), ("none (e sets it)", "dim")]]
-    parts.append([("price ", "label"), (f"{view.price_per_hour:g}/h", "")])
+        return [*parts, (1, [("price ", "label"), ("none (e sets it)", "dim")])]
+    parts.append((1, [("price ", "label"), (f"{view.price_per_hour:g}/h", "")]))
     cost = cost_range(view.capacity, view.price_per_hour)
     if cost is None:
-        return [*parts, [("cost ", "label"), ("- (no qualified capacity yet)", "dim")]]
+        return [*parts, (0, [("cost ", "label"), ("- (no qualified capacity yet)", "dim")])]
     unit = "/s" if view.capacity is not None and view.capacity.mode == "rate" else ""
     level = f" at {view.capacity.level:g}{unit}" if view.capacity is not None else ""
-    return [*parts, [("cost ", "label"), (f"{cost_text(cost)}/M out tok{level}", "accent")]]
+    return [*parts, (0, [("cost ", "label"), (f"{cost_text(cost)}/M out tok{level}", "accent")])]
 
 
 def terms_line(view: LiveView) -> Line:
     """The verdict's progress, then the SLA, the price and the cost at the capacity."""
     line: Line = []
-    for part in terms_parts(view):
+    for _, part in terms_parts(view):
         line += [("  ", ""), *part] if line else part
     return line
