@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.launch import on_a_free_port
 
 MODEL_ALIAS = "tiny-llama"
 CTX_PER_SLOT = 2048
@@ -50,13 +51,6 @@ def find_llama_server() -> tuple[Path, Path] | str:
     if not model.is_file():
         return f"tiny model not found at {model}; {BUILD_HINT}"
     return binary, model
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -138,8 +132,8 @@ def llama_server(
 ) -> Iterator[LlamaServer]:
     """Start llama-server, wait for /health, yield it, and stop it by PID."""
     log_dir = Path(tempfile.mkdtemp(prefix="gputui-llama-"))
-    for _attempt in range(3):  # another process may take the free port before the server binds
-        port = _free_port()
+
+    def launch(port: int) -> LlamaServer:
         log_path = log_dir / f"llama-server-{port}.log"
         args = [
             str(binary),
@@ -151,20 +145,13 @@ def llama_server(
         ]
         with log_path.open("wb") as log:
             process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        server = LlamaServer(process, port, parallel, log_path)
-        try:
-            _wait_healthy(server, time.monotonic() + startup_s)
-        except RuntimeError:
-            _stop(process)
-            if "bind" in server.log_tail().lower():
-                continue
-            raise
-        except BaseException:
-            _stop(process)
-            raise
-        try:
-            yield server
-        finally:
-            _stop(process)
-        return
-    raise RuntimeError(f"llama-server could not bind a free port:\n{server.log_tail()}")
+        return LlamaServer(process, port, parallel, log_path)
+
+    with on_a_free_port(
+        launch,
+        lambda server: _wait_healthy(server, time.monotonic() + startup_s),
+        lambda server: _stop(server.process),
+        lost_port="bind",
+        name="llama-server",
+    ) as server:
+        yield server

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.launch import on_a_free_port
 
 MODEL_NAME = "tiny"
 MAX_MODEL_LEN = 2048
@@ -63,13 +64,6 @@ def find_vllm() -> tuple[Path, Path] | str:
     if not (model / "config.json").is_file():
         return f"tiny model not found at {model}; {SETUP_HINT}"
     return python, model
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -187,9 +181,10 @@ def vllm_server(
     """Start vLLM's OpenAI server, wait for /v1/models, yield it, and stop it by PID."""
     log_dir = Path(tempfile.mkdtemp(prefix="gputui-vllm-"))
     env = {**os.environ, **SERVER_ENV}
-    server: VllmServer | None = None
-    for _attempt in range(3):  # another process may take the free port before vLLM binds
-        port = _free_port()
+    launched: dict[int, float] = {}
+    """When each port's server was started (`_wait_ready` times the start from there)."""
+
+    def launch(port: int) -> VllmServer:
         log_path = log_dir / f"vllm-{port}.log"
         args = (
             *(str(python), "-m", "vllm.entrypoints.openai.api_server"),
@@ -198,26 +193,22 @@ def vllm_server(
             *("--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager"),
             *extra_args,
         )
-        launched = time.monotonic()
+        launched[port] = time.monotonic()
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
-        server = VllmServer(process, port, log_path, args=args)
-        try:
-            _wait_ready(server, launched, launched + startup_s)
-        except RuntimeError:
-            _stop(process)
-            if "address already in use" in server.log_tail().lower():
-                continue
-            raise
-        except BaseException:
-            _stop(process)
-            raise
-        try:
-            yield server
-        finally:
-            _stop(process)
-        return
-    tail = server.log_tail() if server is not None else ""
-    raise RuntimeError(f"vLLM could not bind a free port:\n{tail}")
+        return VllmServer(process, port, log_path, args=args)
+
+    def wait_ready(server: VllmServer) -> None:
+        start = launched[server.port]
+        _wait_ready(server, start, start + startup_s)
+
+    with on_a_free_port(
+        launch,
+        wait_ready,
+        lambda server: _stop(server.process),
+        lost_port="address already in use",
+        name="vLLM",
+    ) as server:
+        yield server
