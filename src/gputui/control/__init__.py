@@ -1,1 +1,1 @@
-"""What drives a session: step limits, the auto sweep, repeats, burst and queue verdicts."""
+"""What drives a session: step-end rules, plans and the one runner; repeats, bursts, queues."""

@@ -13,17 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gputui.control.adaptive import (
-    DEFAULT_MAX_STEP_S,
-    AutoRun,
-    DrivenSession,
-    StepLimits,
-    finish_step,
-    hold_step,
-)
+from gputui.control.plans import HoldStep, KneeSweepPlan
+from gputui.control.rules import hold_limits, step_limits
+from gputui.control.runner import Plan, PlanRunner
 from gputui.engine.load import LoadMode
 from gputui.metrics.error_log import ErrorLog
-from gputui.metrics.knee_sweep import KneeDecision, KneeSweep, last_pass_below
+from gputui.metrics.knee_sweep import KneeDecision
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, StepPrecision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
@@ -31,8 +26,6 @@ from gputui.metrics.step import StepResult, StepSpec
 if TYPE_CHECKING:
     from gputui.session import Session
 
-DEFAULT_MAX_HOLD_S = 300.0
-"""The hold (`h`) waits for a decided verdict too: at 1 request/s a P95 needs about a minute."""
 DEFAULT_MAX_LEVEL = 256.0
 
 
@@ -50,17 +43,13 @@ class AutoControl:
         self.session = session
         self._on_end = on_end
         session.add_stop_listener(self.cancel)
-        self.max_step_s = DEFAULT_MAX_STEP_S if max_step_s is None else max_step_s
-        """`--max-step-seconds`: each auto step's longest run."""
-        self.max_hold_s = DEFAULT_MAX_HOLD_S if max_step_s is None else max_step_s
-        """A hold's longest run: until precise and decided, 5 minutes unless that flag says."""
+        self.max_step_s = max_step_s
+        """`--max-step-seconds`: each auto step's and each hold's longest run (None: defaults)."""
         self.max_level = DEFAULT_MAX_LEVEL
         self.target_precision = target_precision
         """`--target-precision`: what the auto sweep's steps run to."""
         self.phase = "measuring"
-        self.reason: str | None = None
-        """Why the last auto sweep ended."""
-        self.decision: KneeDecision | None = None
+        self._auto: KneeSweepPlan | None = None
         self._stop = threading.Event()
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -80,50 +69,37 @@ class AutoControl:
             self._stop.set()
         self._set_phase("measuring")
 
+    @property
+    def reason(self) -> str | None:
+        """Why the last auto sweep ended ("interrupted" while it runs)."""
+        return self._auto.reason if self._auto is not None else None
+
+    @property
+    def decision(self) -> KneeDecision | None:
+        """The last auto sweep's latest decision."""
+        return self._auto.last if self._auto is not None else None
+
     def hold_until_precise(self, target_precision: float) -> None:
         """Keep the current step open until precise and decided, then close it (same level)."""
         current = self.session.current_step
         if current is None:
             return
-        limits = StepLimits(target_precision, self.max_hold_s, self.max_hold_s)
-
-        def job(session: DrivenSession, stop: threading.Event) -> None:
-            hold_step(session, stop, current.index, limits, until_decided=True)
-            if not stop.is_set():
-                finish_step(session, stop, current.index)
-
-        self._start("holding", job)
+        limits = hold_limits(target_precision, self.max_step_s)
+        self._start("holding", HoldStep(current.index, limits))
 
     def start_auto(self, from_level: float) -> None:
         """The auto sweep from `from_level` (concurrency), on this object's thread."""
-        start = max(float(round(from_level)), 1.0)
-        planner = KneeSweep(
-            max_level=max(self.max_level, from_level),
-            max_error_rate=self.session.sla.max_error_rate,
-            start=start,
-            bisect_on_miss=True,  # from the operator's level: bisect under a miss, never double
-            passed_below=last_pass_below(self.session.finished_steps(), start, "concurrency"),
+        limits = step_limits(self.target_precision, self.max_step_s, None, precise=True)
+        self._auto = KneeSweepPlan.from_level(
+            from_level,
+            self.session.finished_steps(),
+            self.session.sla,
+            max_level=self.max_level,
+            limits=limits,
         )
-        limits = StepLimits(self.target_precision, self.max_step_s, self.max_step_s)
+        self._start("auto", self._auto)
 
-        def job(session: DrivenSession, stop: threading.Event) -> None:
-            self.reason = "interrupted"
-            auto = AutoRun(
-                session,
-                stop,
-                planner=planner,
-                limits=limits,
-                deadline_ns=None,
-                on_decision=self._remember,
-            )
-            self.reason = auto.run()
-
-        self._start("auto", job)
-
-    def _remember(self, decision: KneeDecision) -> None:
-        self.decision = decision
-
-    def _start(self, phase: str, job: Callable[[DrivenSession, threading.Event], None]) -> None:
+    def _start(self, phase: str, plan: Plan) -> None:
         self.cancel()
         stop = threading.Event()
         self._stop = stop
@@ -132,7 +108,7 @@ class AutoControl:
 
         def body() -> None:
             try:
-                job(view, stop)
+                PlanRunner(view, stop).run(plan)
             except JobCancelled:
                 pass  # cancelled between two of its load changes: nothing more to do
             finally:

@@ -1,8 +1,8 @@
-"""Load plans that drive a Session: fixed levels, the automatic sweep, a rate hold, bursts.
+"""What a run watches beside its plan: requests in flight over time, the queue, bursts on top.
 
-Contract: each plan runs in the caller's thread, sleeps on `stop` (an Event set by a signal) so an
-interrupted run ends within a moment, and reads only finished steps and published frames. Nothing
-here measures: the engine does, and `gputui.metrics` computes.
+Contract: `InFlightTrace` records the published frames; `queue_verdict` and `burst_recoveries`
+judge from it (the validation hold, `--burst`); `BurstFirer` fires bursts in its own thread.
+Nothing here measures: the engine does, and `gputui.metrics` computes.
 """
 
 from __future__ import annotations
@@ -15,13 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gputui.control.adaptive import AutoRun, StepLimits, finish_step, run_step
-from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
-from gputui.metrics.capacity import qualified_capacity
-from gputui.metrics.knee_sweep import KneeSweep
-from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
 from gputui.session import Session, StatsFrame
 
 RECOVERY_WINDOW_S = 2.0
@@ -64,74 +58,6 @@ class InFlightTrace:
         v = np.array(self.in_flight, dtype=np.float64)
         mask = (t >= lo_ns) & (t < hi_ns)
         return (t[mask] - lo_ns) / 1e9, v[mask]
-
-
-class SweepRunner:
-    """Runs plans on a started Session."""
-
-    def __init__(
-        self,
-        session: Session,
-        stop: threading.Event,
-        *,
-        limits: StepLimits,
-        trace: InFlightTrace,
-    ) -> None:
-        self.session = session
-        self.stop = stop
-        self.limits = limits
-        self.trace = trace
-
-    def fixed(self, mode: LoadMode, levels: Sequence[float]) -> None:
-        """One step per level, in order, each as long as `limits` says."""
-        for level in levels:
-            if self.stop.is_set():
-                return
-            step = run_step(self.session, self.stop, mode, level, self.limits)
-            if self.session.error_log.flooded(step.index) is not None:
-                return  # the next level's requests would be rejected alike
-
-    def knee_auto(
-        self, sla: Sla, *, max_level: float, deadline_ns: int
-    ) -> tuple[str, tuple[tuple[float, float], ...], float | None]:
-        """Ramp to the knee, then bisect the SLA boundary (`metrics.knee_sweep`).
-
-        Returns why the sweep ended, the knee's evidence (gain per doubling by level) and the
-        knee's level (None: not found).
-        """
-        planner = KneeSweep(max_level=max_level, max_error_rate=sla.max_error_rate)
-        auto = AutoRun(
-            self.session, self.stop, planner=planner, limits=self.limits, deadline_ns=deadline_ns
-        )
-        reason = auto.run()
-        last = auto.last
-        return reason, last.gains if last else (), last.knee if last else None
-
-    def validate(self, rate: float, seconds: float) -> dict[str, Any] | None:
-        """Hold an open-loop rate; report whether the SLA holds and the queue stays bounded."""
-        hold = StepLimits(None, self.session.max_warmup_s + seconds, seconds)
-        step = run_step(self.session, self.stop, "rate", rate, hold)
-        end_ns = time.perf_counter_ns()
-        result = finish_step(self.session, self.stop, step.index)
-        step = next(s for s in self.session.step_specs() if s.index == step.index)
-        if result is None:
-            return None
-        t_s, in_flight = self.trace.between(step.measure_start_ns, end_ns)
-        queue = queue_verdict(t_s, in_flight)
-        return {
-            "rate": rate,
-            "seconds": seconds,
-            "step_index": step.index,
-            "sla_ok": result.sla_ok,
-            "sla_verdict": result.sla_verdict,
-            "requests_per_s": result.requests_per_s,
-            "output_tokens_per_s": result.output_tokens_per_s,
-            "ttft_p95_s": result.ttft_s.p95,
-            "tpot_p95_s": result.tpot_s.p95,
-            "error_rate": result.error_rate,
-            **queue,
-            "holds": bool(result.sla_ok and queue["queue_bounded"]),
-        }
 
 
 def queue_verdict(t_s: np.ndarray, in_flight: np.ndarray) -> dict[str, Any]:
@@ -255,11 +181,3 @@ def _ttft_recovery_s(
         if window.size >= 3 and float(np.percentile(window, 95)) <= bound_s:
             return (int(sent[i]) - fired_ns) / 1e9
     return None
-
-
-def capacity_rate(steps: Sequence[StepResult], sla: Sla) -> float | None:
-    """90 % of the qualified capacity's req/s: the rate an automatic validation holds."""
-    capacity = qualified_capacity(steps, sla).capacity
-    if capacity is None or capacity.requests_per_s <= 0:
-        return None
-    return round(0.9 * capacity.requests_per_s, 3)

@@ -14,20 +14,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gputui.control.adaptive import finish_step
+from gputui.control.plans import FixedLevels, KneeSweepPlan, Repeats, RepeatTally, ValidateRate
 from gputui.control.repeats import fresh_start, spread_lines
-from gputui.control.sweep import (
-    BurstFirer,
-    InFlightTrace,
-    SweepRunner,
-    burst_recoveries,
-    capacity_rate,
-)
+from gputui.control.runner import Plan, PlanRunner
+from gputui.control.sweep import BurstFirer, InFlightTrace, burst_recoveries
 from gputui.frontends.run_args import (
     describe_plan,
     describe_steps,
 )
-from gputui.frontends.run_parts import RepeatTally, SignalStopper, backend_name, open_journal
+from gputui.frontends.run_parts import SignalStopper, backend_name, open_journal
 from gputui.frontends.run_printer import StepPrinter as StepPrinter
 from gputui.frontends.run_setup import ReadyRun, RunPlan, plan_run, prepare_run
 from gputui.metrics.client_state import run_warning
@@ -75,7 +70,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     telemetry_config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
     sampler = build_sampler(telemetry_config)
     _print_header(args, plan, ready)
-    runner = SweepRunner(session, stopper.fired, limits=plan.limits, trace=trace)
+    runner = PlanRunner(session, stopper.fired)
     bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
     info = _run_info(args, plan, ready)
     journal_dir = plan.out.parent if str(plan.out.parent) else Path()
@@ -95,9 +90,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         )
         if bursts is not None:
             bursts.start()
-        outcome = _sweep(args, plan, session, runner, stopper, printer, repeats)
+        outcome = _sweep(args, plan, session, runner, trace, printer, repeats)
         if args.auto and not stopper.fired.is_set():
-            _validate_capacity(args, session, runner, printer, settings.sla, outcome)
+            _validate_capacity(args, session, runner, trace, printer, settings.sla, outcome)
         if bursts is not None:
             bursts.stop()
         interrupted = stopper.fired.is_set()
@@ -220,60 +215,68 @@ def _sweep(
     args: argparse.Namespace,
     plan: RunPlan,
     session: Session,
-    runner: SweepRunner,
-    stopper: SignalStopper,
+    runner: PlanRunner,
+    trace: InFlightTrace,
     printer: StepPrinter,
     repeats: RepeatTally,
 ) -> _Outcome:
-    """Each repeat's sweep (auto, validation hold or fixed levels), until done or stopped."""
+    """Each repeat's plan (auto, validation hold or fixed levels), until done or stopped."""
     outcome = _Outcome()
-    sla = plan.settings.sla
-    for repeat in range(args.repeats):
-        if stopper.fired.is_set():
-            break
-        if repeat:
-            fresh = fresh_start(session, stopper.fired, plan.target.base_url)
-            printer.note(
-                f"repeat {repeat + 1} of {args.repeats}: fresh connections, prefix cache {fresh}"
-            )
-        first = len(session.step_specs())
+
+    def make(_repeat: int) -> Plan:
         if args.auto:
-            outcome.deadline_ns = time.perf_counter_ns() + int(args.max_minutes * 60e9)
-            outcome.auto_reason, outcome.knee_gains, outcome.knee_level = runner.knee_auto(
-                sla, max_level=args.max_level, deadline_ns=outcome.deadline_ns
+            deadline_ns = time.perf_counter_ns() + int(args.max_minutes * 60e9)
+            return KneeSweepPlan.for_run(
+                plan.settings.sla,
+                max_level=args.max_level,
+                limits=plan.limits,
+                deadline_ns=deadline_ns,
             )
+        if args.validate_rate:
+            return ValidateRate(args.validate_rate, args.seconds, trace)
+        return FixedLevels(plan.mode, plan.levels, plan.limits)
+
+    def fresh(repeat: int) -> None:
+        reset = fresh_start(session, runner.stop, plan.target.base_url)
+        printer.note(
+            f"repeat {repeat + 1} of {args.repeats}: fresh connections, prefix cache {reset}"
+        )
+
+    def ended(done: Plan) -> None:
+        outcome.deadline_ns = 0
+        outcome.knee_gains, outcome.knee_level = (), None
+        if isinstance(done, KneeSweepPlan):
+            outcome.deadline_ns = done.deadline_ns or 0
+            outcome.auto_reason = done.reason
+            outcome.knee_gains, outcome.knee_level = done.gains, done.knee
             printer.note(f"auto sweep: {outcome.auto_reason}")
             printer.note(gains_line(outcome.knee_gains))
-        else:
-            outcome.deadline_ns = 0
-            outcome.knee_gains, outcome.knee_level = (), None
-            if args.validate_rate:
-                outcome.validation = runner.validate(args.validate_rate, args.seconds)
-            else:
-                runner.fixed(plan.mode, plan.levels)
-        current = session.current_step
-        if args.repeats > 1 and current is not None:
-            finish_step(session, stopper.fired, current.index)  # its figures, for the spread
-        repeats.add(session, first, sla, outcome.knee_level)
+        elif isinstance(done, ValidateRate):
+            outcome.validation = done.validation
+
+    sla = plan.settings.sla
+    runner.run(Repeats(args.repeats, make, sla=sla, tally=repeats, fresh=fresh, on_end=ended))
     return outcome
 
 
 def _validate_capacity(
     args: argparse.Namespace,
     session: Session,
-    runner: SweepRunner,
+    runner: PlanRunner,
+    trace: InFlightTrace,
     printer: StepPrinter,
     sla: Sla,
     outcome: _Outcome,
 ) -> None:
     """After the auto sweep: hold 90 % of the capacity rate, if time and `--no-validate` allow."""
-    rate = capacity_rate(session.finished_steps(), sla)
     hold_s = min(args.seconds, (outcome.deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
-    if rate is None or args.no_validate:
+    validate = ValidateRate.at_capacity(session.finished_steps(), sla, hold_s, trace)
+    if validate is None or args.no_validate:
         return
     if hold_s >= min(args.seconds, 5.0):
-        printer.note(f"validating: {rate:g} req/s (90 % of capacity) for {hold_s:.0f} s")
-        outcome.validation = runner.validate(rate, hold_s)
+        printer.note(f"validating: {validate.rate:g} req/s (90 % of capacity) for {hold_s:.0f} s")
+        runner.run(validate)
+        outcome.validation = validate.validation
     else:
         printer.note("no validation hold: the --max-minutes bound is reached")
 

@@ -16,24 +16,19 @@ from typing import Any
 
 import orjson
 
-from gputui.control.adaptive import DEFAULT_MAX_STEP_S, StepLimits
+from gputui.control.rules import StepLimits
+from gputui.control.rules import step_limits as limits_from_flags
 from gputui.engine.load import LoadMode
 from gputui.errors import UsageError
-from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.settings import SessionSettings
 from gputui.snapshot.assemble import session_file
 
 
 def step_limits(args: argparse.Namespace, settings: SessionSettings) -> StepLimits:
     """How long each step runs: to --target-precision (0.05 under --auto) within a maximum."""
-    target = settings.target_precision
-    if target is None and args.auto:
-        target = DEFAULT_TARGET_PRECISION
-    step_s = args.step_seconds if args.step_seconds is not None else DEFAULT_MAX_STEP_S
-    max_s = settings.max_step_seconds
-    if max_s is None:
-        max_s = step_s if target is None or args.step_seconds is not None else DEFAULT_MAX_STEP_S
-    return StepLimits(target, max_s, step_s if target is None else max_s)
+    return limits_from_flags(
+        settings.target_precision, settings.max_step_seconds, args.step_seconds, precise=args.auto
+    )
 
 
 def describe_steps(warmup_s: float | None, limits: StepLimits) -> str:

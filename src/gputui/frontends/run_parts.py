@@ -1,4 +1,4 @@
-"""The parts `gputui run` wires together: its signal stopper, its repeat tally, its journal.
+"""The parts `gputui run` wires together: its signal stopper, its journal, its backend name.
 
 Kept apart from `frontends.run` so that the run's wiring reads as one sequence of named steps.
 """
@@ -13,13 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gputui.control.repeats import repeat_spread
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.frontends.run_printer import StepPrinter
-from gputui.metrics.capacity import qualified_capacity
-from gputui.metrics.knee import knee_from_steps
-from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
 from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
 from gputui.telemetry.samples import ServerSample
@@ -47,33 +42,6 @@ def backend_name(detected: Backend, server_sample: ServerSample | None) -> str:
     if detected.name == OPENAI_COMPATIBLE and server_sample is not None and server_sample.backend:
         return server_sample.backend
     return detected.name
-
-
-class RepeatTally:
-    """Each repeat's steps, capacity and knee, for the spread (`gputui.control.repeats`)."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.runs: list[list[StepResult]] = []
-        self.capacities: list[float | None] = []
-        self.knees: list[float | None] = []
-
-    def add(self, session: Session, first: int, sla: Sla, knee: float | None) -> None:
-        """The repeat whose steps start at index `first` has ended."""
-        steps = [
-            s for s in session.finished_steps() if s.index >= first and s.mode == "concurrency"
-        ]
-        capacity = qualified_capacity(steps, sla).capacity if steps else None
-        if knee is None and steps:
-            found = knee_from_steps(steps, mode="concurrency").knee
-            knee = found.level if found is not None else None
-        self.runs.append(steps)
-        self.capacities.append(capacity.level if capacity is not None else None)
-        self.knees.append(knee)
-
-    def spread(self) -> dict[str, Any]:
-        """The snapshot's `repeats` key."""
-        return repeat_spread(self.runs, self.capacities, self.knees)
 
 
 class SignalStopper:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.control.adaptive import StepLimits
+from gputui.control.rules import StepLimits
 from gputui.engine.arrivals import Arrival
 from gputui.engine.client import ClientConfig, Timeouts
 from gputui.engine.context_limit import check_context
