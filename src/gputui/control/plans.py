@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from gputui.control.repeats import repeat_spread
 from gputui.control.rules import StepLimits
@@ -123,7 +122,7 @@ class ValidateRate:
         self.rate = rate
         self.seconds = seconds
         self.trace = trace
-        self.validation: dict[str, Any] | None = None
+        self.validation: dict[str, object] | None = None
         """The snapshot's `validation` (None until held to the end)."""
         self._asked = False
 
@@ -145,7 +144,7 @@ class ValidateRate:
             self.validation = self._judge(last, last.result)
         return None
 
-    def _judge(self, held: Ended, result: StepResult) -> dict[str, Any]:
+    def _judge(self, held: Ended, result: StepResult) -> dict[str, object]:
         t_s, in_flight = self.trace.between(held.spec.measure_start_ns, held.ended_ns)
         queue = queue_verdict(t_s, in_flight)
         return {
@@ -207,7 +206,7 @@ class RepeatTally:
         self.capacities.append(capacity.level if capacity is not None else None)
         self.knees.append(knee)
 
-    def spread(self) -> dict[str, Any]:
+    def spread(self) -> dict[str, object]:
         """The snapshot's `repeats` key."""
         return repeat_spread(self.runs, self.capacities, self.knees)
 

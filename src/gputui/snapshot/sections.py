@@ -37,7 +37,7 @@ class PlanSection(_Section):
 
 
 class ValidationSection(_Section):
-    """The rate hold near the knee that confirms the capacity (`sweep.SweepRunner.validate`)."""
+    """The rate hold near the knee that confirms the capacity (`control.plans.ValidateRate`)."""
 
     rate: float | None = None
     seconds: float | None = None
