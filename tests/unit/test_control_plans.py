@@ -176,3 +176,27 @@ def test_a_single_repeat_finishes_nothing_extra() -> None:
     )
     PlanRunner(session, threading.Event()).run(plan)
     assert session.holds == 0 and len(tally.runs) == 1
+
+
+def test_repeats_of_a_finished_plan_go_straight_to_the_next_repeat() -> None:
+    # A validation hold finishes its own step and leaves a hidden carry-on step open: the end of
+    # a repeat must not wait for that one's figures (it waited until Ctrl-C).
+    session = FakeSession()
+    tally = RepeatTally(2)
+    stop = threading.Event()
+    guard = threading.Timer(5.0, stop.set)
+    guard.start()
+    plan = Repeats(
+        2,
+        lambda _: ValidateRate(2.5, 0.2, InFlightTrace()),
+        sla=session.sla,
+        tally=tally,
+        fresh=lambda _: None,
+        on_end=lambda _: None,
+    )
+    PlanRunner(session, stop).run(plan)
+    guard.cancel()
+    assert not stop.is_set()  # ended by itself, not by the guard
+    assert session.holds == 2  # one finish per validation hold, none for the carry-on steps
+    assert len(tally.runs) == 2
+    assert [s.index for s in session.finished] == [0, 2]  # each repeat's own hold, measured

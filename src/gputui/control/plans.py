@@ -261,9 +261,14 @@ class Repeats:
         if move is not None:
             return move
         self.on_end(inner)
-        if self.count > 1:
+        last = progress.last
+        if self.count > 1 and last is not None and last.result is None:
+            # The plan left its last step open unfinished (fixed levels): its figures, for the
+            # spread. A plan that finished it (the knee sweep, a validation hold) left only its
+            # hidden carry-on step open, whose figures are reported nowhere: waiting for them
+            # would never end.
             self._closing = True
-            return Keep()  # the open step's figures, for the spread
+            return Keep(last.spec.index)
         self.tally.add(progress.finished, self.sla, _knee(inner))
         return self._begin(progress)
 
