@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from gputui.errors import GputuiError
+from gputui.jsontypes import JsonOutObject
 from gputui.node.backends import DeviceBackend, DeviceFailure
 from gputui.telemetry.samples import GpuSample
 from gputui.telemetry.throttle import decode, throttling
@@ -74,7 +75,7 @@ class TracePoint:
             utilization_gpu_pct=s.utilization_gpu_pct,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonOutObject:
         """JSON form (the mask also decoded in full, idle included)."""
         return {
             "t_s": round(self.t_s, 3),

@@ -31,6 +31,7 @@ from gputui.node.backends import (
 from gputui.node.patterns import (
     BANDWIDTH_FLAG_RATIO,
     AfterWrite,
+    DeviceArray,
     Mismatch,
     PatternName,
     Progress,
@@ -173,7 +174,7 @@ def run_vram_check(
             f"nothing checked: {free / 2**20:.0f} MiB free, the pattern workspace needs "
             f"{backend.workspace_bytes / 2**20:.0f} MiB"
         )
-    chunks: list[Any] = []
+    chunks: list[DeviceArray] = []
     checked = 0
     stage = "allocating"
     try:

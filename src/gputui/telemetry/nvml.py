@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, cast
 
 from gputui.errors import NvmlUnavailable
 from gputui.telemetry.samples import GpuHealth, GpuIdentity, GpuSample
@@ -44,7 +44,23 @@ _MEMORY_V2: Final = 0x02000028
 Attempt = tuple[str, tuple[Any, ...], dict[str, Any]]
 
 
-def load_pynvml() -> Any:
+class NvmlModule(Protocol):
+    """What `NvmlSource` calls on pynvml (or a test's stand-in) by attribute.
+
+    Every per-device call goes through `NvmlSource._query` by name: an older driver may lack it.
+    """
+
+    @property
+    def NVMLError(self) -> type[Exception]:  # noqa: N802 - pynvml's spelling
+        """The base of every NVML error."""
+        ...
+
+    def nvmlInit(self) -> None: ...  # noqa: N802
+    def nvmlShutdown(self) -> None: ...  # noqa: N802
+    def nvmlDeviceGetCount(self) -> int: ...  # noqa: N802
+
+
+def load_pynvml() -> NvmlModule:
     """Import nvidia-ml-py, or fail with the install hint (never at gputui import time)."""
     try:
         with warnings.catch_warnings():
@@ -55,7 +71,7 @@ def load_pynvml() -> Any:
         raise NvmlUnavailable(
             f"nvidia-ml-py is not installed ({exc}); pip install nvidia-ml-py"
         ) from None
-    return pynvml
+    return cast(NvmlModule, pynvml)
 
 
 @dataclass(slots=True)
@@ -78,7 +94,7 @@ class NvmlSource:
 
     def __init__(
         self,
-        nvml_module: Any = None,
+        nvml_module: NvmlModule | None = None,
         *,
         slow_interval_s: float = 5.0,
         clock: Callable[[], int] = time.perf_counter_ns,
