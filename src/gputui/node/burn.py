@@ -23,10 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final, Protocol, TypedDict
 
 from gputui.errors import GputuiError
-from gputui.jsontypes import JsonOutObject
 from gputui.node.backends import DeviceBackend, DeviceFailure
 from gputui.telemetry.samples import GpuSample
 from gputui.telemetry.throttle import decode, throttling
@@ -45,6 +44,51 @@ class SamplePort(Protocol):
     def sample(self) -> tuple[GpuSample, ...]:
         """One sample per GPU."""
         ...
+
+
+class TracePointJson(TypedDict):
+    """`TracePoint.to_dict()`."""
+
+    t_s: float
+    sm_clock_mhz: int | None
+    temperature_c: float | None
+    power_w: float | None
+    utilization_gpu_pct: float | None
+    throttle_mask: int | None
+    throttle_reasons: list[str]
+    clock_event_reasons: list[str] | None
+
+
+class BurnJson(TypedDict):
+    """`burn_json`: the `gputui burn --json` document."""
+
+    gpu: int
+    name: str
+    seconds: float
+    trace: list[TracePointJson]
+    first_throttle_s: float | None
+    first_throttle_reasons: list[str]
+    steady_sm_clock_mhz: float | None
+    max_sm_clock_mhz: int | None
+    steady_clock_fraction: float | None
+    max_temperature_c: float | None
+    verdict: str
+    backend: str
+    dtype: str
+    matrix_size: int
+    requested_seconds: float
+    interrupted: bool
+    gemm_count: int
+    tflops: float | None
+    catalog_name: str | None
+    catalog_bf16_tflops: float | None
+    compute_checks: int
+    compute_mismatches: int
+    max_clock_source: str | None
+    throttle_share: dict[str, float]
+    samples: int
+    telemetry: str
+    notes: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +119,7 @@ class TracePoint:
             utilization_gpu_pct=s.utilization_gpu_pct,
         )
 
-    def to_dict(self) -> JsonOutObject:
+    def to_dict(self) -> TracePointJson:
         """JSON form (the mask also decoded in full, idle included)."""
         return {
             "t_s": round(self.t_s, 3),
@@ -315,7 +359,7 @@ def _line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def burn_json(r: BurnResult, max_points: int | None = None) -> dict[str, Any]:
+def burn_json(r: BurnResult, max_points: int | None = None) -> BurnJson:
     """The `--json` document (keys fixed by the issue; extras after them)."""
     s = r.summary
     trace = list(r.trace)

@@ -19,7 +19,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,6 @@ from gputui.argtypes import bounded, open_fraction, positive_float, seconds
 from gputui.errors import GputuiError
 
 if TYPE_CHECKING:
-    from gputui.jsontypes import JsonOutObject
     from gputui.node.backends import DeviceBackend, DeviceInfo, Runtime
     from gputui.node.burn import BurnResult
     from gputui.node.vram_check import VramCheckResult
@@ -318,7 +317,7 @@ def run_burn_command(
     return 1 if result.compute_mismatches else 0
 
 
-def _emit(args: argparse.Namespace, doc: JsonOutObject, text: str) -> None:
+def _emit(args: argparse.Namespace, doc: Mapping[str, object], text: str) -> None:
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from gputui.catalog.specs import GPUS, GpuSpec
+from gputui.jsontypes import JsonOutObject
 from gputui.node.backends import (
     GIB,
     DeviceBackend,
@@ -33,6 +34,7 @@ from gputui.node.patterns import (
     AfterWrite,
     DeviceArray,
     Mismatch,
+    MismatchJson,
     PatternName,
     Progress,
     bandwidth_flag,
@@ -241,7 +243,40 @@ def run_vram_check(
     )
 
 
-def vram_json(r: VramCheckResult) -> dict[str, Any]:
+class VramJson(TypedDict):
+    """`vram_json`: the `gputui vram-check --json` document."""
+
+    gpu: int
+    name: str
+    memory_total_bytes: int
+    checked_bytes: int
+    usable_gib: float
+    patterns: list[str]
+    mismatches: list[MismatchJson]
+    mismatch_count: int
+    seconds: float
+    bandwidth_gbps: float | None
+    catalog_bandwidth_gbps: float | None
+    bandwidth_ratio: float | None
+    bandwidth_flag: bool | None
+    devices: list[JsonOutObject]
+    device_note: str
+    verdict: str
+    backend: str
+    memory_free_bytes: int
+    requested_bytes: int
+    fraction: float
+    chunks: int
+    seed: int
+    pattern_seconds: dict[str, float]
+    bandwidth_convention: str
+    bandwidth_copy_bytes: int | None
+    bandwidth_flag_below: float
+    catalog_name: str | None
+    notes: list[str]
+
+
+def vram_json(r: VramCheckResult) -> VramJson:
     """The `--json` document (keys fixed by the issue; extras after them)."""
     return {
         "gpu": r.gpu,
