@@ -23,10 +23,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, TypedDict
+from typing import Final, Protocol
 
 from gputui.errors import GputuiError
 from gputui.node.backends import DeviceBackend, DeviceFailure
+from gputui.node.json_docs import BurnJson, TracePointJson
 from gputui.telemetry.samples import GpuSample
 from gputui.telemetry.throttle import decode, throttling
 
@@ -44,51 +45,6 @@ class SamplePort(Protocol):
     def sample(self) -> tuple[GpuSample, ...]:
         """One sample per GPU."""
         ...
-
-
-class TracePointJson(TypedDict):
-    """`TracePoint.to_dict()`."""
-
-    t_s: float
-    sm_clock_mhz: int | None
-    temperature_c: float | None
-    power_w: float | None
-    utilization_gpu_pct: float | None
-    throttle_mask: int | None
-    throttle_reasons: list[str]
-    clock_event_reasons: list[str] | None
-
-
-class BurnJson(TypedDict):
-    """`burn_json`: the `gputui burn --json` document."""
-
-    gpu: int
-    name: str
-    seconds: float
-    trace: list[TracePointJson]
-    first_throttle_s: float | None
-    first_throttle_reasons: list[str]
-    steady_sm_clock_mhz: float | None
-    max_sm_clock_mhz: int | None
-    steady_clock_fraction: float | None
-    max_temperature_c: float | None
-    verdict: str
-    backend: str
-    dtype: str
-    matrix_size: int
-    requested_seconds: float
-    interrupted: bool
-    gemm_count: int
-    tflops: float | None
-    catalog_name: str | None
-    catalog_bf16_tflops: float | None
-    compute_checks: int
-    compute_mismatches: int
-    max_clock_source: str | None
-    throttle_share: dict[str, float]
-    samples: int
-    telemetry: str
-    notes: list[str]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, Self, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, TypeVar
+
+if TYPE_CHECKING:
+    from gputui.node.json_docs import MismatchJson
 
 PatternName = Literal["address", "walking1", "walking0", "random"]
 PATTERN_NAMES: Final[tuple[PatternName, ...]] = ("address", "walking1", "walking0", "random")
@@ -90,17 +93,6 @@ class Mismatch:
             "found": self.found,
             "flipped_bits": self.flipped_bits,
         }
-
-
-class MismatchJson(TypedDict):
-    """`Mismatch.to_dict()`: one mismatching word in a report."""
-
-    offset_bytes: int
-    chunk: int
-    pattern: str
-    expected: int
-    found: int
-    flipped_bits: int
 
 
 class Words(Protocol):

@@ -17,10 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 from gputui.catalog.specs import GPUS, GpuSpec
-from gputui.jsontypes import JsonOutObject
 from gputui.node.backends import (
     GIB,
     DeviceBackend,
@@ -29,12 +27,12 @@ from gputui.node.backends import (
     allocate_chunks,
     measure_copy,
 )
+from gputui.node.json_docs import VramJson
 from gputui.node.patterns import (
     BANDWIDTH_FLAG_RATIO,
     AfterWrite,
     DeviceArray,
     Mismatch,
-    MismatchJson,
     PatternName,
     Progress,
     bandwidth_flag,
@@ -241,39 +239,6 @@ def run_vram_check(
         device_note=device_note(devices, gpu, expect_gb),
         notes=tuple(notes),
     )
-
-
-class VramJson(TypedDict):
-    """`vram_json`: the `gputui vram-check --json` document."""
-
-    gpu: int
-    name: str
-    memory_total_bytes: int
-    checked_bytes: int
-    usable_gib: float
-    patterns: list[str]
-    mismatches: list[MismatchJson]
-    mismatch_count: int
-    seconds: float
-    bandwidth_gbps: float | None
-    catalog_bandwidth_gbps: float | None
-    bandwidth_ratio: float | None
-    bandwidth_flag: bool | None
-    devices: list[JsonOutObject]
-    device_note: str
-    verdict: str
-    backend: str
-    memory_free_bytes: int
-    requested_bytes: int
-    fraction: float
-    chunks: int
-    seed: int
-    pattern_seconds: dict[str, float]
-    bandwidth_convention: str
-    bandwidth_copy_bytes: int | None
-    bandwidth_flag_below: float
-    catalog_name: str | None
-    notes: list[str]
 
 
 def vram_json(r: VramCheckResult) -> VramJson:
