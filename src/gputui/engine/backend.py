@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from gputui.telemetry.server_metrics import BACKEND_PREFIXES
 
@@ -56,7 +56,7 @@ UNCHECKED: Final = Backend(OPENAI_COMPATIBLE, "not checked")
 
 def detect_backend(
     server_header: str = "",
-    models_payload: Any = None,
+    models_payload: object = None,
     metrics_text: str | None = None,
 ) -> Backend:
     """The backend behind the target, from what preflight fetched (any part may be missing)."""
@@ -97,7 +97,7 @@ def metric_names(text: str) -> set[str]:
     return names
 
 
-def _owners(payload: Any) -> Iterator[str]:
+def _owners(payload: object) -> Iterator[str]:
     if not isinstance(payload, dict):
         return
     data = payload.get("data")

@@ -25,9 +25,9 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Final, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -74,6 +74,16 @@ class Timeouts:
     """Longest silence between body bytes once the body has started (not before the first)."""
 
 
+class _RecordCommon(TypedDict):
+    """The fields every `RequestRecord` of one `send` shares, whatever its outcome."""
+
+    request_id: int
+    step_index: int
+    requested_output_tokens: int
+    queued_ns: int | None
+    requested_input_tokens: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """Everything the client needs to build requests (picklable: it crosses into the engine)."""
@@ -83,7 +93,7 @@ class ClientConfig:
     endpoint: Endpoint = "completions"
     api_key: str | None = field(default=None, repr=False)
     """Never logged, never saved: `repr=False` keeps it out of tracebacks and reprs."""
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, object] = field(default_factory=dict)
     timeouts: Timeouts = Timeouts()
     include_usage: bool = True
     continuous_usage: bool = False
@@ -148,14 +158,14 @@ class StreamingClient:
         prompt: str,
         max_tokens: int,
         *,
-        messages: Sequence[dict[str, Any]] | None = None,
-        extra_body: dict[str, Any] | None = None,
+        messages: Sequence[Mapping[str, object]] | None = None,
+        extra_body: Mapping[str, object] | None = None,
     ) -> bytes:
         """The JSON request body (the run's extra body, then the request's, override defaults)."""
         config = self._config
         if config.endpoint == "responses":
             return responses_body(config, prompt, max_tokens, messages, extra_body)
-        body: dict[str, Any] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
+        body: dict[str, object] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
         if config.endpoint == "chat":
             body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
         elif messages:
@@ -181,8 +191,8 @@ class StreamingClient:
         request_id: int,
         step_index: int,
         queued_ns: int | None = None,
-        messages: Sequence[dict[str, Any]] | None = None,
-        extra_body: dict[str, Any] | None = None,
+        messages: Sequence[Mapping[str, object]] | None = None,
+        extra_body: Mapping[str, object] | None = None,
         requested_input_tokens: int | None = None,
         keep_text: bool = False,
     ) -> RequestRecord:
@@ -193,7 +203,7 @@ class StreamingClient:
         self._ensure_watchdog()
         body = self.build_body(prompt, max_tokens, messages=messages, extra_body=extra_body)
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
-        common: dict[str, Any] = {
+        common: _RecordCommon = {
             "request_id": request_id,
             "step_index": step_index,
             "requested_output_tokens": max_tokens,
@@ -302,15 +312,15 @@ def responses_body(
     config: ClientConfig,
     prompt: str,
     max_tokens: int,
-    messages: Sequence[dict[str, Any]] | None,
-    extra_body: dict[str, Any] | None,
+    messages: Sequence[Mapping[str, object]] | None,
+    extra_body: Mapping[str, object] | None,
 ) -> bytes:
     """A /v1/responses request: `input` and `max_output_tokens`; usage always comes at the end.
 
     No `stream_options`: the Responses API has none (its final `response.completed` event carries
     the usage), so its tokens per event are counted from the event texts (`event_counter`).
     """
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "model": config.model,
         "input": list(messages) if messages else prompt,
         "max_output_tokens": max_tokens,
@@ -327,7 +337,7 @@ def _record(
     reader: StreamReader,
     sent_ns: int,
     connect_ns: int | None,
-    common: dict[str, Any],
+    common: _RecordCommon,
     *,
     keep_text: bool = False,
 ) -> RequestRecord:

@@ -12,8 +12,8 @@ them short with a 200 (input + max_tokens over the limit), and neither measures 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
@@ -52,13 +52,13 @@ class ContextNeed:
         return self.turns * (self.input_tokens + self.output_tokens)
 
 
-def _positive_int(value: Any) -> int | None:
+def _positive_int(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return int(value) if value > 0 else None
 
 
-def limit_from_entry(entry: dict[str, Any]) -> ContextLimit | None:
+def limit_from_entry(entry: Mapping[str, object]) -> ContextLimit | None:
     """The limit a /v1/models entry states (vLLM/SGLang `max_model_len`, llama.cpp `meta.n_ctx`)."""
     tokens = _positive_int(entry.get("max_model_len"))
     if tokens is not None:
@@ -71,7 +71,7 @@ def limit_from_entry(entry: dict[str, Any]) -> ContextLimit | None:
     return None
 
 
-def limit_from_props(props: Any) -> ContextLimit | None:
+def limit_from_props(props: object) -> ContextLimit | None:
     """llama-server's /props: `default_generation_settings.n_ctx` (the context of one slot)."""
     if not isinstance(props, dict):
         return None
@@ -81,7 +81,7 @@ def limit_from_props(props: Any) -> ContextLimit | None:
 
 
 def context_limit(
-    payload: Any, model: str, *, backend: str, props_url: str, headers: dict[str, str]
+    payload: object, model: str, *, backend: str, props_url: str, headers: dict[str, str]
 ) -> ContextLimit | None:
     """The served model's context length (see the module contract); None when nobody says."""
     entries = payload.get("data") if isinstance(payload, dict) else None

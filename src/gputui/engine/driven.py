@@ -11,7 +11,7 @@ and `stop` waits for it. A driver keeps its schedule on `time.perf_counter_ns()`
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from gputui.engine.records import RequestRecord
 from gputui.engine.workload import RequestSpec
@@ -38,7 +38,7 @@ class LoadControl(Protocol):
         """Send one request now; its record (with `output_text` when kept) comes back."""
         ...
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, work: Coroutine[object, None, None]) -> None:
         """Run `work` as a task that `stop` waits for and a level change leaves alone."""
         ...
 

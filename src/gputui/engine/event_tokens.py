@@ -30,13 +30,14 @@ import asyncio
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 
 from gputui.engine.http import ConnectionPool
+from gputui.jsontypes import JsonValue
 
 METHOD_CONTINUOUS: Final = "continuous_usage"
 METHOD_EVENTS: Final = "events"
@@ -50,6 +51,19 @@ TOKENIZE_TIMEOUT_S: Final = 10.0
 """A /tokenize that has not answered by then never will: counting stops (the user waits on it)."""
 
 Counts = npt.NDArray[np.int32]
+
+
+class _Encoding(Protocol):
+    """One text's encoding from `tokenizers`, as far as counting goes."""
+
+    @property
+    def ids(self) -> list[int]: ...
+
+
+class _BatchTokenizer(Protocol):
+    """The `tokenizers.Tokenizer` method the counter calls (the package is optional)."""
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool) -> list[_Encoding]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +96,12 @@ class EventCounter:
         self._host = host
         self._model = model
         self._cache: dict[str, int] = {}
-        self._tokenizer: Any = None
+        self._tokenizer: _BatchTokenizer | None = None
         self.broken: str | None = None
         """Why counting stopped working (then every later request counts one token per event)."""
         if spec.kind == "tokenizer":
             try:
-                tokenizers: Any = importlib.import_module("tokenizers")
+                tokenizers = importlib.import_module("tokenizers")
                 self._tokenizer = tokenizers.Tokenizer.from_file(spec.tokenizer_file)
             except Exception as exc:  # noqa: BLE001 (tokenizers raises bare Exception subclasses)
                 self.broken = f"tokenizer {spec.tokenizer_file}: {exc}"
@@ -118,7 +132,7 @@ class EventCounter:
         pool = self._pool
         assert pool is not None
         dialect = self._spec.dialect
-        payload: dict[str, Any]
+        payload: dict[str, object]
         if dialect == "llamacpp":
             payload = {"content": text, "add_special": False}
         elif dialect == "tgi":
@@ -168,7 +182,7 @@ class EventCounter:
             self._pool.close()
 
 
-def counts_from_running(running: Sequence[Any], n_events: int) -> Counts | None:
+def counts_from_running(running: Sequence[JsonValue], n_events: int) -> Counts | None:
     """Per-event tokens from the running `completion_tokens` of each token event, or None.
 
     None when any token event lacked an int count or the count went backwards.

@@ -10,10 +10,11 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from collections.abc import Callable
-from typing import Any
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 
 from gputui.engine.commands import Command, Stop, check_command
-from gputui.engine.process import EngineConfig, EngineStatus, engine_main
+from gputui.engine.process import EngineConfig, EngineMessage, EngineStatus, engine_main
 from gputui.engine.records import RequestRecord
 
 BatchCallback = Callable[
@@ -28,8 +29,8 @@ class EngineHandle:
         self._config = config
         self._on_batch = on_batch
         self._context = multiprocessing.get_context("spawn")
-        self._conn: Any = None
-        self._process: Any = None
+        self._conn: Connection[Command, EngineMessage] | None = None
+        self._process: BaseProcess | None = None
         self._thread: threading.Thread | None = None
         self._send_lock = threading.Lock()
         self.stopped = threading.Event()
@@ -65,6 +66,7 @@ class EngineHandle:
             if self.stopped.is_set():
                 return
             try:
+                assert self._conn is not None, "send before start"
                 self._conn.send(command)
             except (BrokenPipeError, OSError):
                 self.stopped.set()
@@ -85,9 +87,11 @@ class EngineHandle:
         return self.final_status
 
     def _read(self) -> None:
+        conn = self._conn
+        assert conn is not None, "read before start"
         try:
             while True:
-                message = self._conn.recv()
+                message = conn.recv()
                 if message[0] == "batch":
                     _, records, sent_by_step, status, rtt = message
                     self._on_batch(records, sent_by_step, status, rtt)

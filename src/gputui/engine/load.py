@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Final
 
 from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import StreamingClient
@@ -180,9 +180,9 @@ class LoadController:
         task.add_done_callback(self._requests.discard)
 
     # for driven sources (engine.driven) -----------------------------------------------------
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, work: Coroutine[object, None, None]) -> None:
         """Run a driver's long-lived work (a conversation); `stop` waits for it."""
-        task: asyncio.Task[Any] = asyncio.create_task(work)
+        task: asyncio.Task[None] = asyncio.create_task(work)
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 

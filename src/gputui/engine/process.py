@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Protocol
+from typing import Literal, Protocol
 
 from gputui.engine.arrivals import Arrival, ArrivalProcess
 from gputui.engine.client import ClientConfig, StreamingClient
@@ -83,19 +83,29 @@ class EngineStatus:
     """Time its threads waited for a CPU so far (engine.schedstat); None where unmeasured."""
 
 
+BatchMessage = tuple[
+    Literal["batch"], list[RequestRecord], dict[int, int], EngineStatus, list[int | None]
+]
+"""Records finished since the last batch, requests sent per step, the status, RTT probes."""
+StoppedMessage = tuple[Literal["stopped"], EngineStatus]
+"""The engine's last message: its final status."""
+EngineMessage = BatchMessage | StoppedMessage
+"""What the engine sends its parent."""
+
+
 class EngineConnection(Protocol):
     """What the engine needs of its link to the parent (a multiprocessing pipe or a queue pair)."""
 
-    def send(self, obj: Any) -> None:
+    def send(self, obj: EngineMessage) -> None:
         """Send one message."""
         ...
 
-    def recv(self) -> Any:
+    def recv(self) -> object:
         """Block for the next command; EOFError when the parent is gone."""
         ...
 
 
-def engine_main(conn: Connection, config: EngineConfig) -> None:
+def engine_main(conn: Connection[EngineMessage, object], config: EngineConfig) -> None:
     """Entry point of the engine process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):

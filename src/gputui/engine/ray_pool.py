@@ -16,12 +16,13 @@ import queue
 import threading
 import time
 from dataclasses import replace
-from typing import Any
+from types import ModuleType
+from typing import Protocol
 
 from gputui.engine.commands import Command, Stop
 from gputui.engine.handle import BatchCallback
 from gputui.engine.pool import WorkerBook, merge_status, split_command
-from gputui.engine.process import EngineConfig, EngineStatus, run_engine
+from gputui.engine.process import EngineConfig, EngineMessage, EngineStatus, run_engine
 from gputui.engine.records import RequestRecord
 from gputui.errors import EngineFailed, UsageError
 
@@ -32,13 +33,13 @@ class _QueueConnection:
     """The engine's link to the parent inside an actor: an inbox and an outbox."""
 
     def __init__(self) -> None:
-        self.inbox: queue.Queue[Any] = queue.Queue()
-        self.outbox: queue.Queue[Any] = queue.Queue()
+        self.inbox: queue.Queue[Command] = queue.Queue()
+        self.outbox: queue.Queue[EngineMessage] = queue.Queue()
 
-    def send(self, obj: Any) -> None:
+    def send(self, obj: EngineMessage) -> None:
         self.outbox.put(obj)
 
-    def recv(self) -> Any:
+    def recv(self) -> Command:
         return self.inbox.get()
 
 
@@ -60,7 +61,7 @@ class EngineActorBody:
         """A command from the parent."""
         self._conn.inbox.put(message)
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[EngineMessage]:
         """Every message the engine sent since the last drain."""
         out = []
         while True:
@@ -70,7 +71,24 @@ class EngineActorBody:
                 return out
 
 
-def _import_ray() -> Any:
+class _RemoteMethod(Protocol):
+    """An actor method as Ray exposes it: `.remote(...)` queues the call, returns an ObjectRef."""
+
+    def remote(self, *args: object) -> object: ...
+
+
+class _EngineActor(Protocol):
+    """A Ray actor handle of `EngineActorBody`: each method is called through `.remote`."""
+
+    @property
+    def clock_ns(self) -> _RemoteMethod: ...
+    @property
+    def command(self) -> _RemoteMethod: ...
+    @property
+    def drain(self) -> _RemoteMethod: ...
+
+
+def _import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -90,7 +108,7 @@ class RayPool:
         self._address = address
         self._on_batch = on_batch
         self._book = WorkerBook(workers)
-        self._actors: list[Any] = []
+        self._actors: list[_EngineActor] = []
         self._offsets_ns: list[int] = []
         self._final: list[EngineStatus | None] = [None] * workers
         self._ready = [threading.Event() for _ in range(workers)]
@@ -166,7 +184,7 @@ class RayPool:
                     self._handle(index, message)
             time.sleep(_DRAIN_S)
 
-    def _handle(self, index: int, message: tuple[Any, ...]) -> None:
+    def _handle(self, index: int, message: EngineMessage) -> None:
         if message[0] == "stopped":
             self._final[index] = message[1]
             self._done[index].set()

@@ -8,7 +8,10 @@ Each event names itself by `type` (an `event:` line says the same): text arrives
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
+
+from gputui.jsontypes import JsonObject
 
 ANSWER_DELTAS: Final = frozenset(
     {
@@ -24,7 +27,7 @@ RESPONSE_ENDS: Final = frozenset({"response.completed", "response.incomplete", "
 """The Responses API's last event: the whole response, with its usage and status (no [DONE])."""
 
 
-def finish_reason(response: dict[str, Any]) -> str:
+def finish_reason(response: Mapping[str, object]) -> str:
     """A finished response's status as a chat finish reason: `stop`, `length`, or the reason.
 
     vLLM ends a response cut by `max_output_tokens` with `response.completed`, its status
@@ -38,7 +41,7 @@ def finish_reason(response: dict[str, Any]) -> str:
     return "stop" if status in (None, "completed") else str(status)
 
 
-def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
+def chat_usage(usage: JsonObject) -> JsonObject:
     """A Responses usage (`input_tokens`, `output_tokens`, their details) in chat's names."""
     return {
         "prompt_tokens": usage.get("input_tokens"),

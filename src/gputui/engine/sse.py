@@ -33,7 +33,7 @@ rule lives here (see ../shared/docs/reference.md §5):
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
@@ -45,6 +45,7 @@ from gputui.engine.responses_api import (
     chat_usage,
     finish_reason,
 )
+from gputui.jsontypes import JsonObject, JsonValue
 
 _DATA: Final = b"data: "
 _DONE: Final = b"[DONE]"
@@ -88,13 +89,13 @@ class StreamReader:
         self.first_token_ns: int | None = None
         self.first_answer_ns: int | None = None
         self.reasoning_events: list[int] = []
-        self.running: list[Any] = []
+        self.running: list[JsonValue] = []
         """The usage's `completion_tokens` of each token event that carried a usage object."""
         self.texts: list[str] | None = [] if keep_texts else None
         """Each token event's text, kept only with `keep_texts` (event counting, multi-turn)."""
         self.reasoning_tokens: int | None = None
         """From usage `completion_tokens_details.reasoning_tokens`, when the server gave it."""
-        self._last_usage: Any = None
+        self._last_usage: JsonValue = None
         self.done = False
         """`[DONE]` was received."""
         self.events = 0
@@ -203,7 +204,7 @@ class StreamReader:
             return
         choices = obj.get("choices")
         if choices:
-            # Any field of the wrong type is a malformed event (a verdict, never an exception).
+            # A field of the wrong type is a malformed event (a verdict, never an exception).
             choice = choices[0] if type(choices) is list else None
             if type(choice) is not dict:
                 self._fail(REASON_MALFORMED_EVENT, f"bad choices: {_excerpt(payload)}")
@@ -271,21 +272,23 @@ class StreamReader:
         if "error" in obj or obj.get("object") == "error" or obj.get("type") == "error":
             self._fail(REASON_ERROR_EVENT, error_message(obj))
 
-    def _response_event(self, kind: str, obj: dict[str, Any], now_ns: int) -> None:
+    def _response_event(self, kind: str, obj: JsonObject, now_ns: int) -> None:
         """One event of the Responses API (/v1/responses): a text delta, or the response's state."""
         answer = kind in ANSWER_DELTAS
         if answer or kind in REASONING_DELTAS:
             text = obj.get("delta")
-            if text and type(text) is not str:
-                self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(orjson.dumps(obj))}")
-            elif text:
-                self._token(text, now_ns, answer=answer)
+            if text:
+                if type(text) is str:
+                    self._token(text, now_ns, answer=answer)
+                else:
+                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(orjson.dumps(obj))}")
             return
         response = obj.get("response")
         if type(response) is not dict:
             return
-        if self.model is None and type(response.get("model")) is str:
-            self.model = response["model"]
+        model = response.get("model")
+        if self.model is None and type(model) is str:
+            self.model = model
         if kind not in RESPONSE_ENDS:
             return
         self.done = True
@@ -310,7 +313,7 @@ class StreamReader:
         if self.texts is not None:
             self.texts.append(text)
 
-    def _usage(self, usage: Any) -> None:
+    def _usage(self, usage: JsonValue) -> None:
         if type(usage) is not dict:
             return
         completion = usage.get("completion_tokens")
@@ -320,15 +323,16 @@ class StreamReader:
         if type(prompt) is int:
             self.input_tokens = prompt
         details = usage.get("prompt_tokens_details")
-        if type(details) is dict and type(details.get("cached_tokens")) is int:
-            self.cached_input_tokens = details["cached_tokens"]
+        cached = details.get("cached_tokens") if type(details) is dict else None
+        if type(cached) is int:
+            self.cached_input_tokens = cached
         completion_details = usage.get("completion_tokens_details")
         if type(completion_details) is dict:
             reasoning = completion_details.get("reasoning_tokens")
             if type(reasoning) is int:
                 self.reasoning_tokens = reasoning
 
-    def _timings(self, timings: Any) -> None:
+    def _timings(self, timings: JsonValue) -> None:
         if type(timings) is not dict:
             return
         self.timings = ServerTimings(
@@ -344,7 +348,7 @@ class StreamReader:
         self.error_detail = detail
 
 
-def error_message(obj: dict[str, Any], limit: int = 200) -> str:
+def error_message(obj: JsonObject, limit: int = 200) -> str:
     """One line from an OpenAI-style error object (nested `error` or flat `object: error`)."""
     inner = obj.get("error", obj)
     if isinstance(inner, dict):
@@ -356,7 +360,7 @@ def error_message(obj: dict[str, Any], limit: int = 200) -> str:
     return _one_line(orjson.dumps(obj).decode(errors="replace"), limit)
 
 
-def _tool_call_text(calls: Any) -> str | None:
+def _tool_call_text(calls: JsonValue) -> str | None:
     """A tool-call delta's generated text: its argument fragments, else the function's name.
 
     A chunk that only names the call is still output (the name is generated), so it is an event.
@@ -377,12 +381,12 @@ def _tool_call_text(calls: Any) -> str | None:
     return "".join(arguments) or "".join(names)
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JsonValue) -> int | None:
     return value if type(value) is int else None
 
 
-def _float(value: Any) -> float | None:
-    return float(value) if type(value) in (int, float) else None
+def _float(value: JsonValue) -> float | None:
+    return float(value) if type(value) is int or type(value) is float else None
 
 
 def _excerpt(data: bytes, limit: int = 120) -> str:

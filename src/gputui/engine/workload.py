@@ -9,10 +9,18 @@ requests. Anything slow (tokenizing, reading a dataset) belongs in the spec's co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from gputui.engine.prompts import PromptFactory
+
+
+class ChatMessage(TypedDict):
+    """One chat message as the workloads write it (and as a multi-turn history re-sends it)."""
+
+    role: str
+    content: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +31,9 @@ class RequestSpec:
     max_tokens: int
     input_tokens: int | None = None
     """The input length asked for (None when unknown); the server's usage report is the truth."""
-    messages: tuple[dict[str, Any], ...] | None = None
+    messages: tuple[ChatMessage, ...] | None = None
     """Chat messages (e.g. with a shared system prompt); None means one user message, `prompt`."""
-    extra_body: dict[str, Any] | None = None
+    extra_body: Mapping[str, object] | None = None
     """Per-request fields (e.g. `min_tokens`) on top of the run's extra body."""
 
 

@@ -6,7 +6,7 @@ and opens one as an `ArrayBackend` (see `patterns.py`) that also runs GEMMs for 
 neither library is installed, or none sees a GPU, it raises `NodeUnavailable` (exit status 2) with
 one line saying what is missing. Neither library is imported by gputui itself:
 `runtimes._import_optional` is the one seam, through `importlib`, so tests can make them absent
-and mypy checks the same code whether or not they are installed (both are typed as `Any`).
+and mypy checks the same code whether or not they are installed (both arrive as a `ModuleType`).
 
 Allocation goes in chunks (`allocate_chunks`): one huge allocation fails on fragmentation long
 before memory is full, and the caching allocators round small ones up. On out-of-memory the chunk
@@ -18,11 +18,19 @@ times device-to-device copies with device events (host clock for NumPy) after on
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from gputui.errors import GputuiError
-from gputui.node.patterns import WORD_BYTES, ArrayBackend, BlockMismatches, DeviceOutOfMemory
+from gputui.jsontypes import JsonOutObject
+from gputui.node.patterns import (
+    WORD_BYTES,
+    ArrayBackend,
+    BlockMismatches,
+    DeviceArray,
+    DeviceOutOfMemory,
+)
 
 GIB: Final = 1 << 30
 MIB: Final = 1 << 20
@@ -53,7 +61,7 @@ class DeviceInfo:
     """"GPU-..." as NVML prints it, when the library exposes it."""
     pci_bus_id: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonOutObject:
         """JSON form."""
         return {
             "index": self.index,
@@ -118,9 +126,9 @@ class Runtime(Protocol):
 
 def allocate_chunks(
     backend: ArrayBackend, target_bytes: int, chunk_bytes: int
-) -> tuple[list[Any], list[int]]:
+) -> tuple[list[DeviceArray], list[int]]:
     """Up to `target_bytes` in chunks of at most `chunk_bytes`: (arrays, words in each)."""
-    chunks: list[Any] = []
+    chunks: list[DeviceArray] = []
     words: list[int] = []
     size = max(chunk_bytes - chunk_bytes % MIB, MIB)
     floor = min(size, MIN_CHUNK_BYTES)
@@ -140,7 +148,10 @@ def allocate_chunks(
 
 
 def measure_copy(
-    backend: ArrayBackend, chunks: list[Any], chunk_words: list[int], max_copy_bytes: int
+    backend: ArrayBackend,
+    chunks: Sequence[DeviceArray],
+    chunk_words: Sequence[int],
+    max_copy_bytes: int,
 ) -> tuple[int, int, float] | None:
     """(bytes per copy, repeats, seconds) copying within the allocated chunks; None if too small."""
     if len(chunks) >= 2:
@@ -166,7 +177,7 @@ def host_seconds(start_ns: int) -> float:
 
 
 def mismatch_lists(
-    positions: Any, expected: Any, found: Any
+    positions: DeviceArray, expected: DeviceArray, found: DeviceArray
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """Host lists from on-device index/value arrays, values as unsigned 32-bit."""
     return (
@@ -176,7 +187,9 @@ def mismatch_lists(
     )
 
 
-def block_mismatches(count: int, positions: Any, expected: Any, found: Any) -> BlockMismatches:
+def block_mismatches(
+    count: int, positions: DeviceArray, expected: DeviceArray, found: DeviceArray
+) -> BlockMismatches:
     """A `BlockMismatches` from the device arrays of one comparison."""
     pos, exp, got = mismatch_lists(positions, expected, found)
     return BlockMismatches(count=count, positions=pos, expected=exp, found=got)

@@ -23,10 +23,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from gputui.errors import GputuiError
 from gputui.node.backends import DeviceBackend, DeviceFailure
+from gputui.node.json_docs import BurnJson, TracePointJson
 from gputui.telemetry.samples import GpuSample
 from gputui.telemetry.throttle import decode, throttling
 
@@ -74,7 +75,7 @@ class TracePoint:
             utilization_gpu_pct=s.utilization_gpu_pct,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TracePointJson:
         """JSON form (the mask also decoded in full, idle included)."""
         return {
             "t_s": round(self.t_s, 3),
@@ -314,7 +315,7 @@ def _line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def burn_json(r: BurnResult, max_points: int | None = None) -> dict[str, Any]:
+def burn_json(r: BurnResult, max_points: int | None = None) -> BurnJson:
     """The `--json` document (keys fixed by the issue; extras after them)."""
     s = r.summary
     trace = list(r.trace)

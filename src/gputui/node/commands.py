@@ -19,12 +19,20 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gputui.argtypes import bounded, open_fraction, positive_float, seconds
 from gputui.errors import GputuiError
+
+if TYPE_CHECKING:
+    from gputui.node.backends import DeviceBackend, DeviceInfo, Runtime
+    from gputui.node.burn import BurnResult
+    from gputui.node.vram_check import VramCheckResult
+    from gputui.telemetry.nvml import NvmlModule
+    from gputui.telemetry.sampler import GpuPort
+    from gputui.telemetry.samples import GpuIdentity
 
 BACKENDS = ("auto", "torch", "cupy", "numpy")
 
@@ -117,14 +125,13 @@ def add_burn_arguments(parser: argparse.ArgumentParser) -> None:
 class NodeTarget:
     """The device to check, opened, with what NVML says about the machine."""
 
-    backend: Any
-    """A `backends.DeviceBackend`."""
+    backend: DeviceBackend
     gpu: int
     name: str
     memory_total_bytes: int
-    devices: tuple[Any, ...]
-    """`backends.DeviceInfo` of every GPU (NVML's list when available)."""
-    port: Any
+    devices: tuple[DeviceInfo, ...]
+    """Every GPU (NVML's list when available)."""
+    port: GpuPort | None
     """The telemetry GPU port (NVML or nvidia-smi), or None."""
     telemetry: str
 
@@ -136,7 +143,12 @@ class NodeTarget:
 
 
 def open_target(
-    choice: str, command: str, gpu: int, *, nvml_module: Any = None, runtime: Any = None
+    choice: str,
+    command: str,
+    gpu: int,
+    *,
+    nvml_module: NvmlModule | None = None,
+    runtime: Runtime | None = None,
 ) -> NodeTarget:
     """Find the array library and the device; `NodeUnavailable` (exit 2) when there is none."""
     from gputui.node.backends import DeviceFailure, DeviceInfo, NodeUnavailable
@@ -144,7 +156,7 @@ def open_target(
 
     rt = open_runtime(choice, command) if runtime is None else runtime
     cuda_devices = rt.devices()
-    port: Any = None
+    port: GpuPort | None = None
     if rt.name == "numpy" and nvml_module is None:
         telemetry = "not used: NumPy stand-in"
     else:
@@ -194,7 +206,7 @@ def open_target(
     )
 
 
-def _cuda_index(ident: Any, cuda_devices: tuple[Any, ...]) -> int | None:
+def _cuda_index(ident: GpuIdentity, cuda_devices: tuple[DeviceInfo, ...]) -> int | None:
     """The CUDA device with the NVML device's UUID or bus id; by index when neither is known."""
     for d in cuda_devices:
         if d.uuid and ident.uuid and d.uuid.lower() == ident.uuid.lower():
@@ -206,12 +218,17 @@ def _cuda_index(ident: Any, cuda_devices: tuple[Any, ...]) -> int | None:
     return int(ident.index) if ident.index < len(cuda_devices) else None
 
 
-def _close(port: Any) -> None:
+def _close(port: GpuPort | None) -> None:
     if port is not None:
         port.close()
 
 
-def check_vram(args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None) -> Any:
+def check_vram(
+    args: argparse.Namespace,
+    *,
+    nvml_module: NvmlModule | None = None,
+    runtime: Runtime | None = None,
+) -> VramCheckResult:
     """Run the vram check from parsed flags; returns a `VramCheckResult`."""
     from gputui.node.vram_check import run_vram_check
 
@@ -235,7 +252,12 @@ def check_vram(args: argparse.Namespace, *, nvml_module: Any = None, runtime: An
     )
 
 
-def burn_gpu(args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None) -> Any:
+def burn_gpu(
+    args: argparse.Namespace,
+    *,
+    nvml_module: NvmlModule | None = None,
+    runtime: Runtime | None = None,
+) -> BurnResult:
     """Run the burn from parsed flags; returns a `BurnResult`."""
     from gputui.node.burn import run_burn
     from gputui.node.vram_check import match_catalog
@@ -262,7 +284,10 @@ def burn_gpu(args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any 
 
 
 def run_vram_check_command(
-    args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None
+    args: argparse.Namespace,
+    *,
+    nvml_module: NvmlModule | None = None,
+    runtime: Runtime | None = None,
 ) -> int:
     """`gputui vram-check`: print the report; 1 when memory errors were found."""
     from gputui.node.vram_check import vram_json, vram_report
@@ -276,7 +301,10 @@ def run_vram_check_command(
 
 
 def run_burn_command(
-    args: argparse.Namespace, *, nvml_module: Any = None, runtime: Any = None
+    args: argparse.Namespace,
+    *,
+    nvml_module: NvmlModule | None = None,
+    runtime: Runtime | None = None,
 ) -> int:
     """`gputui burn`: print the trace summary; 1 when the GEMM results came out wrong."""
     from gputui.node.burn import burn_json, burn_report
@@ -289,7 +317,7 @@ def run_burn_command(
     return 1 if result.compute_mismatches else 0
 
 
-def _emit(args: argparse.Namespace, doc: dict[str, Any], text: str) -> None:
+def _emit(args: argparse.Namespace, doc: Mapping[str, object], text: str) -> None:
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

@@ -4,20 +4,67 @@ Contract: both implement `backends.DeviceBackend` on one device, with 32-bit wor
 which torch supports in every operation the checker needs; cupy.uint32), int64 index arithmetic,
 comparisons and nonzero() on the device, copies timed with CUDA events, and a GEMM in BF16 where
 the device supports it (compute capability 8.0+, PyTorch) or FP16 otherwise. The modules arrive as
-`Any`: gputui never imports torch or cupy itself. Patterns go in blocks of 2^23 words (32 MiB), and
-a 512 MiB workspace is left free for their temporaries (int64 blocks of 64 MiB, a few alive at once
-while an expression is evaluated).
+a `ModuleType`: gputui never imports torch or cupy itself; the few array methods called here are
+spelled out as protocols (`_Tensor`, `_CupyArray`), cast to in one place per backend. Patterns go
+in blocks of 2^23 words (32 MiB), and a 512 MiB workspace is left free for their temporaries
+(int64 blocks of 64 MiB, a few alive at once while an expression is evaluated).
 """
 
 from __future__ import annotations
 
 import uuid as uuid_module
-from typing import Any, Final
+from types import ModuleType
+from typing import Final, Protocol, Self, cast
 
 from gputui.node.backends import GIB, MIB, DeviceInfo, block_mismatches
-from gputui.node.patterns import WORD_BYTES, BlockMismatches, DeviceOutOfMemory
+from gputui.node.patterns import (
+    WORD_BYTES,
+    BlockMismatches,
+    DeviceArray,
+    DeviceOutOfMemory,
+    IndexArray,
+)
 
 WORKSPACE_BYTES: Final = 512 * MIB
+
+
+class _Tensor(DeviceArray, Protocol):
+    """The `torch.Tensor` methods `TorchBackend` calls on its own arrays."""
+
+    def __getitem__(self, key: slice | _Tensor, /) -> Self: ...
+    def numel(self) -> int: ...
+    def copy_(self, src: DeviceArray, /) -> Self: ...
+    def to(self, dtype: object, /) -> Self: ...
+    def ne(self, other: DeviceArray, /) -> Self: ...
+    def sum(self) -> Self: ...
+    def item(self) -> float: ...
+    def new_empty(self, size: int, /) -> Self: ...
+    def cpu(self) -> Self: ...
+
+
+def _tensor(array: DeviceArray | IndexArray) -> _Tensor:
+    """A `TorchBackend` array handed back by the checker."""
+    return cast(_Tensor, array)
+
+
+class _CupyArray(DeviceArray, Protocol):
+    """The `cupy.ndarray` members `CupyBackend` uses on its own arrays."""
+
+    @property
+    def size(self) -> int: ...
+    def astype(self, dtype: object, /) -> Self: ...
+    def __setitem__(self, key: slice, value: DeviceArray, /) -> None: ...
+
+
+def _cupy_array(array: DeviceArray | IndexArray) -> _CupyArray:
+    """A `CupyBackend` array handed back by the checker."""
+    return cast(_CupyArray, array)
+
+
+class _Synchronizing(Protocol):
+    """A CuPy device: `CupyGemm` waits on it."""
+
+    def synchronize(self) -> None: ...
 
 
 def _gpu_uuid(text: str) -> str:
@@ -37,7 +84,9 @@ def _bus_id(domain: int, bus: int, device: int) -> str:
 class TorchGemm:
     """Square GEMMs on one CUDA device."""
 
-    def __init__(self, torch: Any, device: Any, size: int, bf16: bool, seed: int = 0) -> None:
+    def __init__(
+        self, torch: ModuleType, device: object, size: int, bf16: bool, seed: int = 0
+    ) -> None:
         self._torch = torch
         self._device = device
         self.size = size
@@ -70,7 +119,7 @@ class TorchBackend:
     max_copy_bytes = GIB
     block_words = 1 << 23
 
-    def __init__(self, torch: Any, info: DeviceInfo) -> None:
+    def __init__(self, torch: ModuleType, info: DeviceInfo) -> None:
         self._t = torch
         self.device = info
         self._dev = torch.device("cuda", info.index)
@@ -80,41 +129,49 @@ class TorchBackend:
         """Free memory as the driver reports it (cudaMemGetInfo)."""
         return int(self._t.cuda.mem_get_info(self._dev)[0])
 
-    def allocate(self, n_bytes: int) -> Any:
+    def allocate(self, n_bytes: int) -> DeviceArray:
         """n_bytes / 4 int32 words."""
         try:
-            return self._t.empty(n_bytes // WORD_BYTES, dtype=self._t.int32, device=self._dev)
+            words = self._t.empty(n_bytes // WORD_BYTES, dtype=self._t.int32, device=self._dev)
         except self._t.cuda.OutOfMemoryError as exc:
             raise DeviceOutOfMemory(str(exc).splitlines()[0]) from None
+        return cast(DeviceArray, words)
 
-    def indices(self, start: int, count: int) -> Any:
+    def indices(self, start: int, count: int) -> IndexArray:
         """int64 word indices on the device."""
-        return self._t.arange(start, start + count, dtype=self._t.int64, device=self._dev)
+        return cast(
+            IndexArray,
+            self._t.arange(start, start + count, dtype=self._t.int64, device=self._dev),
+        )
 
-    def to_words(self, values: Any) -> Any:
+    def to_words(self, values: IndexArray) -> DeviceArray:
         """[0, 2^32) into int32 with the same bits (shifted into the signed range first)."""
-        return (values - ((values >> 31) << 32)).to(self._t.int32)
+        return _tensor(values - ((values >> 31) << 32)).to(self._t.int32)
 
-    def write(self, buf: Any, offset: int, words: Any) -> None:
+    def write(self, buf: DeviceArray, offset: int, words: DeviceArray) -> None:
         """Store a block."""
-        buf[offset : offset + words.numel()].copy_(words)
+        _tensor(buf[offset : offset + _tensor(words).numel()]).copy_(words)
 
-    def compare(self, buf: Any, offset: int, expected: Any, limit: int) -> BlockMismatches:
+    def compare(
+        self, buf: DeviceArray, offset: int, expected: DeviceArray, limit: int
+    ) -> BlockMismatches:
         """Count on the device; only the first `limit` positions and values come back."""
-        got = buf[offset : offset + expected.numel()]
-        bad = got != expected
+        want = _tensor(expected)
+        got = _tensor(buf)[offset : offset + want.numel()]
+        bad = got.ne(want)
         count = int(bad.sum().item())
         pos = self._t.nonzero(bad).flatten()[:limit] if count and limit else bad.new_empty(0)
         pos = pos.to(self._t.int64)
-        return block_mismatches(count, pos.cpu(), expected[pos].cpu(), got[pos].cpu())
+        return block_mismatches(count, pos.cpu(), want[pos].cpu(), got[pos].cpu())
 
-    def copy_seconds(self, src: Any, dst: Any, repeats: int) -> float:
+    def copy_seconds(self, src: DeviceArray, dst: DeviceArray, repeats: int) -> float:
         """Copies timed between two CUDA events."""
+        target = _tensor(dst)
         start = self._t.cuda.Event(enable_timing=True)
         end = self._t.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(repeats):
-            dst.copy_(src)
+            target.copy_(src)
         end.record()
         end.synchronize()
         return float(start.elapsed_time(end)) / 1e3
@@ -138,9 +195,9 @@ class TorchRuntime:
 
     name = "torch"
 
-    def __init__(self, torch: Any) -> None:
-        self._t = torch
-        self.version = str(torch.__version__)
+    def __init__(self, torch: object) -> None:
+        self._t = cast(ModuleType, torch)  # the one narrowing: torch, or a test's stand-in
+        self.version = str(self._t.__version__)
 
     def devices(self) -> tuple[DeviceInfo, ...]:
         """The CUDA devices PyTorch sees; RuntimeError says why there are none."""
@@ -179,7 +236,7 @@ class CupyGemm:
 
     dtype = "float16"
 
-    def __init__(self, cp: Any, device: Any, size: int, seed: int = 0) -> None:
+    def __init__(self, cp: ModuleType, device: _Synchronizing, size: int, seed: int = 0) -> None:
         self._cp = cp
         self._device = device
         self.size = size
@@ -208,7 +265,7 @@ class CupyBackend:
     max_copy_bytes = GIB
     block_words = 1 << 23
 
-    def __init__(self, cp: Any, info: DeviceInfo) -> None:
+    def __init__(self, cp: ModuleType, info: DeviceInfo) -> None:
         self._cp = cp
         self.device = info
         self._dev = cp.cuda.Device(info.index)
@@ -218,35 +275,38 @@ class CupyBackend:
         """Free memory as the driver reports it."""
         return int(self._dev.mem_info[0])
 
-    def allocate(self, n_bytes: int) -> Any:
+    def allocate(self, n_bytes: int) -> DeviceArray:
         """n_bytes / 4 uint32 words."""
         try:
-            return self._cp.empty(n_bytes // WORD_BYTES, dtype=self._cp.uint32)
+            words = self._cp.empty(n_bytes // WORD_BYTES, dtype=self._cp.uint32)
         except self._cp.cuda.memory.OutOfMemoryError as exc:
             raise DeviceOutOfMemory(str(exc).splitlines()[0]) from None
+        return cast(DeviceArray, words)
 
-    def indices(self, start: int, count: int) -> Any:
+    def indices(self, start: int, count: int) -> IndexArray:
         """int64 word indices on the device."""
-        return self._cp.arange(start, start + count, dtype=self._cp.int64)
+        return cast(IndexArray, self._cp.arange(start, start + count, dtype=self._cp.int64))
 
-    def to_words(self, values: Any) -> Any:
+    def to_words(self, values: IndexArray) -> DeviceArray:
         """[0, 2^32) into uint32."""
-        return values.astype(self._cp.uint32)
+        return _cupy_array(values).astype(self._cp.uint32)
 
-    def write(self, buf: Any, offset: int, words: Any) -> None:
+    def write(self, buf: DeviceArray, offset: int, words: DeviceArray) -> None:
         """Store a block."""
-        buf[offset : offset + words.size] = words
+        _cupy_array(buf)[offset : offset + _cupy_array(words).size] = words
 
-    def compare(self, buf: Any, offset: int, expected: Any, limit: int) -> BlockMismatches:
+    def compare(
+        self, buf: DeviceArray, offset: int, expected: DeviceArray, limit: int
+    ) -> BlockMismatches:
         """Count on the device; only the first `limit` positions and values come back."""
         cp = self._cp
-        got = buf[offset : offset + expected.size]
+        got = buf[offset : offset + _cupy_array(expected).size]
         bad = got != expected
         count = int(cp.count_nonzero(bad))
         pos = cp.flatnonzero(bad)[:limit] if count and limit else cp.empty(0, dtype=cp.int64)
         return block_mismatches(count, pos, expected[pos], got[pos])
 
-    def copy_seconds(self, src: Any, dst: Any, repeats: int) -> float:
+    def copy_seconds(self, src: DeviceArray, dst: DeviceArray, repeats: int) -> float:
         """Copies timed between two CUDA events."""
         cp = self._cp
         start, end = cp.cuda.Event(), cp.cuda.Event()
@@ -275,9 +335,9 @@ class CupyRuntime:
 
     name = "cupy"
 
-    def __init__(self, cp: Any) -> None:
-        self._cp = cp
-        self.version = str(cp.__version__)
+    def __init__(self, cp: object) -> None:
+        self._cp = cast(ModuleType, cp)  # the one narrowing: cupy, or a test's stand-in
+        self.version = str(self._cp.__version__)
 
     def devices(self) -> tuple[DeviceInfo, ...]:
         """The CUDA devices CuPy sees; its CUDARuntimeError (a RuntimeError) says why none."""

@@ -10,9 +10,10 @@ exercised too.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from gputui.node.backends import (
     HOST_STANDIN_BYTES,
@@ -20,9 +21,20 @@ from gputui.node.backends import (
     DeviceInfo,
     block_mismatches,
 )
-from gputui.node.patterns import WORD_BYTES, BlockMismatches, DeviceOutOfMemory
+from gputui.node.patterns import (
+    WORD_BYTES,
+    BlockMismatches,
+    DeviceArray,
+    DeviceOutOfMemory,
+    IndexArray,
+)
 
 HOST_NAME = "host memory (NumPy stand-in, not a GPU)"
+
+
+def _host(array: DeviceArray) -> npt.NDArray[np.uint32]:
+    """This backend's own words, handed back by the checker as a `DeviceArray`."""
+    return cast(npt.NDArray[np.uint32], array)
 
 
 class NumpyGemm:
@@ -64,38 +76,43 @@ class NumpyBackend:
         """Bytes of the pretend device not yet handed out."""
         return self.device.memory_total_bytes - self._used
 
-    def allocate(self, n_bytes: int) -> Any:
+    def allocate(self, n_bytes: int) -> DeviceArray:
         """uint32 words, failing like a device when the pretend memory is used up."""
         if n_bytes > self.free_bytes():
             raise DeviceOutOfMemory(f"{n_bytes} bytes requested, {self.free_bytes()} free")
         self._used += n_bytes
         return np.empty(n_bytes // WORD_BYTES, dtype=np.uint32)
 
-    def indices(self, start: int, count: int) -> Any:
+    def indices(self, start: int, count: int) -> IndexArray:
         """int64 word indices."""
         return np.arange(start, start + count, dtype=np.int64)
 
-    def to_words(self, values: Any) -> Any:
+    def to_words(self, values: IndexArray) -> DeviceArray:
         """int64 in [0, 2^32) to uint32."""
-        return values.astype(np.uint32)
+        return cast(npt.NDArray[np.int64], values).astype(np.uint32)
 
-    def write(self, buf: Any, offset: int, words: Any) -> None:
+    def write(self, buf: DeviceArray, offset: int, words: DeviceArray) -> None:
         """Store a block."""
-        buf[offset : offset + len(words)] = words
+        host_words = _host(words)
+        _host(buf)[offset : offset + len(host_words)] = host_words
 
-    def compare(self, buf: Any, offset: int, expected: Any, limit: int) -> BlockMismatches:
+    def compare(
+        self, buf: DeviceArray, offset: int, expected: DeviceArray, limit: int
+    ) -> BlockMismatches:
         """Count and locate mismatches, as the device does."""
-        got = buf[offset : offset + len(expected)]
-        bad = got != expected
+        want = _host(expected)
+        got = _host(buf)[offset : offset + len(want)]
+        bad = got != want
         count = int(np.count_nonzero(bad))
         positions = np.flatnonzero(bad)[:limit] if count else np.empty(0, dtype=np.int64)
-        return block_mismatches(count, positions, expected[positions], got[positions])
+        return block_mismatches(count, positions, want[positions], got[positions])
 
-    def copy_seconds(self, src: Any, dst: Any, repeats: int) -> float:
+    def copy_seconds(self, src: DeviceArray, dst: DeviceArray, repeats: int) -> float:
         """Host-timed copies."""
+        source, target = _host(src), _host(dst)
         start = time.perf_counter_ns()
         for _ in range(repeats):
-            np.copyto(dst, src)
+            np.copyto(target, source)
         return (time.perf_counter_ns() - start) / 1e9
 
     def synchronize(self) -> None:

@@ -28,7 +28,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, TypeVar
+
+if TYPE_CHECKING:
+    from gputui.node.json_docs import MismatchJson
 
 PatternName = Literal["address", "walking1", "walking0", "random"]
 PATTERN_NAMES: Final[tuple[PatternName, ...]] = ("address", "walking1", "walking0", "random")
@@ -80,7 +83,7 @@ class Mismatch:
         """The bits that differ (expected XOR found)."""
         return self.expected ^ self.found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MismatchJson:
         """JSON form."""
         return {
             "offset_bytes": self.offset_bytes,
@@ -92,33 +95,68 @@ class Mismatch:
         }
 
 
+class Words(Protocol):
+    """Integers the pattern arithmetic runs on: a Python int (one word, on the host) or an array."""
+
+    def __and__(self, other: Self | int, /) -> Self: ...
+    def __xor__(self, other: Self | int, /) -> Self: ...
+    def __rshift__(self, other: Self | int, /) -> Self: ...
+    def __lshift__(self, other: Self | int, /) -> Self: ...
+    def __mul__(self, other: Self | int, /) -> Self: ...
+    def __add__(self, other: Self | int, /) -> Self: ...
+    def __sub__(self, other: Self | int, /) -> Self: ...
+
+
+class DeviceArray(Protocol):
+    """A 1-D array of 32-bit words held by the array library (NumPy, CuPy or torch).
+
+    The checker only slices and lists them; a backend casts back to its own library's array type
+    where it needs more (NumPy's arrays match this protocol as they are).
+    """
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: slice, /) -> DeviceArray: ...
+    def tolist(self) -> list[int]:
+        """The values as Python ints (host lists of the few mismatches)."""
+        ...
+
+
+class IndexArray(Words, Protocol):
+    """An int64 array of word indices, or of pattern values computed from them, on the device."""
+
+
+W = TypeVar("W", bound=Words)
+
+
 class ArrayBackend(Protocol):
     """What the checker needs from an array library bound to one device."""
 
     name: str
     """"torch", "cupy" or "numpy"."""
 
-    def allocate(self, n_bytes: int) -> Any:
+    def allocate(self, n_bytes: int) -> DeviceArray:
         """An uninitialised array of n_bytes / 4 32-bit words; raises `DeviceOutOfMemory`."""
         ...
 
-    def indices(self, start: int, count: int) -> Any:
+    def indices(self, start: int, count: int) -> IndexArray:
         """int64 array [start, start + count) on the device."""
         ...
 
-    def to_words(self, values: Any) -> Any:
+    def to_words(self, values: IndexArray) -> DeviceArray:
         """int64 values in [0, 2^32) as the 32-bit storage type, same bits."""
         ...
 
-    def write(self, buf: Any, offset: int, words: Any) -> None:
+    def write(self, buf: DeviceArray, offset: int, words: DeviceArray) -> None:
         """Store `words` at word `offset` of `buf`."""
         ...
 
-    def compare(self, buf: Any, offset: int, expected: Any, limit: int) -> BlockMismatches:
+    def compare(
+        self, buf: DeviceArray, offset: int, expected: DeviceArray, limit: int
+    ) -> BlockMismatches:
         """Compare on the device; return the count and the first `limit` mismatches."""
         ...
 
-    def copy_seconds(self, src: Any, dst: Any, repeats: int) -> float:
+    def copy_seconds(self, src: DeviceArray, dst: DeviceArray, repeats: int) -> float:
         """Seconds for `repeats` device-to-device copies src -> dst, timed on the device."""
         ...
 
@@ -127,7 +165,7 @@ class ArrayBackend(Protocol):
         ...
 
 
-def pattern_values(name: PatternName, seed: int, idx: Any) -> Any:
+def pattern_values(name: PatternName, seed: int, idx: W) -> W:
     """The pattern's int64 values in [0, 2^32) for global word indices `idx` (int64 array)."""
     seed32 = seed & MASK32
     if name in ("walking1", "walking0"):
@@ -142,7 +180,7 @@ def pattern_values(name: PatternName, seed: int, idx: Any) -> Any:
     raise ValueError(f"unknown pattern {name!r}")
 
 
-def _hash32(x: Any) -> Any:
+def _hash32(x: W) -> W:
     """A bijective 32-bit mix (xorshift-multiply), on arrays holding values in [0, 2^32)."""
     x = x ^ (x >> 16)
     x = (x * _HASH_1) & MASK32
@@ -152,8 +190,7 @@ def _hash32(x: Any) -> Any:
 
 
 def _hash32_int(x: int) -> int:
-    result: int = _hash32(x)
-    return result
+    return _hash32(x)
 
 
 def pattern_value(name: PatternName, seed: int, index: int) -> int:
@@ -182,13 +219,13 @@ class RegionResult:
 
 Progress = Callable[[float, str], None]
 """(fraction done 0..1, what is running) for a UI or a progress line."""
-AfterWrite = Callable[[PatternName, Sequence[Any]], None]
+AfterWrite = Callable[[PatternName, Sequence[DeviceArray]], None]
 """Called between a pattern's writes and its reads (tests flip bits in the chunks here)."""
 
 
 def verify_region(
     backend: ArrayBackend,
-    chunks: Sequence[Any],
+    chunks: Sequence[DeviceArray],
     chunk_words: Sequence[int],
     patterns: Sequence[PatternName],
     *,

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from types import ModuleType
 
 from gputui.node.backends import INSTALL_HINT, NodeUnavailable, Runtime
 
 
-def _import_optional(name: str) -> tuple[Any, str | None]:
+def _import_optional(name: str) -> tuple[ModuleType | None, str | None]:
     """(module, None) or (None, why): the one place torch and cupy are imported."""
     try:
         return importlib.import_module(name), None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from gputui.catalog.specs import GPUS, GpuSpec
 from gputui.node.backends import (
@@ -28,9 +27,11 @@ from gputui.node.backends import (
     allocate_chunks,
     measure_copy,
 )
+from gputui.node.json_docs import VramJson
 from gputui.node.patterns import (
     BANDWIDTH_FLAG_RATIO,
     AfterWrite,
+    DeviceArray,
     Mismatch,
     PatternName,
     Progress,
@@ -173,7 +174,7 @@ def run_vram_check(
             f"nothing checked: {free / 2**20:.0f} MiB free, the pattern workspace needs "
             f"{backend.workspace_bytes / 2**20:.0f} MiB"
         )
-    chunks: list[Any] = []
+    chunks: list[DeviceArray] = []
     checked = 0
     stage = "allocating"
     try:
@@ -240,7 +241,7 @@ def run_vram_check(
     )
 
 
-def vram_json(r: VramCheckResult) -> dict[str, Any]:
+def vram_json(r: VramCheckResult) -> VramJson:
     """The `--json` document (keys fixed by the issue; extras after them)."""
     return {
         "gpu": r.gpu,

@@ -42,10 +42,11 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
+from gputui.jsontypes import JsonOutObject
 from gputui.sim.http_responses import error_response, http_response
 from gputui.sim.sinks import BufferedSink, StreamSink, http_chunk
 
@@ -187,7 +188,7 @@ class FaultInjector:
         self.drawn = 0
         self.injected = dict.fromkeys(FAULTS, 0)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> JsonOutObject:
         """The `faults` object of `/sim/stats`."""
         return {
             "spec": self.spec.describe(),

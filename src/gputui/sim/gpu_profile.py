@@ -221,7 +221,7 @@ class GpuProfile:
             self.device, self.served_model_name, self.uuid
         ) + self.latency.prometheus_text(self.served_model_name)
 
-    def latency_records(self) -> list[dict[str, object]]:
+    def latency_records(self) -> list[dict[str, float]]:
         """Each finished request's own queue/prefill/decode/TTFT/E2E (for `GET /sim/latency`)."""
         return self.latency.records()
 

@@ -8,9 +8,12 @@ streaming sinks (sinks.py) have nothing to do with it.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 import orjson
+
+from gputui.jsontypes import JsonOut
 
 _REASONS: Final = {
     200: b"OK",
@@ -44,8 +47,14 @@ def http_response(
     )
 
 
-def json_response(status: int, body: Any, *, keep_alive: bool, extra_headers: bytes = b"") -> bytes:
-    """A JSON response."""
+def json_response(
+    status: int,
+    body: JsonOut | Mapping[str, object],
+    *,
+    keep_alive: bool,
+    extra_headers: bytes = b"",
+) -> bytes:
+    """A JSON response (`body`: JSON values, or a TypedDict of them)."""
     return http_response(
         status,
         orjson.dumps(body),

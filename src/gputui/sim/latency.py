@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from typing import Any, Final
+from typing import Final
 
 TTFT_BUCKETS_S: Final = (
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
@@ -108,7 +108,7 @@ class LatencyRecorder:
         self._hist = {name: _Histogram(bounds) for name, _, bounds in HISTOGRAMS}
         self._ttft = self._hist["time_to_first_token_seconds"]
         self._itl = self._hist["inter_token_latency_seconds"]
-        self._records: deque[dict[str, Any]] = deque(maxlen=max_records)
+        self._records: deque[dict[str, float]] = deque(maxlen=max_records)
 
     def arrived(self, request_id: int, arrival_ns: int) -> None:
         """The request reached the engine (its first byte was parsed)."""
@@ -178,6 +178,6 @@ class LatencyRecorder:
             out += self._hist[name].lines(f"vllm:{name}", help_text, labels)
         return "\n".join(out) + "\n"
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, float]]:
         """The finished requests' own phase durations (seconds), oldest first."""
         return list(self._records)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ class DelayedTransport(asyncio.Transport):
         if queue:
             self._timer = self._loop.call_at(queue[0][0], self._drain)
 
-    def writelines(self, list_of_data: Any) -> None:
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
         """Write each item after the delay."""
         self.write(b"".join(list_of_data))
 
@@ -110,7 +110,7 @@ class DelayedTransport(asyncio.Transport):
             self._timer = None
         self._inner.abort()
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
+    def get_extra_info(self, name: str, default: object = None) -> object:
         """The wrapped transport's socket, peer name, ..."""
         return self._inner.get_extra_info(name, default)
 

@@ -18,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final, Unpack
 
 import orjson
 
+from gputui.jsontypes import JsonObject, JsonValue
 from gputui.sim.http_responses import json_response
 from gputui.sim.sinks import (
     FINISH_LENGTH,
     TOKEN_TEXTS,
     BufferedSink,
+    SinkCommon,
     StreamSink,
     http_chunk,
     output_text,
@@ -37,7 +39,7 @@ _DELTA: Final = "response.output_text.delta"
 _END: Final = b"0\r\n\r\n"
 
 
-def responses_as_chat(body: dict[str, Any]) -> dict[str, Any] | None:
+def responses_as_chat(body: JsonObject) -> JsonObject | None:
     """A /v1/responses body as the chat body the server schedules (None: no usable `input`).
 
     `input` is a string (one user message) or a list of messages.
@@ -53,7 +55,7 @@ def responses_as_chat(body: dict[str, Any]) -> dict[str, Any] | None:
     return chat
 
 
-def _event(kind: str, data: dict[str, Any]) -> bytes:
+def _event(kind: str, data: JsonObject) -> bytes:
     return http_chunk(b"event: %s\ndata: %s\n\n" % (kind.encode(), orjson.dumps(data)))
 
 
@@ -67,7 +69,7 @@ class _ResponseShape:
         self.model = model
         self.max_tokens = max_tokens
 
-    def response(self, status: str, **fields: Any) -> dict[str, Any]:
+    def response(self, status: str, **fields: JsonValue) -> JsonObject:
         return {
             "id": self.id,
             "created_at": self.created,
@@ -81,10 +83,10 @@ class _ResponseShape:
             **fields,
         }
 
-    def message(self, text: str, status: str) -> dict[str, Any]:
-        part: dict[str, Any] = {"annotations": [], "text": text, "type": "output_text"}
+    def message(self, text: str, status: str) -> JsonObject:
+        part: JsonObject = {"annotations": [], "text": text, "type": "output_text"}
         part["logprobs"] = None
-        content = [part] if text or status == "completed" else []
+        content: list[JsonValue] = [part] if text or status == "completed" else []
         return {"id": self.item_id, "content": content, "role": "assistant", "status": status}
 
 
@@ -93,12 +95,28 @@ class ResponsesStreamSink(StreamSink):
 
     __slots__ = ("_sequence", "_shape")
 
-    def __init__(self, transport: asyncio.Transport, *args: Any, **kwargs: Any) -> None:
-        super().__init__(transport, *args, **kwargs)
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        truth: TruthRecorder,
+        on_done: Callable[[], None],
+        *,
+        arrival_ns: int,
+        include_usage: bool,
+        **common: Unpack[SinkCommon],
+    ) -> None:
+        super().__init__(
+            transport,
+            truth,
+            on_done,
+            arrival_ns=arrival_ns,
+            include_usage=include_usage,
+            **common,
+        )
         self._sequence = 0
         self._shape = _ResponseShape(self._id, self._created, self._model, self._max_tokens)
         shape = self._shape
-        opening = (
+        opening: tuple[tuple[str, JsonObject], ...] = (
             ("response.created", {"response": shape.response("in_progress")}),
             ("response.in_progress", {"response": shape.response("in_progress")}),
             (
@@ -117,7 +135,7 @@ class ResponsesStreamSink(StreamSink):
         )
         transport.write(b"".join(self._next(kind, data) for kind, data in opening))
 
-    def _next(self, kind: str, data: dict[str, Any]) -> bytes:
+    def _next(self, kind: str, data: JsonObject) -> bytes:
         event = _event(kind, {**data, "sequence_number": self._sequence, "type": kind})
         self._sequence += 1
         return event
@@ -141,7 +159,7 @@ class ResponsesStreamSink(StreamSink):
             reason = finish_reason if i == count - 1 else None
             if reason is None and k + 1 >= self._max_tokens:
                 reason = FINISH_LENGTH
-            delta = {
+            delta: JsonObject = {
                 "content_index": 0,
                 "delta": TOKEN_TEXTS[k % len(TOKEN_TEXTS)].decode(),
                 "item_id": self._shape.item_id,
@@ -178,9 +196,9 @@ class ResponsesStreamSink(StreamSink):
         shape = self._shape
         text = output_text(self._emitted)
         item = shape.message(text, "completed")
-        part: dict[str, Any] = {"annotations": [], "text": text, "type": "output_text"}
+        part: JsonObject = {"annotations": [], "text": text, "type": "output_text"}
         part["logprobs"] = None
-        where = {"content_index": 0, "item_id": shape.item_id, "output_index": 0}
+        where: JsonObject = {"content_index": 0, "item_id": shape.item_id, "output_index": 0}
         cut = reason == FINISH_LENGTH
         usage = responses_usage(self._prompt_tokens, self._emitted, self.cached_tokens)
         response = shape.response(
@@ -212,7 +230,7 @@ class ResponsesStreamSink(StreamSink):
         self._complete()
 
 
-def responses_usage(prompt: int, output: int, cached: int | None) -> dict[str, Any]:
+def responses_usage(prompt: int, output: int, cached: int | None) -> JsonObject:
     """The Responses API's usage object (vLLM reports `cached_tokens` even when 0)."""
     return {
         "input_tokens": prompt,
@@ -251,7 +269,7 @@ def responses_sink(
     *,
     stream: bool,
     arrival_ns: int,
-    common: dict[str, Any],
+    common: SinkCommon,
 ) -> StreamSink | BufferedSink:
     """The sink of a /v1/responses request (`common`: the fields every sink takes)."""
     if stream:

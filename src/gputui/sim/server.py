@@ -39,10 +39,11 @@ import random
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import orjson
 
+from gputui.jsontypes import JsonObject, JsonOutObject, JsonValue
 from gputui.sim.faults import (
     HTTP_FAULTS,
     SLOW_START,
@@ -58,7 +59,7 @@ from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.responses_sink import responses_as_chat, responses_sink
-from gputui.sim.sinks import BufferedSink, StreamSink
+from gputui.sim.sinks import BufferedSink, SinkCommon, StreamSink
 from gputui.sim.stream_style import StreamStyle
 from gputui.sim.styled_sink import StyledStreamSink
 from gputui.sim.tokenizer import encode
@@ -73,15 +74,17 @@ class RequestError(ValueError):
     """A request the API rejects with HTTP 400; the message goes to the client."""
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: JsonValue) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # OpenAI content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+        return " ".join(
+            cast(str, p["text"]) for p in content if isinstance(p, dict) and "text" in p
+        )
     return ""
 
 
-def prompt_token_count(body: dict[str, Any], *, chat: bool) -> tuple[int, list[int]]:
+def prompt_token_count(body: JsonObject, *, chat: bool) -> tuple[int, list[int]]:
     """Prompt tokens and their ids for a completions/chat/tokenize body (RequestError if absent)."""
     if chat:
         messages = body.get("messages")
@@ -94,17 +97,17 @@ def prompt_token_count(body: dict[str, Any], *, chat: bool) -> tuple[int, list[i
     if isinstance(prompt, str):
         ids = encode(prompt)
     elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-        ids = [i for p in prompt for i in encode(p)]
+        ids = [i for p in prompt if isinstance(p, str) for i in encode(p)]
     elif isinstance(prompt, list) and prompt and all(isinstance(p, int) for p in prompt):
-        ids = list(prompt)
+        ids = [p for p in prompt if isinstance(p, int)]
     elif isinstance(prompt, list) and prompt and all(isinstance(p, list) for p in prompt):
-        ids = [i for p in prompt for i in p if isinstance(i, int)]
+        ids = [i for p in prompt if isinstance(p, list) for i in p if isinstance(i, int)]
     else:
         raise RequestError("'prompt' must be a string, a list of strings or a list of token ids")
     return len(ids), ids
 
 
-def _int_field(body: dict[str, Any], name: str, default: int, minimum: int) -> int:
+def _int_field(body: JsonObject, name: str, default: int, minimum: int) -> int:
     value = body.get(name)
     if value is None:
         return default
@@ -216,7 +219,7 @@ class SimServer:
             model=str(body.get("model") or self.served_model_name),
             block_hashes=block_hashes(prompt_ids),
         )
-        common: dict[str, Any] = {
+        common: SinkCommon = {
             "request_id": sim_request.request_id,
             "chat": chat,
             "model": self.served_model_name,
@@ -240,7 +243,7 @@ class SimServer:
             self.profile.start(sim_request, sink)
 
     def _output_lengths(
-        self, body: dict[str, Any], prompt_tokens: int, *, chat: bool
+        self, body: JsonObject, prompt_tokens: int, *, chat: bool
     ) -> tuple[int, int]:
         """The request's max_tokens and min_tokens; a context overflow is vLLM's 400."""
         max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
@@ -260,8 +263,8 @@ class SimServer:
         self,
         conn: HttpConnection,
         request: ParsedRequest,
-        body: dict[str, Any],
-        common: dict[str, Any],
+        body: JsonObject,
+        common: SinkCommon,
         *,
         responses: bool,
     ) -> StreamSink | BufferedSink:
@@ -271,7 +274,7 @@ class SimServer:
             stream_options.get("include_usage", True)
         )
         continuous_usage = include_usage and bool(
-            cast(dict[str, Any], stream_options).get("continuous_usage_stats", False)
+            cast(JsonObject, stream_options).get("continuous_usage_stats", False)
         )
         sink: StreamSink | BufferedSink
         if responses:
@@ -328,7 +331,7 @@ class SimServer:
 
     def _models(self, _body: bytes, keep_alive: bool) -> bytes:
         name = self.served_model_name
-        model = {
+        model: JsonObject = {
             "id": name,
             "object": "model",
             "created": self._created,
@@ -346,7 +349,11 @@ class SimServer:
     def _tokenize(self, body: bytes, keep_alive: bool) -> bytes:
         parsed = _json_object(body)
         _, ids = prompt_token_count(parsed, chat="messages" in parsed)
-        reply = {"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids}
+        reply: JsonOutObject = {
+            "count": len(ids),
+            "max_model_len": self.max_model_len,
+            "tokens": ids,
+        }
         return json_response(200, reply, keep_alive=keep_alive)
 
     def _metrics(self, _body: bytes, keep_alive: bool) -> bytes:
@@ -382,7 +389,7 @@ class SimServer:
         return json_response(200, {"reset": True}, keep_alive=keep_alive)
 
 
-def _json_object(body: bytes) -> dict[str, Any]:
+def _json_object(body: bytes) -> JsonObject:
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError as exc:

@@ -27,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final, TypedDict
 
 import orjson
 
+from gputui.jsontypes import JsonObject
 from gputui.sim.http_responses import json_response
 from gputui.sim.truth import RequestTruth, TruthRecorder
 
@@ -57,8 +58,8 @@ def output_text(n_tokens: int) -> str:
     return b"".join(TOKEN_TEXTS[k % len(TOKEN_TEXTS)] for k in range(n_tokens)).decode()
 
 
-def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None) -> dict[str, Any]:
-    usage: dict[str, Any] = {
+def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None) -> JsonObject:
+    usage: JsonObject = {
         "prompt_tokens": prompt_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
         "completion_tokens": completion_tokens,
@@ -66,6 +67,17 @@ def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None
     if cached is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
     return usage
+
+
+class SinkCommon(TypedDict):
+    """The fields every sink takes, built once per request by the server."""
+
+    request_id: int
+    chat: bool
+    model: str
+    prompt_tokens: int
+    max_tokens: int
+    keep_alive: bool
 
 
 class _SinkBase:
@@ -339,18 +351,17 @@ class StreamSink(_SinkBase):
             )
         )
         if self._include_usage:
-            usage: dict[str, Any] = {
+            counts = _usage(self._prompt_tokens, self._emitted, self.cached_tokens)
+            if self._reasoning_budget:
+                counts["completion_tokens_details"] = {"reasoning_tokens": self._reasoning_sent}
+            usage: JsonObject = {
                 "id": self._id,
                 "object": "chat.completion.chunk" if self.chat else "text_completion",
                 "created": self._created,
                 "model": self._model,
                 "choices": [],
-                "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
+                "usage": counts,
             }
-            if self._reasoning_budget:
-                usage["usage"]["completion_tokens_details"] = {
-                    "reasoning_tokens": self._reasoning_sent
-                }
             end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
         self._transport.write(end)
         self._complete()
@@ -410,9 +421,9 @@ class BufferedSink(_SinkBase):
         if self._closed:
             return
         text = output_text(self._emitted)
-        choice: dict[str, Any]
+        choice: JsonObject
         if self.chat:
-            message = {"role": "assistant", "content": text, "tool_calls": []}
+            message: JsonObject = {"role": "assistant", "content": text, "tool_calls": []}
             choice = {"index": 0, "message": message, "logprobs": None}
         else:
             choice = {"index": 0, "text": text, "logprobs": None}

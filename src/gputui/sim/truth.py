@@ -23,9 +23,26 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Final, TypedDict
+
+from gputui.jsontypes import JsonOutObject
 
 MAX_REQUEST_TRUTHS: Final = 100_000
+
+
+Summary = dict[str, float | int | None]
+"""`summarize_ms`: mean, p50, p90, p99 (ms) and n."""
+
+
+class TruthStats(TypedDict):
+    """The `/sim/stats` JSON object's counters and durations."""
+
+    requests_started: int
+    requests_completed: int
+    requests_cancelled: int
+    tokens: int
+    ttft_ms: Summary
+    itl_ms: Summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +95,11 @@ class TruthRecorder:
         del self.itl_ns[:]
         self.requests.clear()
 
-    def requests_json(self) -> list[dict[str, Any]]:
+    def requests_json(self) -> list[JsonOutObject]:
         """The `/sim/requests` JSON list, oldest first."""
         return [asdict(r) for r in self.requests]
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> TruthStats:
         """The `/sim/stats` JSON object (durations in ms)."""
         return {
             "requests_started": self.requests_started,

@@ -15,13 +15,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gputui.argtypes import open_fraction, positive_int, seconds
 from gputui.errors import GputuiError, TelemetryUnavailable, UsageError
 
+if TYPE_CHECKING:
+    from gputui.catalog.specs import ModelSpec
+    from gputui.telemetry.nvml import NvmlModule
+    from gputui.telemetry.samples import GpuSample
+    from gputui.telemetry.server_metrics import MetricsView
 
-def _print_json(doc: Any) -> None:
+
+def _print_json(doc: object) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
@@ -41,7 +47,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser, *, required: bool) -> 
     )
 
 
-def _model(args: argparse.Namespace) -> Any:
+def _model(args: argparse.Namespace) -> ModelSpec | None:
     from gputui.catalog.specs import CatalogError, get_model
     from gputui.telemetry.model_config import load_model_config
 
@@ -91,13 +97,14 @@ def add_kv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON (a list with all/local)")
 
 
-def run_kv(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
+def run_kv(args: argparse.Namespace, *, nvml_module: NvmlModule | None = None) -> int:
     """Print the KV/VRAM plan of a model on one GPU or a table over several."""
     from gputui.catalog.specs import GPUS
     from gputui.telemetry.kvplan import KvRow, format_row, format_table, kv_row
 
     try:
         model = _model(args)
+        assert model is not None  # argparse requires --model or --model-config here
         devices = _kv_devices(args.gpu, nvml_module)
     except GputuiError as exc:
         return _fail(exc)
@@ -127,7 +134,7 @@ def run_kv(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
     return 0
 
 
-def _kv_devices(gpu: str, nvml_module: Any) -> list[tuple[str, str, int, str]]:
+def _kv_devices(gpu: str, nvml_module: NvmlModule | None) -> list[tuple[str, str, int, str]]:
     """(label, reported name, memory bytes, memory source) of each device to plan for."""
     from gputui.catalog.specs import GPUS, CatalogError, get_gpu
 
@@ -171,7 +178,7 @@ def add_gpu_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON output")
 
 
-def run_gpu(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
+def run_gpu(args: argparse.Namespace, *, nvml_module: NvmlModule | None = None) -> int:
     """Print the acceptance view of the local GPUs, or say plainly that there is none."""
     from gputui.telemetry.setup import open_gpu_port
     from gputui.telemetry.views import gpu_json, gpu_report
@@ -224,7 +231,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON output")
 
 
-def run_metrics(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
+def run_metrics(args: argparse.Namespace, *, nvml_module: NvmlModule | None = None) -> int:
     """Scrape once and print the normalized server and GPU view."""
     from gputui.telemetry import prom
     from gputui.telemetry.headroom import live_headroom
@@ -261,7 +268,7 @@ def run_metrics(args: argparse.Namespace, *, nvml_module: Any = None) -> int:
     return 0
 
 
-def _scrape(url: str, timeout_s: float) -> Any:
+def _scrape(url: str, timeout_s: float) -> MetricsView:
     from gputui.telemetry.server_metrics import ServerMetricsSource
 
     source = ServerMetricsSource(url, timeout_s=timeout_s)
@@ -271,7 +278,7 @@ def _scrape(url: str, timeout_s: float) -> Any:
         source.close()
 
 
-def _local_gpus(nvml_module: Any) -> tuple[tuple[Any, ...], str | None]:
+def _local_gpus(nvml_module: NvmlModule | None) -> tuple[tuple[GpuSample, ...], str | None]:
     from gputui.telemetry.setup import open_gpu_port
 
     port, _ = open_gpu_port("auto", None, nvml_module)

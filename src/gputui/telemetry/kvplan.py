@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from gputui.catalog.memory import BLOCK_SIZE_TOKENS, plan_kv
 from gputui.catalog.specs import KvDtype, ModelSpec, Precision
+from gputui.jsontypes import JsonObject
 
 _LARGE_GPU_BYTES: Final = 70 << 30
 
@@ -61,7 +62,7 @@ class KvRow:
     context_exceeds_model: bool
     """The context is longer than the model's `max_position_embeddings`."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form."""
         return dataclasses.asdict(self)
 

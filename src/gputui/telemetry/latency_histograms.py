@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from gputui.telemetry.prom import PromIndex
 
@@ -189,7 +189,15 @@ def _bucket_of(h: Histogram, q: float) -> tuple[float, float] | None:
     return previous, math.inf
 
 
-def bucket_bound(lower_s: float, upper_s: float, mean_s: float | None) -> dict[str, Any] | None:
+class QuantileBound(TypedDict):
+    """A quantile too coarse to be a number: the bucket's edges (`below_s` None: +Inf)."""
+
+    above_s: float
+    below_s: float | None
+    text: str
+
+
+def bucket_bound(lower_s: float, upper_s: float, mean_s: float | None) -> QuantileBound | None:
     """The bound a quantile in bucket (lower, upper] is reported as, or None (see the rule).
 
     The rule: a quantile is only as fine as the bucket it fell in, so it is a bound, never an
@@ -220,7 +228,7 @@ def summarize_histogram(h: Histogram) -> dict[str, Any]:
     mean = h.sum / h.count if h.count > 0 else None
     out: dict[str, Any] = {"mean": mean, "n": n}
     resolution: dict[str, float | None] = {}
-    bounds: dict[str, dict[str, Any]] = {}
+    bounds: dict[str, QuantileBound] = {}
     for key, q in QUANTILES:
         found = quantile(h, q)
         bucket = _bucket_of(h, q)

@@ -14,14 +14,14 @@ Every problem is a `UsageError` with one line saying what is wrong.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from gputui.catalog.specs import ModelSpec
 from gputui.errors import UsageError
 
 
-def _get_int(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
+def _get_int(cfg: Mapping[str, object], key: str, default: int | None = None) -> int:
     value = cfg.get(key)
     if value is None:
         if default is None:
@@ -32,7 +32,7 @@ def _get_int(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
     return value
 
 
-def estimate_params(cfg: dict[str, Any]) -> int:
+def estimate_params(cfg: Mapping[str, object]) -> int:
     """Parameter count of a Llama-style decoder from its config (embeddings included)."""
     hidden = _get_int(cfg, "hidden_size")
     layers = _get_int(cfg, "num_hidden_layers")
@@ -52,10 +52,11 @@ def estimate_params(cfg: dict[str, Any]) -> int:
     return layers * per_layer + tables * vocab * hidden + hidden  # + final norm
 
 
-def model_from_config(cfg: dict[str, Any], name: str, source: str) -> ModelSpec:
+def model_from_config(cfg: Mapping[str, object], name: str, source: str) -> ModelSpec:
     """A ModelSpec from a parsed config dict (see the module docstring)."""
-    if isinstance(cfg.get("text_config"), dict):
-        cfg = {**cfg, **cfg["text_config"]}
+    text_config = cfg.get("text_config")
+    if isinstance(text_config, dict):
+        cfg = {**cfg, **text_config}
     if "kv_lora_rank" in cfg:
         raise UsageError(
             "latent-attention (MLA) models such as DeepSeek-V2/V3 are not supported by the "

@@ -19,9 +19,9 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, Protocol, SupportsFloat, SupportsInt, cast
 
 from gputui.errors import NvmlUnavailable
 from gputui.telemetry.samples import GpuHealth, GpuIdentity, GpuSample
@@ -41,10 +41,40 @@ _VOLATILE: Final = 0
 _AGGREGATE: Final = 1
 _MEMORY_V2: Final = 0x02000028
 
-Attempt = tuple[str, tuple[Any, ...], dict[str, Any]]
+Attempt = tuple[str, tuple[object, ...], dict[str, object]]
+"""(NVML function name, its arguments, its keyword arguments)."""
 
 
-def load_pynvml() -> Any:
+class NvmlModule(Protocol):
+    """What `NvmlSource` calls on pynvml (or a test's stand-in) by attribute.
+
+    Every per-device call goes through `NvmlSource._query` by name: an older driver may lack it.
+    """
+
+    @property
+    def NVMLError(self) -> type[Exception]:  # noqa: N802 - pynvml's spelling
+        """The base of every NVML error."""
+        ...
+
+    def nvmlInit(self) -> None: ...  # noqa: N802
+    def nvmlShutdown(self) -> None: ...  # noqa: N802
+    def nvmlDeviceGetCount(self) -> int: ...  # noqa: N802
+
+
+class _Utilization(Protocol):
+    """nvmlUtilization_t."""
+
+    gpu: int
+
+
+class _MemoryInfo(Protocol):
+    """nvmlMemory_t (v2 adds `reserved`, read with getattr)."""
+
+    total: int
+    used: int
+
+
+def load_pynvml() -> NvmlModule:
     """Import nvidia-ml-py, or fail with the install hint (never at gputui import time)."""
     try:
         with warnings.catch_warnings():
@@ -55,7 +85,7 @@ def load_pynvml() -> Any:
         raise NvmlUnavailable(
             f"nvidia-ml-py is not installed ({exc}); pip install nvidia-ml-py"
         ) from None
-    return pynvml
+    return cast(NvmlModule, pynvml)
 
 
 @dataclass(slots=True)
@@ -78,7 +108,7 @@ class NvmlSource:
 
     def __init__(
         self,
-        nvml_module: Any = None,
+        nvml_module: NvmlModule | None = None,
         *,
         slow_interval_s: float = 5.0,
         clock: Callable[[], int] = time.perf_counter_ns,
@@ -102,7 +132,8 @@ class NvmlSource:
         except self._error as exc:
             self._shutdown()
             raise NvmlUnavailable(f"NVML cannot count GPUs: {exc}") from None
-        self._handles: dict[int, Any] = {}
+        self._handles: dict[int, object] = {}
+        """NVML's opaque device handles, only ever passed back to NVML."""
         for index in range(count):
             handle = self._query(("nvmlDeviceGetHandleByIndex", (index,), {}))
             if handle is not None:
@@ -144,7 +175,7 @@ class NvmlSource:
         value = getattr(self._nvml, name, default)
         return int(value)
 
-    def _query(self, *attempts: Attempt) -> Any:
+    def _query(self, *attempts: Attempt) -> object:
         """The first attempt's result; None on any NVMLError (n/a); skips past missing calls."""
         for fn_name, args, kwargs in attempts:
             fn = getattr(self._nvml, fn_name, None)
@@ -176,7 +207,7 @@ class NvmlSource:
                     memory_total_bytes=memory[1],
                     driver_version=self.driver_version,
                     cuda_version=self.cuda_version,
-                    power_limit_w=None if limit is None else limit / 1000.0,
+                    power_limit_w=_watts(limit),
                     mig_mode=self._mig(h),
                     ecc_mode=self._ecc_mode(h),
                     serial=_text(self._query(("nvmlDeviceGetSerial", (h,), {}))),
@@ -193,8 +224,7 @@ class NvmlSource:
         q = self._query
 
         def ecc(kind: int, counter: int) -> int | None:
-            value = q(("nvmlDeviceGetTotalEccErrors", (h, kind, counter), {}))
-            return None if value is None else int(value)
+            return _int(q(("nvmlDeviceGetTotalEccErrors", (h, kind, counter), {})))
 
         sbe = q(("nvmlDeviceGetRetiredPages", (h, 0), {}))
         dbe = q(("nvmlDeviceGetRetiredPages", (h, 1), {}))
@@ -205,20 +235,20 @@ class NvmlSource:
             ecc_volatile_corrected=ecc(_CORRECTED, _VOLATILE),
             ecc_volatile_uncorrected=ecc(_UNCORRECTED, _VOLATILE),
             ecc_aggregate_uncorrected=ecc(_UNCORRECTED, _AGGREGATE),
-            retired_pages_sbe=None if sbe is None else len(sbe),
-            retired_pages_dbe=None if dbe is None else len(dbe),
+            retired_pages_sbe=None if sbe is None else len(cast("Sized", sbe)),
+            retired_pages_dbe=None if dbe is None else len(cast("Sized", dbe)),
             retired_pages_pending=None if pending is None else bool(pending),
-            remapped_rows_correctable=None if rows is None else int(rows[0]),
-            remapped_rows_uncorrectable=None if rows is None else int(rows[1]),
-            remapped_rows_pending=None if rows is None else bool(rows[2]),
-            remapped_rows_failure=None if rows is None else bool(rows[3]),
+            remapped_rows_correctable=None if rows is None else _int_of(_item(rows, 0)),
+            remapped_rows_uncorrectable=None if rows is None else _int_of(_item(rows, 1)),
+            remapped_rows_pending=None if rows is None else bool(_item(rows, 2)),
+            remapped_rows_failure=None if rows is None else bool(_item(rows, 3)),
         )
 
     def sample(self) -> tuple[GpuSample, ...]:
         """One sample per GPU, stamped with the engine's monotonic clock."""
         return tuple(self._sample_one(index, h) for index, h in self._handles.items())
 
-    def _sample_one(self, index: int, h: Any) -> GpuSample:
+    def _sample_one(self, index: int, h: object) -> GpuSample:
         q = self._query
         t_ns = self._clock()
         slow = self._slow.get(index)
@@ -244,25 +274,25 @@ class NvmlSource:
             uuid=uuid,
             name=name,
             t_ns=t_ns,
-            temperature_c=None if temperature is None else float(temperature),
+            temperature_c=_float(temperature),
             sm_clock_mhz=_int(q(("nvmlDeviceGetClockInfo", (h, self._clock_sm), {}))),
             sm_clock_max_mhz=slow.sm_clock_max_mhz,
             mem_clock_mhz=_int(q(("nvmlDeviceGetClockInfo", (h, self._clock_mem), {}))),
             mem_clock_max_mhz=slow.mem_clock_max_mhz,
-            power_w=None if power_mw is None else power_mw / 1000.0,
+            power_w=_watts(power_mw),
             power_limit_w=slow.power_limit_w,
-            utilization_gpu_pct=None if util is None else float(util.gpu),
+            utilization_gpu_pct=None if util is None else float(cast(_Utilization, util).gpu),
             memory_used_bytes=used,
             memory_total_bytes=total,
             memory_reserved_bytes=reserved,
-            throttle_reasons=None if mask is None else decode(int(mask)),
-            throttle_mask=None if mask is None else int(mask),
+            throttle_reasons=None if mask is None else decode(_int_of(mask)),
+            throttle_mask=_int(mask),
             fan_pct=slow.fan_pct,
             pcie_gen=slow.pcie_gen,
             pcie_width=slow.pcie_width,
             ecc_volatile_errors=slow.ecc_volatile_errors,
             mig_mode=slow.mig_mode,
-            pstate=None if pstate is None or int(pstate) > 15 else int(pstate),  # 32 = unknown
+            pstate=None if pstate is None or _int_of(pstate) > 15 else _int(pstate),  # 32 = unknown
             source="nvml",
         )
 
@@ -274,7 +304,7 @@ class NvmlSource:
     def _clock_mem(self) -> int:
         return self._const("NVML_CLOCK_MEM", _CLOCK_MEM)
 
-    def _read_slow(self, h: Any, t_ns: int) -> _Slow:
+    def _read_slow(self, h: object, t_ns: int) -> _Slow:
         q = self._query
         limit_mw = q(("nvmlDeviceGetEnforcedPowerLimit", (h,), {}))
         fan = q(("nvmlDeviceGetFanSpeed", (h,), {}))
@@ -282,38 +312,41 @@ class NvmlSource:
             q(("nvmlDeviceGetTotalEccErrors", (h, kind, _VOLATILE), {}))
             for kind in (_CORRECTED, _UNCORRECTED)
         ]
-        known = [int(c) for c in counts if c is not None]
+        known = [_int_of(c) for c in counts if c is not None]
         return _Slow(
             t_ns=t_ns,
             sm_clock_max_mhz=_int(q(("nvmlDeviceGetMaxClockInfo", (h, self._clock_sm), {}))),
             mem_clock_max_mhz=_int(q(("nvmlDeviceGetMaxClockInfo", (h, self._clock_mem), {}))),
-            power_limit_w=None if limit_mw is None else limit_mw / 1000.0,
-            fan_pct=None if fan is None else float(fan),
+            power_limit_w=_watts(limit_mw),
+            fan_pct=_float(fan),
             pcie_gen=_int(q(("nvmlDeviceGetCurrPcieLinkGeneration", (h,), {}))),
             pcie_width=_int(q(("nvmlDeviceGetCurrPcieLinkWidth", (h,), {}))),
             ecc_volatile_errors=sum(known) if known else None,
             mig_mode=self._mig(h),
         )
 
-    def _memory(self, h: Any) -> tuple[int | None, int | None, int | None]:
+    def _memory(self, h: object) -> tuple[int | None, int | None, int | None]:
         """(used, total, reserved) bytes; v2 first because it separates reserved memory."""
         version = self._const("nvmlMemory_v2", _MEMORY_V2)
-        mem = self._query(
+        found = self._query(
             ("nvmlDeviceGetMemoryInfo", (h,), {"version": version}),
             ("nvmlDeviceGetMemoryInfo", (h,), {}),
         )
-        if mem is None or not int(mem.total):
+        if found is None:
+            return None, None, None
+        mem = cast(_MemoryInfo, found)
+        if not int(mem.total):
             return None, None, None  # total 0: unified memory (e.g. DGX Spark), not a VRAM figure
         reserved = getattr(mem, "reserved", None)
-        return int(mem.used), int(mem.total), None if reserved is None else int(reserved)
+        return int(mem.used), int(mem.total), _int(reserved)
 
-    def _mig(self, h: Any) -> bool | None:
+    def _mig(self, h: object) -> bool | None:
         modes = self._query(("nvmlDeviceGetMigMode", (h,), {}))
-        return None if modes is None else bool(modes[0])
+        return None if modes is None else bool(_item(modes, 0))
 
-    def _ecc_mode(self, h: Any) -> bool | None:
+    def _ecc_mode(self, h: object) -> bool | None:
         modes = self._query(("nvmlDeviceGetEccMode", (h,), {}))
-        return None if modes is None else bool(modes[0])
+        return None if modes is None else bool(_item(modes, 0))
 
 
 def _init_reason(exc: Exception) -> str:
@@ -327,7 +360,7 @@ def _init_reason(exc: Exception) -> str:
     return f"NVML failed to initialise: {exc}"
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bytes):
@@ -335,13 +368,32 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
+def _int_of(value: object) -> int:
+    """An NVML number (a Python int, or a ctypes value that converts) as an int."""
+    return int(cast(SupportsInt, value))
 
 
-def _cuda_version(value: Any) -> str | None:
+def _int(value: object) -> int | None:
+    return None if value is None else _int_of(value)
+
+
+def _float(value: object) -> float | None:
+    return None if value is None else float(cast(SupportsFloat, value))
+
+
+def _watts(milliwatts: object) -> float | None:
+    """NVML's milliwatts as watts."""
+    return None if milliwatts is None else float(cast(SupportsFloat, milliwatts)) / 1000.0
+
+
+def _item(values: object, index: int) -> object:
+    """One element of an NVML tuple result (e.g. MIG mode: current, pending)."""
+    return cast("Sequence[object]", values)[index]
+
+
+def _cuda_version(value: object) -> str | None:
     """NVML's `major*1000 + minor*10` (12040) as "12.4"."""
     if value is None:
         return None
-    number = int(value)
+    number = _int_of(value)
     return f"{number // 1000}.{number % 1000 // 10}"

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from gputui.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +55,7 @@ class GpuSample:
     source: str = "nvml"
     """Which port produced it: "nvml", "nvidia-smi" or "dcgm"."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (tuples become lists)."""
         return _plain(self)
 
@@ -71,7 +76,7 @@ class GpuHealth:
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form."""
         return _plain(self)
 
@@ -93,7 +98,7 @@ class GpuIdentity:
     serial: str | None = None
     pci_bus_id: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form."""
         return _plain(self)
 
@@ -130,7 +135,7 @@ class ServerSample:
     prefix_cache_hits_total: int | None = None
     """Prompt tokens found there (vLLM's hits; SGLang's `cached_tokens_total`)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form."""
         return _plain(self)
 
@@ -153,13 +158,13 @@ class HostSample:
     swap_in_pages_per_s: float | None = None
     swap_out_pages_per_s: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form."""
         return _plain(self)
 
 
-def _plain(obj: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _plain(obj: DataclassInstance) -> JsonObject:
+    out: JsonObject = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         out[f.name] = list(value) if isinstance(value, tuple) else value

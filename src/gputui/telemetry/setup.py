@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from gputui.errors import TelemetryUnavailable
 from gputui.telemetry.sampler import (
@@ -23,6 +23,9 @@ from gputui.telemetry.sampler import (
     Kind,
     TelemetrySampler,
 )
+
+if TYPE_CHECKING:
+    from gputui.telemetry.nvml import NvmlModule
 
 GpuChoice = Literal["auto", "nvml", "smi", "none"]
 
@@ -43,7 +46,7 @@ class TelemetryConfig:
     gpu_interval_s: float = DEFAULT_GPU_INTERVAL_S
     server_interval_s: float = DEFAULT_SERVER_INTERVAL_S
     host_interval_s: float = DEFAULT_HOST_INTERVAL_S
-    nvml_module: Any = None
+    nvml_module: NvmlModule | None = None
     """A fake `pynvml` for tests; None imports the real one."""
 
 
@@ -53,7 +56,9 @@ def default_metrics_url(root_url: str) -> str:
 
 
 def open_gpu_port(
-    choice: GpuChoice = "auto", dcgm_url: str | None = None, nvml_module: Any = None
+    choice: GpuChoice = "auto",
+    dcgm_url: str | None = None,
+    nvml_module: NvmlModule | None = None,
 ) -> tuple[GpuPort | None, str]:
     """The GPU port (or None) and the NVML status: "ok", "not used: ..." or "unavailable: ..."."""
     if dcgm_url is not None:

@@ -17,13 +17,23 @@ left out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from gputui.telemetry.prom import PromIndex
 from gputui.telemetry.samples import ServerSample
 
 
-def spec_fields(index: PromIndex, prefix: str) -> dict[str, Any]:
+class SpecFields(TypedDict, total=False):
+    """The `ServerSample` fields one scrape gives about speculative decoding (none without it)."""
+
+    spec_drafts_total: int | None
+    spec_draft_tokens_total: int
+    spec_accepted_tokens_total: int
+    spec_accept_rate: float | None
+    spec_accept_length: float | None
+
+
+def spec_fields(index: PromIndex, prefix: str) -> SpecFields:
     """The ServerSample spec-decode fields of one scrape (`prefix` is `vllm:` or `llamacpp:`)."""
     drafts = index.total(f"{prefix}spec_decode_num_drafts_total")
     draft_tokens = index.total(f"{prefix}spec_decode_num_draft_tokens_total")
@@ -39,7 +49,7 @@ def spec_fields(index: PromIndex, prefix: str) -> dict[str, Any]:
     }
 
 
-def sglang_spec_fields(index: PromIndex) -> dict[str, Any]:
+def sglang_spec_fields(index: PromIndex) -> SpecFields:
     """SGLang's gauges (no counters: the run figure is then the last scrape's)."""
     rate = index.highest("sglang:spec_accept_rate")
     length = index.highest("sglang:spec_accept_length")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gputui.jsontypes import JsonObject, JsonValue
 from gputui.telemetry.headroom import Headroom
 from gputui.telemetry.samples import GpuHealth, GpuIdentity, GpuSample, ServerSample
 from gputui.telemetry.throttle import throttling
@@ -120,18 +121,19 @@ def gpu_json(
     health: Sequence[GpuHealth],
     source: str,
     nvml_status: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The `gputui gpu --json` document."""
     by_index = {s.index: s for s in samples}
-    gpus = []
+    gpus: list[JsonValue] = []
     for ident, h in zip(identities, health, strict=True):
         sample = by_index.get(ident.index)
+        reasons: list[JsonValue] | None = list(sample.throttle_reasons or ()) if sample else None
         gpus.append(
             {
                 **ident.to_dict(),
                 "health": h.to_dict(),
                 "sample": sample.to_dict() if sample else None,
-                "throttle_reasons": list(sample.throttle_reasons or ()) if sample else None,
+                "throttle_reasons": reasons,
             }
         )
     first = identities[0] if identities else None

@@ -16,7 +16,7 @@ Importing this package loads pydantic and numpy, never httpx (that comes with `p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.errors import WorkloadFileError
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in ("PreparedRun", "prepare_workload"):
         from gputui.workloads import prepare
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from gputui.jsontypes import JsonOutObject
 from gputui.workloads.errors import WorkloadFileError
 from gputui.workloads.scenario import (
     SCENARIO_DIR,
@@ -61,7 +61,7 @@ def _load(scenario: Scenario) -> str:
     return f"{load.mode} {levels} x {load.step_seconds:g} s"
 
 
-def describe(scenario: Scenario) -> dict[str, Any]:
+def describe(scenario: Scenario) -> JsonOutObject:
     """What `--json` prints for one scenario."""
     inp, out = _lengths(scenario)
     return {

@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from gputui.engine.driven import LoadControl, LoadMode
-from gputui.engine.workload import RequestSource, RequestSpec
+from gputui.engine.workload import ChatMessage, RequestSource, RequestSpec
 from gputui.workloads.distributions import LengthDist, LengthStream
 from gputui.workloads.prompts import LEAD, BodyText
 from gputui.workloads.source import PreparedWorkload, WorkloadSource
@@ -63,7 +63,7 @@ class _Talk:
     """One conversation's state between turns."""
 
     cid: int
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[ChatMessage] = field(default_factory=list)
     tokens: int = 0
     """The server's count of the history so far (prompt of the last turn + its answer)."""
 
@@ -174,7 +174,9 @@ class ConversationSource:
         n_out = self._output.value(key)
         user, messages = plan.render(key, body)
         if turn == 1:
-            sent = messages if messages is not None else ({"role": "user", "content": user},)
+            sent: tuple[ChatMessage, ...] = (
+                messages if messages is not None else ({"role": "user", "content": user},)
+            )
             tokens = n_in
         else:
             sent = (*talk.history, {"role": "user", "content": user})

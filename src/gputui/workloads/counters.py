@@ -19,17 +19,18 @@ cannot). They are used in the parent before a run (blocking httpx), never on the
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import httpx
 
 from gputui.engine.target import Endpoint, Target
+from gputui.engine.workload import ChatMessage
 from gputui.errors import UsageError
 
 CounterMode = Literal["auto", "server", "tokenizer", "approximate"]
-Messages = Sequence[dict[str, Any]]
+Messages = Sequence[ChatMessage]
 
 METHOD_SERVER = "server /tokenize (exact)"
 METHOD_TOKENIZER = "tokenizer.json (exact)"
@@ -68,7 +69,7 @@ class ServerCounter:
         self._model = model
         self._chat_ok: bool | None = None if dialect == "vllm" else False
 
-    def _post(self, payload: dict[str, Any]) -> int:
+    def _post(self, payload: Mapping[str, object]) -> int:
         try:
             response = self._http.post(self._url, json=payload)
         except httpx.HTTPError as exc:
@@ -122,6 +123,19 @@ def detect_server_counter(http: httpx.Client, target: Target, model: str) -> Ser
     return None
 
 
+class _Encoding(Protocol):
+    """What `tokenizers.Tokenizer.encode` returns, as far as counting goes."""
+
+    @property
+    def ids(self) -> list[int]: ...
+
+
+class _Tokenizer(Protocol):
+    """The `tokenizers.Tokenizer` method counting uses (the package is optional, found by name)."""
+
+    def encode(self, text: str, add_special_tokens: bool) -> _Encoding: ...
+
+
 class LocalCounter:
     """A tokenizer.json read by the `tokenizers` package (no chat template)."""
 
@@ -129,14 +143,14 @@ class LocalCounter:
 
     def __init__(self, path: Path) -> None:
         try:  # optional: imported by name so that type checking never needs it installed
-            tokenizers: Any = importlib.import_module("tokenizers")
+            tokenizers = importlib.import_module("tokenizers")
         except ImportError:
             raise UsageError(
                 "--tokenizer needs the optional tokenizers package: "
                 "pip install 'gputui[tokenizers]'"
             ) from None
         try:
-            self._tokenizer: Any = tokenizers.Tokenizer.from_file(str(path))
+            self._tokenizer: _Tokenizer = tokenizers.Tokenizer.from_file(str(path))
         except Exception as exc:  # noqa: BLE001 (tokenizers raises bare Exception subclasses)
             raise UsageError(f"--tokenizer {path}: not a tokenizer.json ({exc})") from None
         self.method = METHOD_TOKENIZER
@@ -207,7 +221,7 @@ def usage_probe(
 
     The Responses API names them `input` and `max_output_tokens`, and `usage.input_tokens`.
     """
-    body: dict[str, Any] = {"model": model, "max_tokens": 1, "stream": False}
+    body: dict[str, object] = {"model": model, "max_tokens": 1, "stream": False}
     if endpoint == "responses":
         body = {"model": model, "max_output_tokens": 1, "stream": False}
         body["input"] = list(messages) if messages else prompt

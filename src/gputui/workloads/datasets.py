@@ -13,10 +13,10 @@ file, the entry or line, the field and what was expected. Nothing is ever downlo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import orjson
@@ -123,7 +123,7 @@ def _jsonl(path: Path, data: bytes) -> list[DatasetEntry]:
 
 
 def _positive(
-    path: Path, where: str, obj: dict[str, Any], key: str, *, required: bool
+    path: Path, where: str, obj: Mapping[str, object], key: str, *, required: bool
 ) -> int | None:
     value = obj.get(key)
     if value is None and not required:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from gputui.errors import UsageError
+from gputui.jsontypes import JsonObject
 
 IntArray = npt.NDArray[np.int64]
 CHUNK: Final = 1024
@@ -56,7 +57,7 @@ class _Dist(BaseModel):
         """The central length (for headers and for `workload.input_tokens`)."""
         raise NotImplementedError
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         """The parameters, for the snapshot."""
         return self.model_dump(mode="json")
 
@@ -190,8 +191,8 @@ class EmpiricalDist(_Dist):
     def nominal(self) -> float:
         return float(np.mean(self.values)) if self.values else 0.0
 
-    def params(self) -> dict[str, Any]:
-        out = self.model_dump(mode="json", exclude={"values"})
+    def params(self) -> JsonObject:
+        out: JsonObject = self.model_dump(mode="json", exclude={"values"})
         if self.values:
             values = np.asarray(self.values)
             out.update(n=len(values), mean=float(values.mean()), p50=float(np.median(values)))
@@ -203,7 +204,7 @@ class EmpiricalDist(_Dist):
         return f"empirical {Path(self.dataset).name} {known}[{lo}..{hi}]"
 
 
-def _int_as_fixed(value: Any) -> Any:
+def _int_as_fixed(value: object) -> object:
     """`input = 1024` in a scenario means `{kind = "fixed", tokens = 1024}`."""
     if isinstance(value, int) and not isinstance(value, bool):
         return {"kind": "fixed", "tokens": value}
@@ -238,7 +239,7 @@ def parse_dist(text: str, flag: str) -> LengthDist:
     """
     kind, _, rest = text.strip().partition(":")
     kind = kind.strip().lower()
-    fields: dict[str, Any]
+    fields: dict[str, str | int]
     if kind.isdigit() and not rest:
         fields = {"kind": "fixed", "tokens": int(kind)}
     elif kind == "empirical":

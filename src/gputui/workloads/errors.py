@@ -8,12 +8,13 @@ traceback. pydantic's own messages are rewritten into that shape by `describe_va
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gputui.errors import GputuiError
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+    from pydantic_core import ErrorDetails
 
 
 class WorkloadFileError(GputuiError):
@@ -39,7 +40,7 @@ def field_path(loc: tuple[int | str, ...], *, drop: frozenset[str] = frozenset()
     return out
 
 
-def _expected(error: dict[str, Any]) -> str:
+def _expected(error: ErrorDetails) -> str:
     kind = str(error.get("type", ""))
     message = str(error.get("msg", "invalid"))
     if kind == "missing":
@@ -60,7 +61,7 @@ def describe_validation_error(
 ) -> WorkloadFileError:
     """The first validation error of a file, as a one-line WorkloadFileError."""
     errors = exc.errors()
-    first: dict[str, Any] = dict(errors[0])
+    first = errors[0]
     where = field_path(tuple(first.get("loc", ())), drop=drop)
     context = first.get("ctx") or {}
     if first.get("type") in ("union_tag_invalid", "union_tag_not_found"):

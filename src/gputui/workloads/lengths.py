@@ -11,14 +11,52 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Required, TypedDict
 
 import numpy as np
 
 from gputui.engine.records import RequestRecord
 
 
-def _stats(values: Sequence[int]) -> dict[str, Any]:
+class LengthStats(TypedDict, total=False):
+    """Requested or measured lengths: only `n` when there are none."""
+
+    n: Required[int]
+    mean: float
+    p50: float
+    p95: float
+    min: int
+    max: int
+
+
+class LengthCheckJson(TypedDict):
+    """Requested against measured lengths (the snapshot's `LengthCheck`, as a dict)."""
+
+    requested: LengthStats
+    measured: LengthStats
+    exact: int
+    shorter: int
+    longer: int
+    unknown: int
+
+
+class StepLengths(TypedDict):
+    """One step's input and output checks."""
+
+    step: int
+    input: LengthCheckJson
+    output: LengthCheckJson
+
+
+class LengthReport(TypedDict):
+    """`length_report`: the whole run's checks and each step's."""
+
+    input: LengthCheckJson
+    output: LengthCheckJson
+    by_step: list[StepLengths]
+
+
+def _stats(values: Sequence[int]) -> LengthStats:
     if not values:
         return {"n": 0}
     arr = np.asarray(values, dtype=np.float64)
@@ -32,7 +70,7 @@ def _stats(values: Sequence[int]) -> dict[str, Any]:
     }
 
 
-def _check(pairs: Sequence[tuple[int | None, int | None]]) -> dict[str, Any]:
+def _check(pairs: Sequence[tuple[int | None, int | None]]) -> LengthCheckJson:
     requested = [r for r, _ in pairs if r is not None]
     measured = [m for _, m in pairs if m is not None]
     both = [(r, m) for r, m in pairs if r is not None and m is not None]
@@ -57,24 +95,24 @@ def _pairs(
     return inputs, outputs
 
 
-def length_report(records: Iterable[RequestRecord]) -> dict[str, Any]:
+def length_report(records: Iterable[RequestRecord]) -> LengthReport:
     """{"input": check, "output": check, "by_step": [{"step", "input", "output"}, ...]}."""
     ok = [r for r in records if r.ok]
     by_step: dict[int, list[RequestRecord]] = defaultdict(list)
     for record in ok:
         by_step[record.step_index].append(record)
     inputs, outputs = _pairs(ok)
-    steps = []
+    steps: list[StepLengths] = []
     for index in sorted(by_step):
         step_in, step_out = _pairs(by_step[index])
         steps.append({"step": index, "input": _check(step_in), "output": _check(step_out)})
     return {"input": _check(inputs), "output": _check(outputs), "by_step": steps}
 
 
-def describe_check(name: str, check: dict[str, Any]) -> str:
+def describe_check(name: str, check: LengthCheckJson) -> str:
     """One line: `input tokens: requested mean 1024.0 (p50 1024, p95 1024), measured ...`."""
 
-    def part(stats: dict[str, Any]) -> str:
+    def part(stats: LengthStats) -> str:
         if not stats.get("n"):
             return "-"
         return f"mean {stats['mean']:.1f} (p50 {stats['p50']:g}, p95 {stats['p95']:g})"

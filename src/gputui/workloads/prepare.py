@@ -22,8 +22,10 @@ from typing import Any
 import httpx
 
 from gputui.engine.target import Endpoint, Target
+from gputui.engine.workload import ChatMessage
 from gputui.errors import ServerUnreachable
-from gputui.workloads.calibrate import Calibration, calibrate, verify
+from gputui.jsontypes import JsonObject
+from gputui.workloads.calibrate import Calibration, Probe, calibrate, verify
 from gputui.workloads.config import DatasetConfig, WorkloadConfig
 from gputui.workloads.counters import (
     METHOD_APPROXIMATE,
@@ -177,7 +179,7 @@ def _calibrate(
     counter: TokenCounter,
     endpoint: Endpoint,
     workload: WorkloadConfig,
-    probe: Any,
+    probe: Probe | None,
     salt: int | None,
 ) -> Calibration:
     return calibrate(
@@ -283,11 +285,11 @@ def _path(text: str, base_dir: Path) -> Path:
     return path if path.is_absolute() else base_dir / path
 
 
-def _samples(spec: PreparedWorkload) -> list[tuple[str, Any, int]]:
+def _samples(spec: PreparedWorkload) -> list[tuple[str, tuple[ChatMessage, ...] | None, int]]:
     """Requests built exactly as the run builds them, and the longest and shortest synthetic."""
     plan = spec.plan
     source = spec.build()
-    samples = []
+    samples: list[tuple[str, tuple[ChatMessage, ...] | None, int]] = []
     for request_id in range(_VERIFY_REQUESTS):
         request = source.next(request_id)
         assert request.input_tokens is not None
@@ -315,11 +317,9 @@ def _nominal(spec: PreparedWorkload) -> tuple[int, int]:
     return n_in, max(n_out, 1)
 
 
-def _dataset_info(
-    dataset: DatasetConfig | None, base_dir: Path, used: int
-) -> dict[str, Any] | None:
+def _dataset_info(dataset: DatasetConfig | None, base_dir: Path, used: int) -> JsonObject | None:
     if dataset is None:
         return None
-    info = dataset.model_dump(mode="json")
+    info: JsonObject = dataset.model_dump(mode="json")
     info.update(path=str(_path(dataset.path, base_dir)), entries_used=used)
     return info

@@ -30,6 +30,7 @@ from typing import Final
 import numpy as np
 
 from gputui.engine.target import Endpoint, applies_chat_template
+from gputui.engine.workload import ChatMessage
 
 LEAD: Final = "the"
 """The first word of every user prompt (and of the system prompt): its cost is in the overhead."""
@@ -118,7 +119,7 @@ class PromptPlan:
             out.append(pool[digit])
         return " ".join(out)
 
-    def render(self, request_id: int, body: str) -> tuple[str, tuple[dict[str, str], ...] | None]:
+    def render(self, request_id: int, body: str) -> tuple[str, tuple[ChatMessage, ...] | None]:
         """(prompt, messages): messages only for chat (or responses) with a system prompt."""
         user = LEAD
         if self.salt:
@@ -130,7 +131,7 @@ class PromptPlan:
         if not self.system:
             return user, None
         if applies_chat_template(self.endpoint):
-            system = {"role": "system", "content": self.system}
+            system: ChatMessage = {"role": "system", "content": self.system}
             return user, (system, {"role": "user", "content": user})
         return f"{self.system} {user}", None
 

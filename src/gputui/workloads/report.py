@@ -6,9 +6,9 @@ no newline); the caller prints them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from gputui.workloads.lengths import describe_check
+from gputui.workloads.lengths import LengthCheckJson, describe_check
 
 if TYPE_CHECKING:
     from gputui.snapshot.models import LengthCheck, Workload
@@ -62,7 +62,7 @@ def length_lines(workload: Workload) -> list[str]:
     for name, check in checks:
         if check is None or not check.requested.n:
             continue
-        lines.append(describe_check(name, check.model_dump()))
+        lines.append(describe_check(name, cast(LengthCheckJson, check.model_dump())))
     inp = workload.input_lengths
     if (
         inp is not None

@@ -21,7 +21,6 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gputui.argtypes import positive_float, positive_int
 from gputui.engine.records import RequestRecord
@@ -144,7 +143,7 @@ class SourcePlan:
         for step in snapshot.steps:
             mine = [r for r in records if r.step_index == step.index]
             share = meter.share(mine)
-            update: dict[str, Any] = {
+            update: dict[str, object] = {
                 "prefix_cache_hit_rate": share.hit_rate if share else None,
                 "prefix_cache_source": share.source if share else None,
             }
@@ -214,7 +213,7 @@ class SourcePlan:
         return out
 
 
-def trace_summary(trace: Trace, records: Sequence[RequestRecord]) -> dict[str, Any]:
+def trace_summary(trace: Trace, records: Sequence[RequestRecord]) -> dict[str, object]:
     """The replay's account: what was sent, how late, and how far from the trace's schedule."""
     scheduled = sorted(
         (r.queued_ns, r.sent_ns - (r.connect_ns or 0))
