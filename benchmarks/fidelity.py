@@ -188,6 +188,7 @@ def run_tui_live(url: str, concurrency: int, seconds: float, output_tokens: int)
     import tempfile
 
     from gputui.cli import build_parser
+    from gputui.cli.options import tui_options
     from gputui.ui.app import AppOptions, make_app
     from gputui.ui.command import live_controller
 
@@ -198,7 +199,7 @@ def run_tui_live(url: str, concurrency: int, seconds: float, output_tokens: int)
              "--warmup-seconds", "0", "--input-tokens", "64", "--output-tokens",
              str(output_tokens), "--snapshot-dir", folder, "--gpu-telemetry", "none"]
         )  # fmt: skip
-        controller, _ = live_controller(args)
+        controller, _ = live_controller(tui_options(args))
         app = make_app(controller, AppOptions(snapshot_dir=Path(folder)))
         controller.start()
         session = controller.session

@@ -56,3 +56,9 @@ def parse_duration(text: str, unit: str = "s") -> float:
     if not math.isfinite(value):
         raise ValueError(f"must be a finite number, got {text!r}")
     return value
+
+
+TTFT_IMPLAUSIBLE_S: Final = 600.0
+"""A bare --sla-ttft-p95 above this many seconds is refused: 1000 was meant as 1000ms."""
+TPOT_IMPLAUSIBLE_S: Final = 5.0
+"""A bare --sla-tpot-p95 above this many seconds is refused: 35 was meant as 35ms."""

@@ -15,6 +15,10 @@ class UsageError(GputuiError):
     exit_code = 2
 
 
+class FlagError(UsageError):
+    """A bad combination of flags: the CLI reports it through the subcommand's parser (exit 2)."""
+
+
 class ServerUnreachable(GputuiError):
     """The target did not answer before any load was sent."""
 

@@ -1,36 +1,33 @@
-"""Settings declared once: the flags `run`, `tui` and `demo` share, their defaults and their checks.
+"""The one typed Settings tree: what `run`, `tui` and `demo` are asked for, past the command line.
 
-Contract: each `add_*_arguments(parser)` declares one group of shared flags with a type from
-`gputui.argtypes` (so a bad value gives the same one-line error in every subcommand) and default
-None ("not given"). `session_settings(args, scenario)` builds the one immutable `SessionSettings`
-from flags > scenario file > `DEFAULTS`, which both front ends read.
+Contract: `gputui.cli` turns the parsed flags into these frozen objects once per subcommand
+(`RunOptions`, `TuiOptions`, `DemoOptions`, built from the flag groups `SharedFlags`,
+`LoadPlanFlags` and the packages' own `SourceFlags`, `ShapeFlags`, `TelemetryFlags`); nothing
+past the CLI reads an argparse Namespace. A field is None when its flag was not given, so that
+`session_settings(flags, scenario)` builds the one immutable `SessionSettings` from flags >
+scenario file > `DEFAULTS`, which both front ends read. `run_with_scenario`, `run_source_plan`
+and `tui_source_plan` fill what a scenario or a trace implies, returning new options.
 
-Adding a flag: shared by run and the TUI, declare it in the matching `add_*_arguments` here, give
-its default in `DEFAULTS` and its field in `SessionSettings`; used by one subcommand or feature
-only, declare it in a small `add_<feature>_arguments(parser)` of its own module, called from that
-subcommand's parser function (`cli._add_run_arguments`, `ui.command.add_tui_arguments`), and read
-it from `args` there. `tests/unit/test_settings.py` checks that run and tui reject bad values of
-every shared flag with the same message.
+Adding a flag: declare it in `gputui.cli` (a shared one in `cli.shared_flags`, with its default in
+`DEFAULTS` and its field in `SharedFlags` and `SessionSettings`), and give it a field in the
+options of the subcommands that take it.
 """
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
-from gputui.argtypes import (
-    duration,
-    fraction,
-    non_negative_float,
-    positive_float,
-    positive_int,
-    seconds,
-)
+from gputui.telemetry.setup import TelemetryFlags
+from gputui.workloads.runplan import ShapeFlags
+from gputui.workloads.sources import SourceFlags, SourcePlan
 
 if TYPE_CHECKING:
+    from gputui.engine.arrivals import Arrival
+    from gputui.engine.driven import LoadMode
     from gputui.metrics.sla import Sla
+    from gputui.workloads.counters import CounterMode
     from gputui.workloads.scenario import Scenario
 
 Endpoint = Literal["completions", "chat", "responses"]
@@ -58,184 +55,6 @@ DEFAULTS: Final[dict[str, Any]] = {
     "reuse_prompts": False,
 }
 """The shared flags' values when neither the command line nor a scenario gives them."""
-
-TTFT_IMPLAUSIBLE_S: Final = 600.0
-"""A bare --sla-ttft-p95 above this many seconds is refused: 1000 was meant as 1000ms."""
-TPOT_IMPLAUSIBLE_S: Final = 5.0
-"""A bare --sla-tpot-p95 above this many seconds is refused: 35 was meant as 35ms."""
-
-
-def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -> None:
-    """--url and --model (unless the demo sets them), --endpoint, --api-key-env, --scenario."""
-    target = parser.add_argument_group("target")
-    if url:
-        target.add_argument("--url", required=True, help="server base URL, with or without /v1")
-        target.add_argument(
-            "--model", default=None, help="model name to request (default: the only one served)"
-        )
-    target.add_argument(
-        "--endpoint",
-        choices=("completions", "chat", "responses"),
-        default=None,
-        help="request kind: /v1/completions, /v1/chat/completions or /v1/responses "
-        "(default: the scenario's, else completions)",
-    )
-    target.add_argument(
-        "--api-key-env",
-        default=None,
-        metavar="VAR",
-        help="environment variable holding the API key (never logged or saved)",
-    )
-    target.add_argument(
-        "--scenario",
-        default=None,
-        metavar="FILE|NAME",
-        help="a scenario TOML (or NAME for scenarios/NAME.toml): workload, SLA, endpoint and "
-        "load plan; flags given here win over it (list them with `gputui scenarios`)",
-    )
-
-
-def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """Fixed request lengths, --ignore-eos, how prompts are sized, and run isolation."""
-    work = parser.add_argument_group("workload")
-    work.add_argument("--input-tokens", type=positive_int, default=None, help="(default 512)")
-    work.add_argument("--output-tokens", type=positive_int, default=None, help="(default 128)")
-    work.add_argument(
-        "--ignore-eos",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="ask the server to ignore EOS so outputs have the requested length (default on)",
-    )
-    work.add_argument(
-        "--token-counter",
-        choices=("auto", "server", "tokenizer", "approximate"),
-        default="auto",
-        help="how prompts are sized: the server's /tokenize, --tokenizer, or one token per "
-        "word (auto: the first that works)",
-    )
-    work.add_argument(
-        "--tokenizer",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="a local tokenizer.json (needs: pip install 'gputui[tokenizers]')",
-    )
-    work.add_argument(
-        "--reuse-prompts",
-        action="store_true",
-        default=None,
-        help="send the same prompts as an earlier run with this seed, so its prefix cache can "
-        "serve them (default: a new salt per run keeps every run cold)",
-    )
-
-
-def add_sla_arguments(parser: argparse.ArgumentParser) -> None:
-    """The SLA a step is judged against."""
-    sla = parser.add_argument_group("SLA")
-    sla.add_argument(
-        "--sla-ttft-p95",
-        type=duration(implausible_above_s=TTFT_IMPLAUSIBLE_S, what="to the first token"),
-        default=None,
-        metavar="DURATION",
-        help="bound on the P95 time to first token, e.g. 1s or 800ms (a bare number is seconds)",
-    )
-    sla.add_argument(
-        "--sla-tpot-p95",
-        type=duration(implausible_above_s=TPOT_IMPLAUSIBLE_S, what="per output token"),
-        default=None,
-        metavar="DURATION",
-        help="bound on the P95 time per output token, e.g. 35ms (a bare number is seconds)",
-    )
-    sla.add_argument("--max-error-rate", type=fraction, default=None, metavar="F")
-
-
-def add_client_arguments(parser: argparse.ArgumentParser) -> None:
-    """Client timeouts and engine processes."""
-    client = parser.add_argument_group("client")
-    client.add_argument(
-        "--request-timeout",
-        type=seconds,
-        default=None,
-        metavar="S",
-        help="give up on a request after S seconds in all (failure: timeout); the only bound "
-        "before its first byte, so a long queue is measured, not cut short (default 600)",
-    )
-    client.add_argument(
-        "--connect-timeout",
-        type=seconds,
-        default=None,
-        metavar="S",
-        help="give up opening a connection after S seconds (failure: connect; default 10)",
-    )
-    client.add_argument(
-        "--stall-timeout",
-        type=seconds,
-        default=None,
-        metavar="S",
-        help="give up on a response silent for S seconds once its body has started "
-        "(failure: stall; default 60)",
-    )
-    client.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        help="engine processes sharing the load (one core each) when one client core saturates",
-    )
-    client.add_argument(
-        "--ray",
-        default=None,
-        metavar="ADDRESS",
-        help="place the --workers on this Ray cluster (pip install 'gputui[distributed]')",
-    )
-
-
-def add_record_arguments(parser: argparse.ArgumentParser, *, precision: bool = True) -> None:
-    """What the snapshot records beside the measurements, and where it goes."""
-    out = parser.add_argument_group("snapshot")
-    out.add_argument("--label", default=None, help="snapshot label")
-    out.add_argument(
-        "--price-per-hour",
-        type=non_negative_float,
-        default=None,
-        metavar="PRICE",
-        help="hourly price of this node, saved in the snapshot for `gputui compare`",
-    )
-    if precision:  # the demo's own --precision picks the simulated weights, and is recorded
-        out.add_argument(
-            "--precision",
-            default=None,
-            metavar="DTYPE",
-            help="the served weights' precision (e.g. bf16, fp8), saved for `gputui compare`",
-        )
-    out.add_argument(
-        "--snapshot-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="where snapshots and the crash journal go (default: the sessions folder, "
-        "which `gputui sessions` lists)",
-    )
-
-
-def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adaptive steps (issue 16): how precise a step must be, and how long it may run for it."""
-    steps = parser.add_argument_group("adaptive steps")
-    steps.add_argument(
-        "--target-precision",
-        type=positive_float,
-        default=None,
-        metavar="F",
-        help="run each step until the 95 %% CI half-widths of P95 TTFT, P95 TPOT and output "
-        "tok/s are within F of their values (default 0.05 under --auto, else off)",
-    )
-    steps.add_argument(
-        "--max-step-seconds",
-        type=seconds,
-        default=None,
-        metavar="S",
-        help="end a step after S seconds (settling included) even when imprecise; it is then "
-        "marked imprecise (default: --step-seconds, else 40)",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +107,115 @@ def from_scenario(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def session_settings(args: argparse.Namespace, scenario: Scenario | None) -> SessionSettings:
+@dataclass(frozen=True, slots=True)
+class SharedFlags:
+    """The flags `run`, `tui` and `demo` share, as given (None: not given)."""
+
+    endpoint: Endpoint | None = None
+    api_key_env: str | None = None
+    scenario: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    ignore_eos: bool | None = None
+    token_counter: CounterMode = "auto"
+    tokenizer: Path | None = None
+    reuse_prompts: bool | None = None
+    sla_ttft_p95: float | None = None
+    sla_tpot_p95: float | None = None
+    max_error_rate: float | None = None
+    request_timeout: float | None = None
+    connect_timeout: float | None = None
+    stall_timeout: float | None = None
+    workers: int | None = None
+    ray: str | None = None
+    label: str | None = None
+    price_per_hour: float | None = None
+    precision: str | None = None
+    snapshot_dir: Path | None = None
+    target_precision: float | None = None
+    max_step_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPlanFlags:
+    """`gputui run`'s load plan: levels or the auto sweep or a validation hold, and each step."""
+
+    concurrency: tuple[int, ...] | None = None
+    rate: tuple[float, ...] | None = None
+    auto: bool = False
+    validate_rate: float | None = None
+    max_level: int = 256
+    max_minutes: float = 30.0
+    seconds: float = 60.0
+    """Length of the validation hold."""
+    no_validate: bool = False
+    burst: int | None = None
+    burst_every: float = 30.0
+    arrival: Arrival | None = None
+    burstiness: float | None = None
+    max_in_flight: int = 1024
+    step_seconds: float | None = None
+    warmup_seconds: float | None = None
+    repeats: int = 1
+    seed: int | None = None
+
+    @property
+    def load_given(self) -> bool:
+        """A load flag (or the scenario's plan) chose what to sweep."""
+        return bool(self.concurrency or self.rate or self.auto or self.validate_rate)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Everything `gputui run` was asked for (the demo's headless sweep builds one directly)."""
+
+    url: str
+    model: str | None = None
+    shared: SharedFlags = field(default_factory=SharedFlags)
+    plan: LoadPlanFlags = field(default_factory=LoadPlanFlags)
+    shape: ShapeFlags = field(default_factory=ShapeFlags)
+    source: SourceFlags = field(default_factory=SourceFlags)
+    telemetry: TelemetryFlags = field(default_factory=TelemetryFlags)
+    extra_body: str | None = None
+    no_uvloop: bool = False
+    out: str | None = None
+    vram_check: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TuiOptions:
+    """Everything `gputui tui` (or the demo's TUI) was asked for; None: not given."""
+
+    url: str | None = None
+    model: str | None = None
+    shared: SharedFlags = field(default_factory=SharedFlags)
+    source: SourceFlags = field(default_factory=SourceFlags)
+    telemetry: TelemetryFlags = field(default_factory=TelemetryFlags)
+    start_mode: LoadMode | None = None
+    start_level: float | None = None
+    factor: float | None = None
+    burst_size: int | None = None
+    warmup_seconds: float | None = None
+    window_seconds: float | None = None
+    no_color: bool = False
+    ascii: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    """`gputui demo`: the simulated card and model, the TUI's options, or a headless sweep."""
+
+    tui: TuiOptions
+    gpu: str = "a100-80gb-pcie"
+    model: str = "llama-3.1-8b"
+    precision: str = "bf16"
+    headless: bool = False
+    concurrency: tuple[int, ...] | None = None
+    step_seconds: float = 8.0
+    out: str = "gputui-demo.json"
+
+
+def session_settings(flags: SharedFlags, scenario: Scenario | None) -> SessionSettings:
     """Flags, then the scenario's values, then `DEFAULTS`."""
     values = dict(DEFAULTS)
     if scenario is not None:
@@ -296,7 +223,7 @@ def session_settings(args: argparse.Namespace, scenario: Scenario | None) -> Ses
         for key in ("sla_ttft_p95", "sla_tpot_p95", "max_error_rate"):
             values[key] = getattr(scenario.sla, key.replace("_p95", "_p95_s"), values[key])
     for name in DEFAULTS:
-        given = getattr(args, name, None)
+        given = getattr(flags, name)
         if given is not None:
             values[name] = given
     if values["snapshot_dir"] is None:
@@ -305,3 +232,104 @@ def session_settings(args: argparse.Namespace, scenario: Scenario | None) -> Ses
         values["snapshot_dir"] = default_sessions_dir()
     values["snapshot_dir"] = Path(values["snapshot_dir"]).expanduser()
     return SessionSettings(**values)
+
+
+def _trace_lengths(shared: SharedFlags, plan: SourcePlan, shape: ShapeFlags) -> SharedFlags:
+    """A replay's nominal lengths (they only calibrate the prompt plan) where none was given."""
+    from gputui.workloads.sources import trace_lengths
+
+    if plan.trace is None or shared.input_tokens is not None:
+        return shared
+    if shape.input_dist is not None or shape.dataset is not None:
+        return shared
+    inp, out = trace_lengths(plan.trace)
+    keep_out = shared.output_tokens is not None or shape.output_dist is not None
+    return replace(
+        shared, input_tokens=inp, output_tokens=shared.output_tokens if keep_out else out
+    )
+
+
+def run_source_plan(options: RunOptions) -> tuple[RunOptions, SourcePlan]:
+    """`gputui run`: read the source flags and fill the load plan they imply."""
+    from gputui.workloads.sources import read_source_plan, trace_rate
+
+    shared = options.shared
+    plan = read_source_plan(options.source, shared.scenario, shared.workers)
+    load = options.plan
+    if plan.trace is not None:
+        if load.warmup_seconds is None:  # every request of a replay counts
+            load = replace(load, warmup_seconds=0.0)
+        if not load.load_given:
+            load = replace(load, rate=(trace_rate(plan.trace),))
+        if load.step_seconds is None:
+            load = replace(load, step_seconds=plan.trace.duration_s + 1.0)
+    elif plan.sessions is not None and not load.load_given:
+        load = replace(load, concurrency=(plan.sessions,))
+    shared = _trace_lengths(shared, plan, options.shape)
+    return replace(options, shared=shared, plan=load), plan
+
+
+def tui_source_plan(options: TuiOptions) -> tuple[TuiOptions, SourcePlan]:
+    """`gputui tui` and `demo`: read the source flags and fill the starting load they imply.
+
+    A trace starts in open loop (the replay keeps its own clock whatever the level); `--sessions
+    N` starts N users in closed loop unless `--start-mode rate` asks for conversations at a rate.
+    """
+    from gputui.workloads.sources import read_source_plan, trace_rate
+
+    plan = read_source_plan(options.source, options.shared.scenario, options.shared.workers)
+    shared = _trace_lengths(options.shared, plan, ShapeFlags())
+    options = replace(options, shared=shared)
+    if plan.trace is not None:
+        options = replace(
+            options,
+            start_mode="rate",
+            start_level=options.start_level or trace_rate(plan.trace),
+            warmup_seconds=0.0 if options.warmup_seconds is None else options.warmup_seconds,
+        )
+    elif plan.sessions is not None and options.start_level is None and options.start_mode != "rate":
+        options = replace(options, start_mode="concurrency", start_level=float(plan.sessions))
+    return options, plan
+
+
+def run_with_scenario(options: RunOptions) -> tuple[RunOptions, Scenario | None]:
+    """Load --scenario (if any) and fill the unset run flags from it, then from the defaults."""
+    from gputui.workloads.scenario import load_scenario
+
+    shared, load = options.shared, options.plan
+    scenario = load_scenario(shared.scenario) if shared.scenario else None
+    if scenario is not None:
+        given = scenario.load
+        if not load.load_given:
+            if given.mode == "concurrency":
+                load = replace(load, concurrency=tuple(int(x) for x in given.levels))
+            elif given.mode == "rate":
+                load = replace(load, rate=tuple(given.levels))
+            else:
+                load = replace(load, auto=True)
+        load = _unset(
+            load,
+            step_seconds=given.step_seconds,
+            warmup_seconds=given.warmup_seconds,
+            arrival=given.arrival,
+            burstiness=given.burstiness,
+            seed=scenario.workload.seed,
+        )
+        shared = _unset(
+            shared,
+            sla_ttft_p95=scenario.sla.ttft_p95_s,
+            sla_tpot_p95=scenario.sla.tpot_p95_s,
+            max_error_rate=scenario.sla.max_error_rate,
+            endpoint=scenario.endpoint,
+            ignore_eos=scenario.workload.ignore_eos,
+        )
+    shared = _unset(shared, endpoint="completions", ignore_eos=True)
+    return replace(options, shared=shared, plan=_unset(load, seed=0)), scenario
+
+
+_Flags = TypeVar("_Flags", SharedFlags, LoadPlanFlags)
+
+
+def _unset(flags: _Flags, **values: Any) -> _Flags:
+    """`flags` with each of `values` where its field is still None."""
+    return replace(flags, **{k: v for k, v in values.items() if getattr(flags, k) is None})

@@ -10,9 +10,11 @@ from typing import Any
 import orjson
 import pytest
 
+from gputui.cli.sim_flags import add_sim_arguments
+from gputui.cli.typed import take
 from gputui.engine.records import REASON_ERROR_EVENT, REASON_MALFORMED_EVENT
 from gputui.engine.sse import StreamReader
-from gputui.sim.command import add_sim_arguments, fault_spec
+from gputui.sim.command import SimOptions, fault_spec
 from gputui.sim.faults import (
     EXPECTED_REASON,
     FAULTS,
@@ -125,9 +127,9 @@ def test_bad_spec_is_a_usage_error_of_gputui_sim(capsys: pytest.CaptureFixture[s
     assert info.value.code == 2
     assert "--faults: fault reset: probability must be in [0, 1]" in capsys.readouterr().err
     args = parser.parse_args(["--faults", "reset=0.2", "--faults-seed", "9", "--die-after", "3"])
-    assert fault_spec(args) == FaultSpec({"reset": 0.2}, seed=9)
+    assert fault_spec(take(SimOptions, args)) == FaultSpec({"reset": 0.2}, seed=9)
     assert args.die_after == 3.0
-    assert fault_spec(parser.parse_args([])) is None
+    assert fault_spec(take(SimOptions, parser.parse_args([]))) is None
 
 
 def test_draws_are_seeded_exclusive_and_at_their_probabilities() -> None:

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from gputui.cli import build_parser
+from gputui.cli.options import demo_options
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot
@@ -77,7 +78,10 @@ def _tui_snapshot(url: str, folder: Path) -> Path:
     """The TUI's controller, built from the demo's flags, stepped up twice then quit."""
     args = build_parser().parse_args(_demo_args(folder))
     controller, _ = live_controller(
-        args, url=url, model="sim", simulated="a100-80gb-pcie llama-3.1-8b bf16 (simulated)"
+        demo_options(args).tui,
+        url=url,
+        model="sim",
+        simulated="a100-80gb-pcie llama-3.1-8b bf16 (simulated)",
     )
     controller.start()
     try:

@@ -18,9 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from gputui.cli.tool_flags import add_metrics_arguments
+from gputui.cli.typed import take
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
-from gputui.telemetry.commands import add_metrics_arguments, run_metrics
+from gputui.telemetry.commands import MetricsOptions, run_metrics
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.telemetry.samples import ServerSample
 from gputui.telemetry.server_metrics import ServerMetricsSource
@@ -151,7 +153,8 @@ def test_metrics_command_against_the_simulator(
     else:
         parser = argparse.ArgumentParser()
         add_metrics_arguments(parser)
-        assert run_metrics(parser.parse_args(["--url", gpu_sim.url, "--json"])) == 0
+        args = take(MetricsOptions, parser.parse_args(["--url", gpu_sim.url, "--json"]))
+        assert run_metrics(args) == 0
         out = capsys.readouterr().out
     doc = json.loads(out)
     assert doc["backend"] == "vllm"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import build_parser
+from gputui.cli.options import tui_options
 from gputui.snapshot.store import load_snapshot
 from gputui.ui.app import AppOptions, make_app
 from gputui.ui.command import live_controller
@@ -31,7 +32,7 @@ async def test_the_tui_sends_512_token_prompts(vllm: VllmServer, tmp_path: Path)
         ["tui", "--url", vllm.url, "--model", vllm.model, "--input-tokens", str(INPUT_TOKENS),
          "--output-tokens", "8", "--warmup-seconds", "0", "--snapshot-dir", str(tmp_path)]
     )  # fmt: skip
-    controller = live_controller(args)[0]
+    controller = live_controller(tui_options(args))[0]
     assert controller.settings.workload_details["input_tokens_method"] == (
         "server /tokenize (exact)"
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import build_parser
+from gputui.cli.options import tui_options
 from gputui.engine.target import parse_target
 from gputui.sim.runner import SimProcess
 from gputui.ui.command import _prepared_workload, live_controller, resolve
@@ -29,7 +30,7 @@ def test_tui_flags_and_defaults(tmp_path: Path) -> None:
         ["tui", "--url", "http://127.0.0.1:8000", "--model", "m", "--snapshot-dir", str(tmp_path),
          "--factor", "3", "--ascii"]
     )  # fmt: skip
-    values = resolve(args)
+    values = resolve(tui_options(args))
     assert values["factor"] == 3.0
     assert values["snapshot_dir"] == tmp_path
     assert (values["input_tokens"], values["output_tokens"]) == (512, 128)
@@ -49,14 +50,14 @@ def test_the_tui_honours_the_step_flags(
         ["tui", "--url", "http://127.0.0.1:9", "--model", "m", "--snapshot-dir", str(tmp_path),
          "--gpu-telemetry", "none", *flags]
     )  # fmt: skip
-    controller, _values = live_controller(args)
+    controller, _values = live_controller(tui_options(args))
     assert controller.settings.target_precision == target
     assert controller.settings.max_step_s == max_step_s
 
 
 def test_default_snapshot_dir_is_the_user_data_dir() -> None:
     args = build_parser().parse_args(["tui", "--url", "http://x:1", "--model", "m"])
-    assert resolve(args)["snapshot_dir"].parts[-2:] == ("gputui", "sessions")
+    assert resolve(tui_options(args))["snapshot_dir"].parts[-2:] == ("gputui", "sessions")
 
 
 def test_scenario_then_flags() -> None:
@@ -64,7 +65,7 @@ def test_scenario_then_flags() -> None:
         ["tui", "--url", "http://x:1", "--model", "m", "--scenario",
          str(ROOT / "scenarios" / "chat.toml"), "--output-tokens", "64"]
     )  # fmt: skip
-    values = resolve(args)
+    values = resolve(tui_options(args))
     assert values["endpoint"] == "chat"
     assert values["input_tokens"] == 1024
     assert values["output_tokens"] == 64  # the flag wins
@@ -86,9 +87,11 @@ def test_a_length_distribution_scenario_is_prepared_against_the_server(
 ) -> None:
     args = build_parser().parse_args(["tui", "--url", fixed_sim.url, "--model", "sim",
                                       "--scenario", str(_dist_scenario(tmp_path))])  # fmt: skip
-    values = resolve(args)
+    values = resolve(tui_options(args))
     assert values["input_tokens"] == 15  # the nominal (mean) length, for the header
-    prepared = _prepared_workload(args, parse_target(fixed_sim.url), "sim", values, None)
+    prepared = _prepared_workload(
+        tui_options(args).shared, parse_target(fixed_sim.url), "sim", values, None
+    )
     assert prepared is not None
     source = prepared.spec.build()
     lengths = {source.next(i).input_tokens for i in range(200)}
@@ -102,7 +105,9 @@ def test_without_the_server_the_prompts_are_approximate_and_say_so(
     args = build_parser().parse_args(["tui", "--url", "http://127.0.0.1:9", "--model", "m",
                                       "--scenario", str(_dist_scenario(tmp_path))])  # fmt: skip
     target = parse_target("http://127.0.0.1:9")
-    prepared = _prepared_workload(args, target, "m", resolve(args), None)
+    prepared = _prepared_workload(
+        tui_options(args).shared, target, "m", resolve(tui_options(args)), None
+    )
     assert prepared is not None and not prepared.exact
     assert "approximate" in capsys.readouterr().err
 

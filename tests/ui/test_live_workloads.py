@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import build_parser
+from gputui.cli.options import tui_options
 from gputui.frontends.live import LiveController, LiveView
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
@@ -58,7 +59,7 @@ def test_tui_conversations_show_turns_and_save_run_keys(tmp_path: Path) -> None:
              "--sessions", "4", "--turns", "3", "--think-time", "20", "--input-tokens", "256",
              "--output-tokens", "16", "--warmup-seconds", "0", "--snapshot-dir", str(tmp_path)]
         )  # fmt: skip
-        controller, _ = live_controller(args)
+        controller, _ = live_controller(tui_options(args))
         assert controller.settings.start_mode == "concurrency"
         assert controller.settings.start_level == 4.0
 
@@ -97,7 +98,7 @@ def test_tui_trace_replay_shows_lateness_and_saves_the_trace(
         ["tui", "--url", fixed_sim.url, "--model", "sim", "--trace", str(trace),
          "--snapshot-dir", str(tmp_path)]
     )  # fmt: skip
-    controller, values = live_controller(args)
+    controller, values = live_controller(tui_options(args))
     assert controller.settings.start_mode == "rate" and values["warmup_seconds"] == 0.0
     view = _run_until(controller, lambda v: v.workload is not None and v.workload.sent >= 200, 30)
     path = controller.stop()
@@ -145,7 +146,7 @@ async def test_the_workload_panel_is_on_the_live_screen(
         ["tui", "--url", fixed_sim.url, "--model", "sim", "--trace", str(trace),
          "--snapshot-dir", str(tmp_path)]
     )  # fmt: skip
-    controller, _ = live_controller(args)
+    controller, _ = live_controller(tui_options(args))
     app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
     app.animation_level = "none"
     controller.start()

@@ -13,6 +13,7 @@ import pytest
 
 import gputui.workloads.prepare as prepare
 from gputui.cli import build_parser
+from gputui.cli.options import tui_options
 from gputui.frontends.live import LiveController
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
@@ -33,7 +34,7 @@ def _tui(url: str, folder: Path, *extra: str) -> LiveController:
         ["tui", "--url", url, "--model", "sim", "--output-tokens", "8", "--warmup-seconds", "0",
          "--snapshot-dir", str(folder), *extra]
     )  # fmt: skip
-    return live_controller(args)[0]
+    return live_controller(tui_options(args))[0]
 
 
 def _measured_inputs(controller: LiveController) -> list[int]:

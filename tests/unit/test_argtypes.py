@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from gputui.argtypes import fraction, open_fraction, port, positive_float, positive_int
+from gputui.cli.argtypes import fraction, open_fraction, port, positive_float, positive_int
 
 
 @pytest.mark.parametrize(

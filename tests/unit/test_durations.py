@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.argtypes import duration, milliseconds, minutes, non_negative_seconds, seconds
 from gputui.cli import build_parser
+from gputui.cli.argtypes import duration, milliseconds, minutes, non_negative_seconds, seconds
 from gputui.durations import parse_duration
 from gputui.workloads import WorkloadFileError, load_scenario
 

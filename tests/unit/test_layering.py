@@ -20,7 +20,13 @@ import gputui
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gputui"
 BANNED = ("textual", "rich")
-FRONT_END = ("gputui.ui", "gputui.cli", "gputui.frontends.demo", "gputui.__main__")
+FRONT_END = (
+    "gputui.ui",
+    "gputui.cli",
+    "gputui.frontends.demo",
+    "gputui.__main__",
+    "gputui.node.__main__",
+)
 """Modules that may load the UI toolkit; every other module of gputui is core."""
 
 
@@ -243,7 +249,6 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 RANKS: dict[str, int] = {
     "gputui": 0,
     "gputui.errors": 0,
-    "gputui.argtypes": 0,
     "gputui.durations": 0,
     "gputui.jsontypes": 0,
     "gputui.catalog": 0,
@@ -262,6 +267,7 @@ RANKS: dict[str, int] = {
     "gputui.ui": 8,
     "gputui.cli": 9,
     "gputui.__main__": 10,
+    "gputui.node.__main__": 10,
 }
 """design.md's package order: a module imports only modules of its own rank or below."""
 SNAPSHOT_DATA = {
@@ -303,6 +309,21 @@ def test_imports_follow_the_package_order() -> None:
         if _rank(name) > _rank(module) and (module, name) not in ORDER_EXCEPTIONS
     ]
     assert upward == []
+
+
+ARGPARSE_LEFT: set[str] = set()
+"""Modules outside `gputui.cli` that still read argparse (none: the CLI builds typed options)."""
+
+
+def test_argparse_stops_at_the_cli() -> None:
+    """Only `gputui.cli` parses flags: everything past it takes the typed Settings tree."""
+    readers = {
+        module
+        for module in _all_modules()
+        if module != "gputui.cli" and not module.startswith("gputui.cli.")
+        if "argparse" in _imported_names(_source(module))
+    }
+    assert sorted(readers - ARGPARSE_LEFT) == []
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

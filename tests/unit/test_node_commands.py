@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from gputui.cli import main
+from gputui.cli import main, node_flags
+from gputui.cli.typed import take
 from gputui.node import commands, runtimes
 from gputui.node.backends import DeviceInfo
 from gputui.node.cuda import CupyRuntime
@@ -106,11 +107,11 @@ def _two_4090s() -> tuple[FakeNvml, FakeCupy]:
     return nvml, cp
 
 
-def _args(**kw: Any) -> argparse.Namespace:
+def _args(**kw: Any) -> commands.VramCheckOptions:
     parser = argparse.ArgumentParser()
-    commands.add_vram_check_arguments(parser)
+    node_flags.add_vram_check_arguments(parser)
     args = parser.parse_args(["--fraction", "0.5", "--patterns", "address"])
-    return argparse.Namespace(**(vars(args) | kw))
+    return take(commands.VramCheckOptions, args, **kw)
 
 
 def test_nvml_index_is_matched_to_the_cuda_device_by_uuid() -> None:
@@ -194,10 +195,14 @@ def test_memory_errors_exit_1(
 
 def test_burn_json_with_fake_nvml(capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
-    commands.add_burn_arguments(parser)
-    args = parser.parse_args(
-        ["--backend", "numpy", "--seconds", "0.2", "--interval", "0.02", "--size", "256", "--json"]
-    )
+    node_flags.add_burn_arguments(parser)
+    args = take(
+        commands.BurnOptions,
+        parser.parse_args(
+            ["--backend", "numpy", "--seconds", "0.2", "--interval", "0.02", "--size", "256",
+             "--json"]
+        ),
+    )  # fmt: skip
     nvml = FakeNvml(cards=(RTX_4090,))
     assert commands.run_burn_command(args, nvml_module=nvml) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
+from pathlib import Path
 
 import pytest
 
 from gputui.cli import build_parser
-from gputui.settings import DEFAULTS, session_settings
+from gputui.cli.options import demo_options, run_options, tui_options
+from gputui.frontends.demo import headless_run
+from gputui.settings import DEFAULTS, RunOptions, SharedFlags, session_settings
 
 PREFIX = {
     "run": ["run", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--step-seconds", "1"],
@@ -66,8 +68,13 @@ def test_the_tui_step_factor_must_be_finite(capsys: pytest.CaptureFixture[str]) 
     assert "finite" in _error([*PREFIX["tui"], "--factor", "inf"], capsys)
 
 
-def _settings(argv: list[str]) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+def _settings(argv: list[str]) -> SharedFlags:
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return run_options(args).shared
+    if args.command == "tui":
+        return tui_options(args).shared
+    return demo_options(args).tui.shared
 
 
 def test_run_and_tui_share_the_defaults() -> None:
@@ -94,9 +101,47 @@ def test_prompt_flags_are_shared_and_the_demo_passes_them_on() -> None:
         assert session_settings(args, None).reuse_prompts
         assert args.token_counter == "server" and args.tokenizer is None
         assert not session_settings(_settings(prefix), None).reuse_prompts
-    from gputui.frontends.demo import _prompt_argv
+    demo = demo_options(
+        build_parser().parse_args(["demo", "--reuse-prompts", "--tokenizer", "tok.json"])
+    )
+    passed = headless_run(demo, "http://127.0.0.1:1", "m").shared
+    assert (passed.token_counter, passed.tokenizer, passed.reuse_prompts) == (
+        "auto", Path("tok.json"), True
+    )  # fmt: skip
 
-    demo = _settings(["demo", "--reuse-prompts", "--tokenizer", "tok.json"])
-    assert _prompt_argv(demo) == [
-        "--token-counter", "auto", "--tokenizer", "tok.json", "--reuse-prompts"
-    ]  # fmt: skip
+
+def test_the_typed_defaults_are_the_parsers() -> None:
+    """A flag not given reads the same from the options as from argparse's default."""
+    args = build_parser().parse_args(["run", "--url", "http://127.0.0.1:9"])
+    assert run_options(args) == RunOptions(url="http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize(
+    ("demo", "run"),
+    [
+        ([], ["--step-seconds", "8.0s", "--warmup-seconds", "2.0", "--concurrency",
+              "1,2,4,8,16,32,64"]),
+        (["--concurrency", "2,4", "--step-seconds", "3", "--warmup-seconds", "0.5",
+          "--sla-ttft-p95", "800ms", "--price-per-hour", "2.5", "--input-tokens", "64",
+          "--token-counter", "approximate", "--out", "d.json"],
+         ["--step-seconds", "3", "--warmup-seconds", "0.5", "--concurrency", "2,4",
+          "--sla-ttft-p95", "0.8s", "--price-per-hour", "2.5", "--input-tokens", "64",
+          "--token-counter", "approximate", "--out", "d.json"]),
+        (["--sessions", "3", "--turns", "2", "--think-time", "100"],
+         ["--step-seconds", "8.0s", "--warmup-seconds", "2.0", "--sessions", "3", "--turns",
+          "2", "--think-time", "100"]),
+        (["--trace", "t.jsonl", "--time-scale", "0.5"],
+         ["--trace", "t.jsonl", "--time-scale", "0.5"]),
+    ],
+)  # fmt: skip
+def test_the_demo_builds_the_run_that_gputui_run_parses(demo: list[str], run: list[str]) -> None:
+    """The headless demo is `gputui run` with the demo's values, built without an argv."""
+    url, model = "http://127.0.0.1:9", "sim-model"
+    built = headless_run(demo_options(build_parser().parse_args(["demo", *demo])), url, model)
+    defaults = ["--input-tokens", "512", "--output-tokens", "128", "--out", "gputui-demo.json"]
+    parsed = build_parser().parse_args(
+        ["run", "--url", url, "--model", model, *defaults, "--sla-ttft-p95", "1.0s",
+         "--sla-tpot-p95", "0.035s", "--label", "demo a100-80gb-pcie llama-3.1-8b",
+         "--precision", "bf16", *run]
+    )  # fmt: skip
+    assert built == run_options(parsed)

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from gputui.sim.command import add_sim_arguments, profile_spec, run_sim_command
+from gputui.cli.sim_flags import add_sim_arguments
+from gputui.cli.typed import take
+from gputui.sim.command import SimOptions, profile_spec, run_sim_command
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.gpu_profile import GpuProfileSpec
 
@@ -19,17 +21,19 @@ pytestmark = pytest.mark.timeout(60)
 
 ENTRY = (
     "import argparse, sys\n"
-    "from gputui.sim.command import add_sim_arguments, run_sim_command\n"
+    "from gputui.cli.sim_flags import add_sim_arguments\n"
+    "from gputui.cli.typed import take\n"
+    "from gputui.sim.command import SimOptions, run_sim_command\n"
     "p = argparse.ArgumentParser()\n"
     "add_sim_arguments(p)\n"
-    "sys.exit(run_sim_command(p.parse_args(sys.argv[1:])))\n"
+    "sys.exit(run_sim_command(take(SimOptions, p.parse_args(sys.argv[1:]))))\n"
 )
 
 
-def parse(*argv: str) -> argparse.Namespace:
+def parse(*argv: str) -> SimOptions:
     parser = argparse.ArgumentParser()
     add_sim_arguments(parser)
-    return parser.parse_args(argv)
+    return take(SimOptions, parser.parse_args(argv))
 
 
 def test_defaults() -> None:

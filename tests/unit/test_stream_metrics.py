@@ -10,13 +10,15 @@ import numpy as np
 import orjson
 import pytest
 
+from gputui.cli.sim_flags import add_sim_arguments
+from gputui.cli.typed import take
 from gputui.engine.event_tokens import EventCounterSpec, stream_counting
 from gputui.engine.records import RequestRecord
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
 from gputui.metrics.streams_text import stream_text
 from gputui.metrics.window import RollingWindow
-from gputui.sim.command import add_sim_arguments, profile_spec
+from gputui.sim.command import SimOptions, profile_spec
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.stream_style import SpecDecoder, StreamStyle
 from gputui.snapshot.assemble import request_totals
@@ -187,10 +189,10 @@ def test_stream_counting_by_backend(tmp_path: Path) -> None:
     assert stream_counting(None) == {"continuous_usage": False, "event_counter": None}
 
 
-def sim_args(*argv: str) -> argparse.Namespace:
+def sim_args(*argv: str) -> SimOptions:
     parser = argparse.ArgumentParser()
     add_sim_arguments(parser)
-    return parser.parse_args(list(argv))
+    return take(SimOptions, parser.parse_args(list(argv)))
 
 
 def test_sim_flags_shape_the_stream() -> None:

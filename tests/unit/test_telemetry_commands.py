@@ -8,17 +8,19 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
 from gputui.catalog.memory import plan_kv
 from gputui.catalog.specs import GPUS, MODELS
+from gputui.cli.tool_flags import add_gpu_arguments, add_kv_arguments, add_metrics_arguments
+from gputui.cli.typed import take
 from gputui.telemetry import smi
 from gputui.telemetry.commands import (
-    add_gpu_arguments,
-    add_kv_arguments,
-    add_metrics_arguments,
+    GpuOptions,
+    KvOptions,
+    MetricsOptions,
     run_gpu,
     run_kv,
     run_metrics,
@@ -54,10 +56,17 @@ GPU_KEYS = {
 }
 
 
-def parse(add: object, argv: list[str]) -> argparse.Namespace:
+OPTIONS: dict[object, type[KvOptions | GpuOptions | MetricsOptions]] = {
+    add_kv_arguments: KvOptions,
+    add_gpu_arguments: GpuOptions,
+    add_metrics_arguments: MetricsOptions,
+}
+
+
+def parse(add: object, argv: list[str]) -> Any:
     parser = argparse.ArgumentParser(prog="gputui")
     add(parser)  # type: ignore[operator]
-    return parser.parse_args(argv)
+    return take(OPTIONS[add], parser.parse_args(argv))
 
 
 @pytest.fixture(autouse=True)
@@ -330,12 +339,12 @@ def test_declaring_the_commands_loads_no_heavy_module() -> None:
     import sys
 
     code = (
-        "import sys, argparse; from gputui.telemetry import commands, setup; "
+        "import sys, argparse; from gputui.cli import shared_flags, tool_flags; "
         "p = argparse.ArgumentParser(); s = p.add_subparsers(); "
-        "commands.add_kv_arguments(s.add_parser('kv')); "
-        "commands.add_gpu_arguments(s.add_parser('gpu')); "
-        "commands.add_metrics_arguments(s.add_parser('metrics')); "
-        "setup.add_telemetry_arguments(s.add_parser('run')); "
+        "tool_flags.add_kv_arguments(s.add_parser('kv')); "
+        "tool_flags.add_gpu_arguments(s.add_parser('gpu')); "
+        "tool_flags.add_metrics_arguments(s.add_parser('metrics')); "
+        "shared_flags.add_telemetry_arguments(s.add_parser('run')); "
         "heavy = [m for m in ('httpx', 'prometheus_client', 'pynvml', 'numpy') "
         "if m in sys.modules]; "
         "print(heavy); sys.exit(1 if heavy else 0)"

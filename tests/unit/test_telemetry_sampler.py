@@ -217,28 +217,36 @@ def test_build_sampler_with_everything_absent(monkeypatch: pytest.MonkeyPatch) -
 def test_run_flags_become_a_config() -> None:
     import argparse
 
+    from gputui.cli.shared_flags import add_telemetry_arguments
+    from gputui.cli.typed import take
     from gputui.errors import UsageError
-    from gputui.telemetry.setup import add_telemetry_arguments, telemetry_config_from_args
+    from gputui.telemetry.setup import TelemetryFlags, telemetry_config
 
     parser = argparse.ArgumentParser()
     add_telemetry_arguments(parser)
-    config = telemetry_config_from_args(parser.parse_args([]), "http://10.0.0.5:8000/")
+    config = telemetry_config(take(TelemetryFlags, parser.parse_args([])), "http://10.0.0.5:8000/")
     assert config.metrics_url == "http://10.0.0.5:8000/metrics"
     assert config.gpu == "auto"
     assert config.gpu_interval_s == 0.25
     assert config.host is True
     argv = ["--metrics-url", "http://n:8002", "--dcgm-url", "http://n:9400", "--gpu-hz", "2"]
-    config = telemetry_config_from_args(parser.parse_args([*argv, "--no-host-telemetry"]), "x")
+    config = telemetry_config(
+        take(TelemetryFlags, parser.parse_args([*argv, "--no-host-telemetry"])), "x"
+    )
     assert (config.metrics_url, config.dcgm_url) == (
         "http://n:8002/metrics",
         "http://n:9400/metrics",
     )
     assert config.gpu_interval_s == 0.5
     assert config.host is False
-    off = telemetry_config_from_args(parser.parse_args(["--no-server-metrics"]), "http://h")
+    off = telemetry_config(
+        take(TelemetryFlags, parser.parse_args(["--no-server-metrics"])), "http://h"
+    )
     assert off.metrics_url is None
     with pytest.raises(UsageError, match="--metrics-url"):
-        telemetry_config_from_args(parser.parse_args(["--metrics-url", "n:8002"]), "http://h")
+        telemetry_config(
+            take(TelemetryFlags, parser.parse_args(["--metrics-url", "n:8002"])), "http://h"
+        )
 
 
 def test_slow_gpu_ports_are_polled_at_most_once_a_second() -> None:

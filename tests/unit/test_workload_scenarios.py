@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import orjson
 import pytest
 
 from gputui.cli import build_parser, main
+from gputui.cli.options import run_options
 from gputui.errors import UsageError
+from gputui.settings import RunOptions, run_with_scenario
 from gputui.workloads import WorkloadFileError, find_scenarios, load_scenario
+from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.distributions import FixedDist, LognormalDist
-from gputui.workloads.runplan import apply_scenario, workload_config
+from gputui.workloads.runplan import workload_config
+from gputui.workloads.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -142,9 +145,23 @@ def test_scenarios_command_json_and_invalid_files(
     assert "broken  INVALID: " in capsys.readouterr().out
 
 
-def run_args(*extra: str) -> argparse.Namespace:
-    return build_parser().parse_args(
-        ["run", "--url", "http://127.0.0.1:1", "--model", "m", "--out", "x.json", *extra]
+def run_args(*extra: str) -> RunOptions:
+    return run_options(
+        build_parser().parse_args(
+            ["run", "--url", "http://127.0.0.1:1", "--model", "m", "--out", "x.json", *extra]
+        )
+    )
+
+
+def _workload(options: RunOptions, scenario: Scenario | None) -> WorkloadConfig:
+    shared = options.shared
+    return workload_config(
+        options.shape,
+        scenario,
+        input_tokens=shared.input_tokens,
+        output_tokens=shared.output_tokens,
+        seed=options.plan.seed or 0,
+        ignore_eos=bool(shared.ignore_eos),
     )
 
 
@@ -161,37 +178,47 @@ def test_flags_win_over_the_scenario() -> None:
         "--endpoint",
         "completions",
     )
-    scenario = apply_scenario(args)
+    args, scenario = run_with_scenario(args)
     assert scenario is not None
-    assert args.rate == [3.0]
-    assert args.concurrency is None  # a load flag replaces the scenario's whole plan
-    assert args.step_seconds == 60
-    assert args.sla_ttft_p95 == 2
-    assert args.sla_tpot_p95 == 0.035
-    assert args.endpoint == "completions"
-    work = workload_config(args, scenario)
+    assert args.plan.rate == (3.0,)
+    assert args.plan.concurrency is None  # a load flag replaces the scenario's whole plan
+    assert args.plan.step_seconds == 60
+    assert args.shared.sla_ttft_p95 == 2
+    assert args.shared.sla_tpot_p95 == 0.035
+    assert args.shared.endpoint == "completions"
+    work = _workload(args, scenario)
     assert work.input == FixedDist(tokens=1024)
     assert work.output == FixedDist(tokens=8)
 
 
 def test_scenario_fills_the_unset_flags() -> None:
     args = run_args("--scenario", str(SCENARIOS / "decode-heavy.toml"))
-    apply_scenario(args)
-    assert args.concurrency == [1, 2, 4, 8, 16, 32, 64, 128]
-    assert (args.step_seconds, args.warmup_seconds) == (90, 20)
-    assert (args.endpoint, args.ignore_eos, args.seed) == ("completions", True, 0)
+    args, _ = run_with_scenario(args)
+    assert args.plan.concurrency == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert (args.plan.step_seconds, args.plan.warmup_seconds) == (90, 20)
+    assert (args.shared.endpoint, args.shared.ignore_eos, args.plan.seed) == (
+        "completions",
+        True,
+        0,
+    )
 
 
 def test_without_scenario_the_old_flags_and_defaults_hold() -> None:
     args = run_args("--input-tokens", "16", "--output-tokens", "16", "--concurrency", "1")
-    assert apply_scenario(args) is None
-    assert (args.endpoint, args.ignore_eos, args.seed, args.step_seconds) == (
+    args, scenario = run_with_scenario(args)
+    assert scenario is None
+    assert (
+        args.shared.endpoint,
+        args.shared.ignore_eos,
+        args.plan.seed,
+        args.plan.step_seconds,
+    ) == (
         "completions",
         True,
         0,
         None,
     )
-    work = workload_config(args, None)
+    work = _workload(args, None)
     assert (work.input, work.output) == (FixedDist(tokens=16), FixedDist(tokens=16))
 
 
@@ -206,6 +233,6 @@ def test_without_scenario_the_old_flags_and_defaults_hold() -> None:
 )
 def test_workload_flag_errors(extra: list[str], fragment: str) -> None:
     args = run_args(*extra)
-    apply_scenario(args)
+    args, _ = run_with_scenario(args)
     with pytest.raises(UsageError, match=fragment):
-        workload_config(args, None)
+        _workload(args, None)

@@ -9,18 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from gputui.cli.shared_flags import add_workload_source_arguments
+from gputui.cli.typed import take
 from gputui.engine.workload import SourceExhausted
 from gputui.errors import UsageError
+from gputui.settings import LoadPlanFlags, RunOptions, run_source_plan
 from gputui.workloads.conversations import ConversationWorkload
 from gputui.workloads.distributions import FixedDist
 from gputui.workloads.prompts import WORDS, make_plan
 from gputui.workloads.replay import GC_FORCE_FACTOR, GC_GAP_NS, TraceWorkload, _collect_if_due
 from gputui.workloads.source import PreparedWorkload
-from gputui.workloads.sources import (
-    add_workload_source_arguments,
-    plan_workload_source,
-    source_argv,
-)
+from gputui.workloads.sources import SourceFlags
 from gputui.workloads.traces import TraceError, detect_format, load_trace, parse_window
 
 EXAMPLES = Path(__file__).parents[2] / "scenarios" / "traces"
@@ -171,57 +170,43 @@ def test_dataset_order_sends_each_entry_once() -> None:
             source.next(10)
 
 
-def run_args(*argv: str) -> argparse.Namespace:
+def run_args(*argv: str) -> RunOptions:
     parser = argparse.ArgumentParser()
     add_workload_source_arguments(parser)
-    args = parser.parse_args(argv)
-    for name in ("concurrency", "rate", "auto", "validate_rate", "scenario", "step_seconds"):
-        setattr(args, name, None)
-    for name in ("warmup_seconds", "input_tokens", "output_tokens", "input_dist", "output_dist"):
-        setattr(args, name, None)
-    args.dataset, args.workers = None, 1
-    return args
+    return RunOptions(url="http://127.0.0.1:9", source=take(SourceFlags, parser.parse_args(argv)))
 
 
 def test_a_trace_sets_a_one_step_plan_without_warmup() -> None:
     args = run_args("--trace", str(EXAMPLES / "azure_example.csv"), "--time-scale", "0.5")
-    plan = plan_workload_source(args)
+    args, plan = run_source_plan(args)
     assert plan.trace is not None
-    assert args.step_seconds == pytest.approx(plan.trace.duration_s + 1.0)
-    assert args.warmup_seconds == 0.0
-    assert args.rate and args.rate[0] > 0
-    assert args.input_tokens and args.output_tokens
+    assert args.plan.step_seconds == pytest.approx(plan.trace.duration_s + 1.0)
+    assert args.plan.warmup_seconds == 0.0
+    assert args.plan.rate and args.plan.rate[0] > 0
+    assert args.shared.input_tokens and args.shared.output_tokens
 
 
 def test_sessions_set_the_users_and_conflict_with_a_trace() -> None:
     args = run_args("--sessions", "16", "--turns", "5", "--think-time", "uniform:500,1500")
-    plan = plan_workload_source(args)
-    assert args.concurrency == [16]
+    args, plan = run_source_plan(args)
+    assert args.plan.concurrency == (16,)
     assert plan.conversations and plan.turns == 5 and plan.think_ms is not None
     with pytest.raises(UsageError, match="not both"):
-        plan_workload_source(run_args("--sessions", "2", "--trace", "x.csv"))
+        run_source_plan(run_args("--sessions", "2", "--trace", "x.csv"))
     with pytest.raises(UsageError, match="need --trace"):
-        plan_workload_source(run_args("--time-scale", "2"))
+        run_source_plan(run_args("--time-scale", "2"))
 
 
 def test_sessions_with_a_rate_cap_the_open_loop() -> None:
     args = run_args("--sessions", "8", "--turns", "3")
-    args.rate = [2.0]
-    plan = plan_workload_source(args)
-    assert args.rate == [2.0] and args.concurrency is None  # the rate stays the load
+    args = dataclasses.replace(args, plan=LoadPlanFlags(rate=(2.0,)))
+    args, plan = run_source_plan(args)
+    assert args.plan.rate == (2.0,) and args.plan.concurrency is None  # the rate stays the load
     lengths = FixedDist(tokens=64)
     base = dataclasses.replace(plan_workload(), input=lengths, output=lengths)
     workload = plan.engine_workload(base)
     assert isinstance(workload, ConversationWorkload)
     assert (workload.turns, workload.max_active) == (3, 8)
-
-
-def test_source_argv_gives_the_flags_back() -> None:
-    args = run_args("--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle")
-    argv = source_argv(args)
-    assert argv == ["--sessions", "2", "--think-time", "uniform:5,9", "--dataset-order", "shuffle"]
-    again = run_args(*argv)
-    assert source_argv(again) == argv
 
 
 def test_the_replay_collects_garbage_only_in_gaps_or_when_it_piles_up() -> None:

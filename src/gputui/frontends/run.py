@@ -7,7 +7,6 @@ snapshot with every finished request, marked incomplete.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -30,11 +29,12 @@ from gputui.metrics.knee_sweep import gains_line
 from gputui.metrics.prefix_cache import step_cache_line
 from gputui.metrics.sla import Sla
 from gputui.session import Session
+from gputui.settings import LoadPlanFlags, RunOptions
 from gputui.snapshot.assemble import RunInfo, journal_header, journal_lines, save_session
 from gputui.snapshot.models import Snapshot
 from gputui.snapshot.recovery import recover_leftovers
 from gputui.telemetry.sampler import TelemetrySampler, server_trace
-from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
+from gputui.telemetry.setup import build_sampler, telemetry_config
 from gputui.telemetry.spec_decode import spec_decode_line
 from gputui.workloads.report import length_lines, workload_lines
 
@@ -50,10 +50,11 @@ class _Outcome:
     deadline_ns: int = 0
 
 
-def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def run_command(options: RunOptions) -> int:
     """Run a headless sweep; returns the exit code."""
-    plan = plan_run(args, parser)
-    ready = prepare_run(args, plan)
+    options, plan = plan_run(options)
+    ready = prepare_run(options, plan)
+    load = options.plan
     settings, target, model = plan.settings, plan.target, ready.checked.model
     printer = StepPrinter(sys.stdout)
     trace = InFlightTrace()
@@ -67,20 +68,20 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         ray_address=settings.ray,
     )
     stopper = SignalStopper()
-    telemetry_config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
-    sampler = build_sampler(telemetry_config)
-    _print_header(args, plan, ready)
+    telemetry = telemetry_config(options.telemetry, target.base_url + target.root_prefix)
+    sampler = build_sampler(telemetry)
+    _print_header(load, plan, ready)
     runner = PlanRunner(session, stopper.fired)
-    bursts = BurstFirer(session, args.burst, args.burst_every) if args.burst else None
-    info = _run_info(args, plan, ready)
+    bursts = BurstFirer(session, load.burst, load.burst_every) if load.burst else None
+    info = _run_info(load, plan, ready)
     journal_dir = plan.out.parent if str(plan.out.parent) else Path()
     for line in recover_leftovers(journal_dir):
         printer.note(line)
-    repeats = RepeatTally(args.repeats)
+    repeats = RepeatTally(load.repeats)
     with stopper:
         sampler.start()
         session.start()
-        _start_observers(session, sampler, telemetry_config.metrics_url, plan, ready, printer)
+        _start_observers(session, sampler, telemetry.metrics_url, plan, ready, printer)
         open_journal(
             session,
             journal_dir,
@@ -90,9 +91,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         )
         if bursts is not None:
             bursts.start()
-        outcome = _sweep(args, plan, session, runner, trace, printer, repeats)
-        if args.auto and not stopper.fired.is_set():
-            _validate_capacity(args, session, runner, trace, printer, settings.sla, outcome)
+        outcome = _sweep(load, plan, session, runner, trace, printer, repeats)
+        if load.auto and not stopper.fired.is_set():
+            _validate_capacity(load, session, runner, trace, printer, settings.sla, outcome)
         if bursts is not None:
             bursts.stop()
         interrupted = stopper.fired.is_set()
@@ -103,7 +104,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     burst_results = (
         burst_recoveries(
             bursts.fired_ns,
-            args.burst,
+            load.burst or 0,
             session.all_records(),
             trace,
             settings.sla.ttft_p95_s,
@@ -119,11 +120,11 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         auto_reason=outcome.auto_reason,
         validation=outcome.validation,
         bursts=burst_results,
-        knee_gains=tuple(outcome.knee_gains) if args.auto else None,
+        knee_gains=tuple(outcome.knee_gains) if load.auto else None,
         auto_knee=(outcome.knee_level, (outcome.auto_reason or "").split("; ")[0])
         if outcome.knee_level is not None
         else None,
-        repeats=repeats.spread() if args.repeats > 1 else None,
+        repeats=repeats.spread() if load.repeats > 1 else None,
         client_extra={"workers": settings.workers, "ray": settings.ray, **trace.saturation()},
         backend=backend_name(ready.checked.backend, sampler.latest().server),
     )
@@ -135,7 +136,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         finish=lambda s: plan.source.finish(s, session.all_records(), server_trace(sampler)),
     )
     session.close_journal(saved=True)
-    _print_results(args, plan, model, session, snapshot, trace, printer, repeats)
+    _print_results(load, plan, model, session, snapshot, trace, printer, repeats)
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {plan.out}{note}\n")
     rejected = session.error_log.run_verdict()
@@ -145,10 +146,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     return 128 + stopper.signal_number if interrupted else 0
 
 
-def _print_header(args: argparse.Namespace, plan: RunPlan, ready: ReadyRun) -> None:
+def _print_header(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> None:
     """The run's first lines: target, model, plan, backend, workload."""
     checked, settings = ready.checked, plan.settings
-    described = describe_plan(args, plan.mode, plan.levels)
+    described = describe_plan(load, plan.mode, plan.levels)
     sys.stdout.write(
         f"gputui run: {plan.target.base_url} model {checked.model} ({settings.endpoint}), "
         f"{described}, {describe_steps(plan.warmup_s, plan.limits)}\n"
@@ -159,7 +160,7 @@ def _print_header(args: argparse.Namespace, plan: RunPlan, ready: ReadyRun) -> N
     sys.stdout.flush()
 
 
-def _run_info(args: argparse.Namespace, plan: RunPlan, ready: ReadyRun) -> RunInfo:
+def _run_info(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> RunInfo:
     """The snapshot's run description, as it stands before the first step."""
     checked, prepared, settings = ready.checked, ready.prepared, plan.settings
     return RunInfo(
@@ -170,13 +171,13 @@ def _run_info(args: argparse.Namespace, plan: RunPlan, ready: ReadyRun) -> RunIn
         mode=plan.mode,
         levels=plan.levels,
         arrival=plan.arrival if plan.mode == "rate" else None,
-        burstiness=args.burstiness,
+        burstiness=load.burstiness,
         input_tokens=prepared.nominal_input,
         output_tokens=prepared.nominal_output,
         extra_body=plan.extra_body,
-        step_seconds=args.step_seconds if args.step_seconds is not None else plan.limits.max_s,
+        step_seconds=load.step_seconds if load.step_seconds is not None else plan.limits.max_s,
         warmup_seconds=plan.warmup_s,
-        seed=args.seed,
+        seed=load.seed or 0,  # run_with_scenario's default
         probe_path=checked.probe_path,
         server_header=checked.server_header,
         complete=False,
@@ -212,7 +213,7 @@ def _start_observers(
 
 
 def _sweep(
-    args: argparse.Namespace,
+    load: LoadPlanFlags,
     plan: RunPlan,
     session: Session,
     runner: PlanRunner,
@@ -224,22 +225,22 @@ def _sweep(
     outcome = _Outcome()
 
     def make(_repeat: int) -> Plan:
-        if args.auto:
-            deadline_ns = time.perf_counter_ns() + int(args.max_minutes * 60e9)
+        if load.auto:
+            deadline_ns = time.perf_counter_ns() + int(load.max_minutes * 60e9)
             return KneeSweepPlan.for_run(
                 plan.settings.sla,
-                max_level=args.max_level,
+                max_level=load.max_level,
                 limits=plan.limits,
                 deadline_ns=deadline_ns,
             )
-        if args.validate_rate:
-            return ValidateRate(args.validate_rate, args.seconds, trace)
+        if load.validate_rate:
+            return ValidateRate(load.validate_rate, load.seconds, trace)
         return FixedLevels(plan.mode, plan.levels, plan.limits)
 
     def fresh(repeat: int) -> None:
         reset = fresh_start(session, runner.stop, plan.target.base_url)
         printer.note(
-            f"repeat {repeat + 1} of {args.repeats}: fresh connections, prefix cache {reset}"
+            f"repeat {repeat + 1} of {load.repeats}: fresh connections, prefix cache {reset}"
         )
 
     def ended(done: Plan) -> None:
@@ -255,12 +256,12 @@ def _sweep(
             outcome.validation = done.validation
 
     sla = plan.settings.sla
-    runner.run(Repeats(args.repeats, make, sla=sla, tally=repeats, fresh=fresh, on_end=ended))
+    runner.run(Repeats(load.repeats, make, sla=sla, tally=repeats, fresh=fresh, on_end=ended))
     return outcome
 
 
 def _validate_capacity(
-    args: argparse.Namespace,
+    load: LoadPlanFlags,
     session: Session,
     runner: PlanRunner,
     trace: InFlightTrace,
@@ -269,11 +270,11 @@ def _validate_capacity(
     outcome: _Outcome,
 ) -> None:
     """After the auto sweep: hold 90 % of the capacity rate, if time and `--no-validate` allow."""
-    hold_s = min(args.seconds, (outcome.deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
+    hold_s = min(load.seconds, (outcome.deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
     validate = ValidateRate.at_capacity(session.finished_steps(), sla, hold_s, trace)
-    if validate is None or args.no_validate:
+    if validate is None or load.no_validate:
         return
-    if hold_s >= min(args.seconds, 5.0):
+    if hold_s >= min(load.seconds, 5.0):
         printer.note(f"validating: {validate.rate:g} req/s (90 % of capacity) for {hold_s:.0f} s")
         runner.run(validate)
         outcome.validation = validate.validation
@@ -282,7 +283,7 @@ def _validate_capacity(
 
 
 def _print_results(
-    args: argparse.Namespace,
+    load: LoadPlanFlags,
     plan: RunPlan,
     model: str,
     session: Session,
@@ -297,7 +298,7 @@ def _print_results(
     if warning is not None:  # the advice follows the steps' verdicts (metrics.client_state)
         printer.note(warning)
     printer.summary(snapshot)
-    if args.repeats > 1:
+    if load.repeats > 1:
         sys.stdout.write("".join(f"{line}\n" for line in spread_lines(repeats.spread())))
     spec = (snapshot.telemetry.model_extra or {}).get("spec_decode") if snapshot.telemetry else None
     spec_line = spec_decode_line(spec if isinstance(spec, dict) else None)

@@ -1,6 +1,6 @@
 """`gputui run`'s arguments turned into its configuration: step limits, plan lines, paths.
 
-Contract: pure functions of the parsed arguments (and `SessionSettings`), used by
+Contract: pure functions of the run's load plan (`LoadPlanFlags`) and `SessionSettings`, used by
 `gputui.frontends.run.run_command` before anything starts. `step_limits` decides how long each step
 runs, `describe_steps` / `describe_plan` are the run's opening lines, and `parse_extra_body` /
 `output_path` check `--extra-body` and `--out`: bad input is a `UsageError` (one line, exit 2),
@@ -9,7 +9,6 @@ never a traceback.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,14 @@ from gputui.control.rules import StepLimits
 from gputui.control.rules import step_limits as limits_from_flags
 from gputui.engine.load import LoadMode
 from gputui.errors import UsageError
-from gputui.settings import SessionSettings
+from gputui.settings import LoadPlanFlags, SessionSettings
 from gputui.snapshot.assemble import session_file
 
 
-def step_limits(args: argparse.Namespace, settings: SessionSettings) -> StepLimits:
+def step_limits(load: LoadPlanFlags, settings: SessionSettings) -> StepLimits:
     """How long each step runs: to --target-precision (0.05 under --auto) within a maximum."""
     return limits_from_flags(
-        settings.target_precision, settings.max_step_seconds, args.step_seconds, precise=args.auto
+        settings.target_precision, settings.max_step_seconds, load.step_seconds, precise=load.auto
     )
 
 
@@ -41,11 +40,11 @@ def describe_steps(warmup_s: float | None, limits: StepLimits) -> str:
     )
 
 
-def describe_plan(args: argparse.Namespace, mode: LoadMode, levels: list[float]) -> str:
-    if args.auto:
-        return f"auto sweep up to concurrency {args.max_level} within {args.max_minutes:g} min"
-    if args.validate_rate:
-        return f"validation hold at {args.validate_rate:g} req/s for {args.seconds:g} s"
+def describe_plan(load: LoadPlanFlags, mode: LoadMode, levels: list[float]) -> str:
+    if load.auto:
+        return f"auto sweep up to concurrency {load.max_level} within {load.max_minutes:g} min"
+    if load.validate_rate:
+        return f"validation hold at {load.validate_rate:g} req/s for {load.seconds:g} s"
     return f"{mode} {','.join(f'{x:g}' for x in levels)}"
 
 

@@ -1,14 +1,14 @@
 """`gputui run`'s first two steps: read the flags into a plan, then ready the engine for it.
 
-`plan_run` checks everything that needs no server (a bad flag exits through the parser);
+`plan_run` checks everything that needs no server (a bad flag is a `FlagError`, which the CLI
+reports through the subcommand's parser);
 `prepare_run` preflights the server, checks the context and calibrates the prompts.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from gputui.engine.load import LoadMode, RequestShape
 from gputui.engine.preflight import PreflightResult, preflight
 from gputui.engine.process import EngineConfig
 from gputui.engine.target import Target, parse_target
-from gputui.errors import UsageError
+from gputui.errors import FlagError, UsageError
 from gputui.frontends.run_args import (
     output_path,
     parse_extra_body,
@@ -29,13 +29,19 @@ from gputui.frontends.run_args import (
 )
 from gputui.frontends.run_printer import StepPrinter as StepPrinter
 from gputui.metrics.roofline_use import bandwidth_from_vram_check
-from gputui.settings import SessionSettings, session_settings
+from gputui.settings import (
+    RunOptions,
+    SessionSettings,
+    run_source_plan,
+    run_with_scenario,
+    session_settings,
+)
 from gputui.workloads.config import WorkloadConfig
 from gputui.workloads.context_need import longest_prepared, longest_request
 from gputui.workloads.prepare import PreparedRun, prepare_workload
-from gputui.workloads.runplan import apply_scenario, workload_config
+from gputui.workloads.runplan import workload_config
 from gputui.workloads.scenario import Scenario
-from gputui.workloads.sources import SourcePlan, plan_workload_source
+from gputui.workloads.sources import SourcePlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,31 +73,43 @@ class ReadyRun:
     config: EngineConfig
 
 
-def plan_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
-    """The flags and the scenario, resolved and checked; a bad one exits through `parser`."""
+def plan_run(options: RunOptions) -> tuple[RunOptions, RunPlan]:
+    """The flags and the scenario, resolved and checked; a bad one raises FlagError.
+
+    Returns the options as the scenario and the source filled them, and the plan.
+    """
     try:
-        target = parse_target(args.url)
-        source = plan_workload_source(args)
-        scenario = apply_scenario(args)
-        settings = session_settings(args, scenario)
-        if scenario is None and args.dataset is None:  # the TUI's default lengths
-            if args.input_dist is None:
-                args.input_tokens = settings.input_tokens
-            if args.output_dist is None:
-                args.output_tokens = settings.output_tokens
-        workload = workload_config(args, scenario)
-        extra_body = parse_extra_body(args.extra_body)
-        out = output_path(args.out, settings)
-        vram_bandwidth = bandwidth_from_vram_check(getattr(args, "vram_check", None))
+        target = parse_target(options.url)
+        options, source = run_source_plan(options)
+        options, scenario = run_with_scenario(options)
+        shared, load, shape = options.shared, options.plan, options.shape
+        settings = session_settings(shared, scenario)
+        if scenario is None and shape.dataset is None:  # the TUI's default lengths
+            if shape.input_dist is None:
+                shared = replace(shared, input_tokens=settings.input_tokens)
+            if shape.output_dist is None:
+                shared = replace(shared, output_tokens=settings.output_tokens)
+            options = replace(options, shared=shared)
+        workload = workload_config(
+            shape,
+            scenario,
+            input_tokens=shared.input_tokens,
+            output_tokens=shared.output_tokens,
+            seed=load.seed or 0,
+            ignore_eos=bool(shared.ignore_eos),
+        )
+        extra_body = parse_extra_body(options.extra_body)
+        out = output_path(options.out, settings)
+        vram_bandwidth = bandwidth_from_vram_check(options.vram_check)
     except UsageError as exc:
-        parser.error(str(exc))
-    if not (args.concurrency or args.rate or args.auto or args.validate_rate):
-        parser.error("one of --concurrency, --rate, --auto or --validate-rate is required")
-    if args.step_seconds is None and not (args.auto or settings.max_step_seconds):
-        parser.error("--step-seconds is required (or a --scenario that sets load.step_seconds)")
+        raise FlagError(str(exc)) from None
+    if not load.load_given:
+        raise FlagError("one of --concurrency, --rate, --auto or --validate-rate is required")
+    if load.step_seconds is None and not (load.auto or settings.max_step_seconds):
+        raise FlagError("--step-seconds is required (or a --scenario that sets load.step_seconds)")
     if settings.ignore_eos:
         extra_body.setdefault("ignore_eos", True)
-    return RunPlan(
+    return options, RunPlan(
         target=target,
         source=source,
         scenario=scenario,
@@ -100,20 +118,21 @@ def plan_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPl
         extra_body=extra_body,
         out=out,
         vram_bandwidth=vram_bandwidth,
-        mode="rate" if args.rate or args.validate_rate else "concurrency",
-        levels=[float(x) for x in (args.concurrency or args.rate or [])],
-        arrival=args.arrival or ("gamma" if args.burstiness is not None else "poisson"),
-        warmup_s=args.warmup_seconds,
-        limits=step_limits(args, settings),
+        mode="rate" if load.rate or load.validate_rate else "concurrency",
+        levels=[float(x) for x in (load.concurrency or load.rate or [])],
+        arrival=load.arrival or ("gamma" if load.burstiness is not None else "poisson"),
+        warmup_s=load.warmup_seconds,
+        limits=step_limits(load, settings),
     )
 
 
-def prepare_run(args: argparse.Namespace, plan: RunPlan) -> ReadyRun:
+def prepare_run(options: RunOptions, plan: RunPlan) -> ReadyRun:
     """Preflight the server, check the context, calibrate the prompts, configure the engine."""
     settings, scenario = plan.settings, plan.scenario
+    settings_flags, load = options.shared, options.plan
     api_key = os.environ.get(settings.api_key_env) or None
     checked = preflight(
-        plan.target, args.model, api_key=api_key, timeout_s=settings.connect_timeout
+        plan.target, options.model, api_key=api_key, timeout_s=settings.connect_timeout
     )
     check_context(checked.context, longest_request(plan.workload, plan.source))
     prepared = prepare_workload(
@@ -122,8 +141,8 @@ def prepare_run(args: argparse.Namespace, plan: RunPlan) -> ReadyRun:
         model=checked.model,
         endpoint=settings.endpoint,
         api_key=api_key,
-        token_counter=args.token_counter,
-        tokenizer=args.tokenizer,
+        token_counter=settings_flags.token_counter,
+        tokenizer=settings_flags.tokenizer,
         base_dir=scenario.folder if scenario is not None else Path(),
         scenario_name=scenario.name if scenario is not None else None,
         scenario_file=scenario.path if scenario is not None else None,
@@ -143,15 +162,19 @@ def prepare_run(args: argparse.Namespace, plan: RunPlan) -> ReadyRun:
                 request_s=settings.request_timeout,
                 stall_s=settings.stall_timeout,
             ),
-            **stream_counting(checked.backend.name, args.tokenizer and str(args.tokenizer)),
+            **stream_counting(checked.backend.name, _path_text(settings_flags.tokenizer)),
         ),
         shape=RequestShape(prepared.nominal_input, prepared.nominal_output),
         workload=plan.source.engine_workload(prepared.spec),
         arrival=plan.arrival,
-        burstiness=args.burstiness or 1.0,
-        max_in_flight=args.max_in_flight,
-        seed=args.seed,
+        burstiness=load.burstiness or 1.0,
+        max_in_flight=load.max_in_flight,
+        seed=load.seed or 0,
         probe_path=checked.probe_path,
-        use_uvloop=not args.no_uvloop,
+        use_uvloop=not options.no_uvloop,
     )
     return ReadyRun(checked, prepared, config)
+
+
+def _path_text(path: Path | None) -> str | None:
+    return None if path is None else str(path)

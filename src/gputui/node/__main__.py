@@ -6,30 +6,7 @@ freshly rented node with only PyTorch (and nvidia-ml-py) can still run its accep
 
 from __future__ import annotations
 
-import argparse
-
-from gputui.node.commands import (
-    add_burn_arguments,
-    add_vram_check_arguments,
-    run_burn_command,
-    run_vram_check_command,
-)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Parse and run one node check."""
-    parser = argparse.ArgumentParser(prog="python -m gputui.node", description=__doc__)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    add_vram_check_arguments(commands.add_parser("vram-check", help="write and verify VRAM"))
-    add_burn_arguments(commands.add_parser("burn", help="sustained GEMMs while sampling NVML"))
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "vram-check":
-            return run_vram_check_command(args)
-        return run_burn_command(args)
-    except KeyboardInterrupt:
-        return 130
-
+from gputui.cli.node_flags import node_main  # an entry point: above the CLI, as gputui.__main__
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(node_main(description=__doc__))

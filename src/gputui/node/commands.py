@@ -1,11 +1,11 @@
-"""`gputui vram-check` and `gputui burn`: declare their flags, find the device, run, print.
+"""`gputui vram-check` and `gputui burn`: find the device, run, print.
 
-Contract: `add_<cmd>_arguments(parser)` declares a subcommand's flags (importing nothing heavy);
-`run_<cmd>_command(args) -> int` prints the report (or `--json`) to stdout and returns the exit
-status: 0 when the check ran (a flagged bandwidth or a power-capped clock is reported, not failed),
-1 when memory or compute errors were found or the device failed mid-check, 2 when there is nothing
-to run on: no PyTorch/CuPy (`pip install 'gputui[gpu]'`), no CUDA GPU visible, no such `--gpu`.
-Errors are one line on stderr, never a traceback.
+Contract: `gputui.cli.node_flags` declares the flags, read into `VramCheckOptions` and
+`BurnOptions`; `run_<cmd>_command(options) -> int` prints the report (or `--json`) to stdout and
+returns the exit status: 0 when the check ran (a flagged bandwidth or a power-capped clock is
+reported, not failed), 1 when memory or compute errors were found or the device failed mid-check,
+2 when there is nothing to run on: no PyTorch/CuPy (`pip install 'gputui[gpu]'`), no CUDA GPU
+visible, no such `--gpu`. Errors are one line on stderr, never a traceback.
 
 `--gpu` is the index nvidia-smi shows (NVML's, PCI order) and is matched to the CUDA device by UUID
 (or PCI bus id), since CUDA numbers devices fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID.
@@ -15,7 +15,6 @@ printing, for the TUI's node screen (which stores `acceptance.acceptance_section
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -23,12 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gputui.argtypes import bounded, open_fraction, positive_float, seconds
 from gputui.errors import GputuiError
 
 if TYPE_CHECKING:
     from gputui.node.backends import DeviceBackend, DeviceInfo, Runtime
     from gputui.node.burn import BurnResult
+    from gputui.node.patterns import PatternName
     from gputui.node.vram_check import VramCheckResult
     from gputui.telemetry.nvml import NvmlModule
     from gputui.telemetry.sampler import GpuPort
@@ -37,88 +36,31 @@ if TYPE_CHECKING:
 BACKENDS = ("auto", "torch", "cupy", "numpy")
 
 
-def _patterns(text: str) -> tuple[str, ...]:
-    from gputui.node.patterns import parse_patterns
+@dataclass(frozen=True, slots=True)
+class VramCheckOptions:
+    """`gputui vram-check`'s flags."""
 
-    try:
-        return parse_patterns(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--gpu",
-        type=bounded(int, low=0),
-        default=0,
-        metavar="INDEX",
-        help="GPU index as nvidia-smi shows it (matched to the CUDA device by UUID)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default="auto",
-        help="array library: PyTorch, else CuPy (auto); numpy = a 64 MiB host-memory stand-in "
-        "that tests gputui itself, not a GPU",
-    )
-    parser.add_argument("--json", action="store_true", help="JSON output")
+    gpu: int = 0
+    backend: str = "auto"
+    json: bool = False
+    fraction: float = 0.95
+    patterns: tuple[PatternName, ...] = ("address", "walking1", "walking0", "random")
+    seed: int = 0
+    chunk_mib: int = 1024
+    max_report: int = 32
+    expect_gb: float | None = None
 
 
-def add_vram_check_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare `gputui vram-check`'s flags."""
-    _add_common(parser)
-    parser.add_argument(
-        "--fraction",
-        type=open_fraction,
-        default=0.95,
-        metavar="F",
-        help="share of the free memory to check (default 0.95; 512 MiB always stays free)",
-    )
-    parser.add_argument(
-        "--patterns",
-        type=_patterns,
-        default=("address", "walking1", "walking0", "random"),
-        metavar="LIST",
-        help="comma list of address, walking1, walking0, random, or all (default all)",
-    )
-    parser.add_argument("--seed", type=bounded(int, low=0), default=0, help="pattern seed")
-    parser.add_argument(
-        "--chunk-mib",
-        type=bounded(int, low=32),
-        default=1024,
-        metavar="MIB",
-        help="allocation chunk",
-    )
-    parser.add_argument(
-        "--max-report",
-        type=bounded(int, low=0),
-        default=32,
-        metavar="N",
-        help="mismatches listed per pattern (all are counted)",
-    )
-    parser.add_argument(
-        "--expect-gb",
-        type=positive_float,
-        default=None,
-        metavar="GB",
-        help="the capacity the node was sold with (e.g. 48): says if it is one card or several",
-    )
+@dataclass(frozen=True, slots=True)
+class BurnOptions:
+    """`gputui burn`'s flags."""
 
-
-def add_burn_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare `gputui burn`'s flags."""
-    _add_common(parser)
-    parser.add_argument("--seconds", type=seconds, default=600.0, help="burn length (default 600)")
-    parser.add_argument(
-        "--interval",
-        type=seconds,
-        default=0.5,
-        metavar="S",
-        help="GPU sampling interval (default 0.5)",
-    )
-    parser.add_argument(
-        "--size", type=bounded(int, low=256), default=8192, metavar="N", help="matrix size N x N"
-    )
+    gpu: int = 0
+    backend: str = "auto"
+    json: bool = False
+    seconds: float = 600.0
+    interval: float = 0.5
+    size: int = 8192
 
 
 @dataclass
@@ -224,45 +166,47 @@ def _close(port: GpuPort | None) -> None:
 
 
 def check_vram(
-    args: argparse.Namespace,
+    options: VramCheckOptions,
     *,
     nvml_module: NvmlModule | None = None,
     runtime: Runtime | None = None,
 ) -> VramCheckResult:
-    """Run the vram check from parsed flags; returns a `VramCheckResult`."""
+    """Run the vram check as asked; returns a `VramCheckResult`."""
     from gputui.node.vram_check import run_vram_check
 
     target = open_target(
-        args.backend, "vram-check", args.gpu, nvml_module=nvml_module, runtime=runtime
+        options.backend, "vram-check", options.gpu, nvml_module=nvml_module, runtime=runtime
     )
     target.close()  # identity is all vram-check needs from NVML
     return run_vram_check(
         target.backend,
         gpu=target.gpu,
         devices=target.devices,
-        fraction=args.fraction,
-        patterns=args.patterns,
-        seed=args.seed,
-        chunk_bytes=args.chunk_mib << 20,
-        max_report=args.max_report,
-        expect_gb=args.expect_gb,
+        fraction=options.fraction,
+        patterns=options.patterns,
+        seed=options.seed,
+        chunk_bytes=options.chunk_mib << 20,
+        max_report=options.max_report,
+        expect_gb=options.expect_gb,
         reported_name=target.name,
         reported_total_bytes=target.memory_total_bytes,
-        progress=_progress_line("vram-check") if _show_progress(args) else None,
+        progress=_progress_line("vram-check") if _show_progress(options) else None,
     )
 
 
 def burn_gpu(
-    args: argparse.Namespace,
+    options: BurnOptions,
     *,
     nvml_module: NvmlModule | None = None,
     runtime: Runtime | None = None,
 ) -> BurnResult:
-    """Run the burn from parsed flags; returns a `BurnResult`."""
+    """Run the burn as asked; returns a `BurnResult`."""
     from gputui.node.burn import run_burn
     from gputui.node.vram_check import match_catalog
 
-    target = open_target(args.backend, "burn", args.gpu, nvml_module=nvml_module, runtime=runtime)
+    target = open_target(
+        options.backend, "burn", options.gpu, nvml_module=nvml_module, runtime=runtime
+    )
     spec = match_catalog(target.name, target.memory_total_bytes)
     try:
         return run_burn(
@@ -272,9 +216,9 @@ def burn_gpu(
             port=target.port,
             port_index=target.gpu,
             telemetry=target.telemetry,
-            seconds=args.seconds,
-            interval_s=args.interval,
-            size=args.size,
+            seconds=options.seconds,
+            interval_s=options.interval,
+            size=options.size,
             catalog_boost_mhz=None if spec is None else spec.boost_clock_mhz,
             catalog_name=None if spec is None else spec.name,
             catalog_bf16_tflops=None if spec is None else spec.bf16_tflops,
@@ -284,7 +228,7 @@ def burn_gpu(
 
 
 def run_vram_check_command(
-    args: argparse.Namespace,
+    options: VramCheckOptions,
     *,
     nvml_module: NvmlModule | None = None,
     runtime: Runtime | None = None,
@@ -293,15 +237,15 @@ def run_vram_check_command(
     from gputui.node.vram_check import vram_json, vram_report
 
     try:
-        result = check_vram(args, nvml_module=nvml_module, runtime=runtime)
+        result = check_vram(options, nvml_module=nvml_module, runtime=runtime)
     except GputuiError as exc:
         return _fail(exc)
-    _emit(args, vram_json(result), vram_report(result))
+    _emit(options, vram_json(result), vram_report(result))
     return 1 if result.mismatch_count else 0
 
 
 def run_burn_command(
-    args: argparse.Namespace,
+    options: BurnOptions,
     *,
     nvml_module: NvmlModule | None = None,
     runtime: Runtime | None = None,
@@ -310,15 +254,15 @@ def run_burn_command(
     from gputui.node.burn import burn_json, burn_report
 
     try:
-        result = burn_gpu(args, nvml_module=nvml_module, runtime=runtime)
+        result = burn_gpu(options, nvml_module=nvml_module, runtime=runtime)
     except GputuiError as exc:
         return _fail(exc)
-    _emit(args, burn_json(result), burn_report(result))
+    _emit(options, burn_json(result), burn_report(result))
     return 1 if result.compute_mismatches else 0
 
 
-def _emit(args: argparse.Namespace, doc: Mapping[str, object], text: str) -> None:
-    if args.json:
+def _emit(options: VramCheckOptions | BurnOptions, doc: Mapping[str, object], text: str) -> None:
+    if options.json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         sys.stdout.write(text + "\n")
@@ -329,8 +273,8 @@ def _fail(exc: GputuiError) -> int:
     return exc.exit_code
 
 
-def _show_progress(args: argparse.Namespace) -> bool:
-    return not args.json and sys.stderr.isatty()
+def _show_progress(options: VramCheckOptions) -> bool:
+    return not options.json and sys.stderr.isatty()
 
 
 def _progress_line(command: str) -> Callable[[float, str], None]:

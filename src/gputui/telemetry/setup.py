@@ -10,7 +10,6 @@ is a state the UI shows, never a crash.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -123,63 +122,36 @@ def build_sampler(config: TelemetryConfig) -> TelemetrySampler:
     )
 
 
-def _hz(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 20:
-        raise argparse.ArgumentTypeError(f"must be in (0, 20], got {text}")
-    return value
+@dataclass(frozen=True, slots=True)
+class TelemetryFlags:
+    """The telemetry flags of `gputui run` and the TUI, as given."""
+
+    metrics_url: str | None = None
+    no_server_metrics: bool = False
+    dcgm_url: str | None = None
+    gpu_telemetry: GpuChoice = "auto"
+    gpu_hz: float = 4.0
+    no_host_telemetry: bool = False
 
 
-def add_telemetry_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the telemetry flags of `gputui run` (and the TUI) in their own group."""
-    group = parser.add_argument_group("telemetry")
-    group.add_argument(
-        "--metrics-url",
-        default=None,
-        metavar="URL",
-        help="the server's Prometheus endpoint (default: the target's /metrics)",
-    )
-    group.add_argument(
-        "--no-server-metrics", action="store_true", help="do not scrape the server's /metrics"
-    )
-    group.add_argument(
-        "--dcgm-url", default=None, metavar="URL", help="read the GPUs from a dcgm-exporter"
-    )
-    group.add_argument(
-        "--gpu-telemetry",
-        choices=("auto", "nvml", "smi", "none"),
-        default="auto",
-        help="local GPU source: NVML, nvidia-smi, NVML then nvidia-smi (default), or none",
-    )
-    group.add_argument(
-        "--gpu-hz", type=_hz, default=4.0, metavar="HZ", help="NVML sampling rate (default 4)"
-    )
-    group.add_argument(
-        "--no-host-telemetry", action="store_true", help="do not sample this host's CPU/memory"
-    )
-
-
-def telemetry_config_from_args(args: argparse.Namespace, root_url: str) -> TelemetryConfig:
-    """The TelemetryConfig for parsed `add_telemetry_arguments` flags and the target's root URL.
+def telemetry_config(flags: TelemetryFlags, root_url: str) -> TelemetryConfig:
+    """The TelemetryConfig for the telemetry flags and the target's root URL.
 
     Raises UsageError for an unusable --metrics-url or --dcgm-url.
     """
     from gputui.telemetry.prom import metrics_url
 
     server_url = None
-    if not args.no_server_metrics:
-        given = args.metrics_url
+    if not flags.no_server_metrics:
+        given = flags.metrics_url
         server_url = (
             default_metrics_url(root_url) if given is None else metrics_url(given, "--metrics-url")
         )
-    dcgm = None if args.dcgm_url is None else metrics_url(args.dcgm_url, "--dcgm-url")
+    dcgm = None if flags.dcgm_url is None else metrics_url(flags.dcgm_url, "--dcgm-url")
     return TelemetryConfig(
-        gpu=args.gpu_telemetry,
+        gpu=flags.gpu_telemetry,
         dcgm_url=dcgm,
         metrics_url=server_url,
-        host=not args.no_host_telemetry,
-        gpu_interval_s=1.0 / args.gpu_hz,
+        host=not flags.no_host_telemetry,
+        gpu_interval_s=1.0 / flags.gpu_hz,
     )

@@ -1,13 +1,12 @@
-"""`gputui tui` and the TUI of `gputui demo`: flags in, a live controller and the app out.
+"""`gputui tui` and the TUI of `gputui demo`: typed options in, a live controller and the app out.
 
-Importing this module loads no Textual (the CLI imports it to declare flags); `run_tui` imports the
-app only when it runs. A --scenario (`gputui.workloads.scenario`: a TOML file or a name) sets the
-endpoint, SLA, warm-up, starting load and fixed lengths; flags on the command line win over it.
+Importing this module loads no Textual; `run_tui` imports the app only when it runs. A --scenario
+(`gputui.workloads.scenario`: a TOML file or a name) sets the endpoint, SLA, warm-up, starting load
+and fixed lengths; flags on the command line win over it.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
@@ -15,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputui.argtypes import non_negative_seconds, positive_float, positive_int, seconds
 from gputui.errors import GputuiError
 
 if TYPE_CHECKING:
     from gputui.frontends.live import LiveController
+    from gputui.settings import DemoOptions, SharedFlags, TuiOptions
 
 TUI_DEFAULTS: dict[str, Any] = {
     "start_mode": "concurrency",
@@ -30,49 +29,6 @@ TUI_DEFAULTS: dict[str, Any] = {
     "window_seconds": 15.0,
 }
 """The TUI's own flags that may also come from --scenario (the shared ones: `gputui.settings`)."""
-
-
-def add_tui_arguments(parser: argparse.ArgumentParser, *, demo: bool = False) -> None:
-    """The flags of `gputui tui`; `demo=True` leaves out --url and --model (the demo sets them)."""
-    from gputui.settings import (
-        add_client_arguments,
-        add_precision_arguments,
-        add_record_arguments,
-        add_sla_arguments,
-        add_target_arguments,
-        add_workload_arguments,
-    )
-    from gputui.telemetry.setup import add_telemetry_arguments
-    from gputui.workloads.sources import add_workload_source_arguments
-
-    add_target_arguments(parser, url=not demo)
-    add_telemetry_arguments(parser)
-    load = parser.add_argument_group("load")
-    load.add_argument("--start-mode", choices=("concurrency", "rate"), default=None)
-    load.add_argument("--start-level", type=positive_float, default=None)
-    load.add_argument("--factor", type=positive_float, default=None, help="step factor (2)")
-    load.add_argument("--burst-size", type=positive_int, default=None)
-    load.add_argument(
-        "--warmup-seconds",
-        type=non_negative_seconds,
-        default=None,
-        help="excluded from each step (default: until the load has settled)",
-    )
-    load.add_argument(
-        "--window-seconds",
-        type=seconds,
-        default=None,
-        help="rolling window of the latency table (15)",
-    )
-    add_workload_arguments(parser)
-    add_sla_arguments(parser)
-    add_client_arguments(parser)
-    add_record_arguments(parser, precision=not demo)
-    add_precision_arguments(parser)
-    add_workload_source_arguments(parser)
-    out = parser.add_argument_group("display")
-    out.add_argument("--no-color", action="store_true", help="monochrome")
-    out.add_argument("--ascii", action="store_true", help="ASCII charts and borders")
 
 
 def _from_scenario(name: str | Path) -> dict[str, Any]:
@@ -89,27 +45,28 @@ def _from_scenario(name: str | Path) -> dict[str, Any]:
     return found
 
 
-def resolve(args: argparse.Namespace) -> dict[str, Any]:
+def resolve(options: TuiOptions) -> dict[str, Any]:
     """Flag values, then the scenario file's, then the defaults (shared and the TUI's own)."""
     from dataclasses import asdict
 
     from gputui.settings import session_settings
     from gputui.workloads.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario) if args.scenario is not None else None
+    named = options.shared.scenario
+    scenario = load_scenario(named) if named is not None else None
     values = dict(TUI_DEFAULTS)
-    if scenario is not None:
-        values.update(_from_scenario(args.scenario))
+    if named is not None:
+        values.update(_from_scenario(named))
     for name in TUI_DEFAULTS:
-        given = getattr(args, name, None)
+        given = getattr(options, name)
         if given is not None:
             values[name] = given
-    values.update(asdict(session_settings(args, scenario)))
+    values.update(asdict(session_settings(options.shared, scenario)))
     return values
 
 
 def _prepared_workload(
-    args: argparse.Namespace, target: Any, model: str, values: dict[str, Any], backend: str | None
+    flags: SharedFlags, target: Any, model: str, values: dict[str, Any], backend: str | None
 ) -> Any:
     """The session's workload with token-exact prompts, as `gputui run` prepares it.
 
@@ -125,12 +82,12 @@ def _prepared_workload(
     common: dict[str, Any] = {
         "api_key": os.environ.get(values["api_key_env"]) or None,
         "endpoint": values["endpoint"],
-        "token_counter": args.token_counter,
-        "tokenizer": args.tokenizer,
+        "token_counter": flags.token_counter,
+        "tokenizer": flags.tokenizer,
         "backend": backend,
         "isolate": not values["reuse_prompts"],
     }
-    if args.scenario is None:
+    if flags.scenario is None:
         from gputui.workloads.distributions import FixedDist
 
         config = WorkloadConfig(
@@ -140,7 +97,7 @@ def _prepared_workload(
         )
         prepared = prepare_workload(config, target=target, model=model, **common)
     else:
-        scenario = load_scenario(args.scenario)
+        scenario = load_scenario(flags.scenario)
         try:
             prepared = scenario.prepare(target, model, **common)
         except GputuiError as exc:
@@ -150,7 +107,7 @@ def _prepared_workload(
             )
             if not fixed:
                 raise GputuiError(
-                    f"--scenario {args.scenario}: its prompts are sized with the server, "
+                    f"--scenario {flags.scenario}: its prompts are sized with the server, "
                     f"which cannot be reached: {exc}"
                 ) from None
             sys.stderr.write(f"gputui: {exc}; prompts will be approximate\n")
@@ -161,7 +118,7 @@ def _prepared_workload(
 
 
 def live_controller(
-    args: argparse.Namespace,
+    options: TuiOptions,
     *,
     url: str | None = None,
     model: str | None = None,
@@ -177,19 +134,21 @@ def live_controller(
     from gputui.frontends.live import LiveController, LiveSettings
     from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
     from gputui.metrics.sla import Sla
-    from gputui.telemetry.setup import build_sampler, telemetry_config_from_args
+    from gputui.settings import tui_source_plan
+    from gputui.telemetry.setup import build_sampler, telemetry_config
     from gputui.workloads.context_need import longest_prepared, longest_request
     from gputui.workloads.report import prompt_notices
-    from gputui.workloads.sources import tui_source_plan
 
-    source = tui_source_plan(args)
-    values = resolve(args)
-    target = parse_target(url or args.url)
-    model = model or args.model
+    options, source = tui_source_plan(options)
+    values = resolve(options)
+    target = parse_target(url or options.url or "")
+    model = model or options.model
     context, model = _context_and_model(target, model, values)
-    need = longest_request(_configured_workload(args, values), source)
+    need = longest_request(_configured_workload(options.shared, values), source)
     check_context(context, need)  # before any load: one line, exit 2
-    prepared = _prepared_workload(args, target, model, values, "gputui-sim" if simulated else None)
+    prepared = _prepared_workload(
+        options.shared, target, model, values, "gputui-sim" if simulated else None
+    )
     if prepared is not None:
         check_context(context, longest_prepared(prepared.spec, source))
     driven = source.trace is not None or source.conversations or source.dataset_order != "sample"
@@ -214,7 +173,8 @@ def live_controller(
                     stall_s=values["stall_timeout"],
                 ),
                 **stream_counting(
-                    "gputui-sim" if simulated else None, args.tokenizer and str(args.tokenizer)
+                    "gputui-sim" if simulated else None,
+                    None if options.shared.tokenizer is None else str(options.shared.tokenizer),
                 ),
             ),
             shape=shape,
@@ -240,7 +200,7 @@ def live_controller(
         target_precision=values["target_precision"] or DEFAULT_TARGET_PRECISION,
         max_step_s=values["max_step_seconds"],
     )
-    config = telemetry_config_from_args(args, target.base_url + target.root_prefix)
+    config = telemetry_config(options.telemetry, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)
     settings = dataclasses.replace(settings, metrics_url=config.metrics_url)
     return LiveController(settings, sampler), values
@@ -266,14 +226,14 @@ def _context_and_model(target: Any, model: str | None, values: dict[str, Any]) -
     return checked.context, model
 
 
-def _configured_workload(args: argparse.Namespace, values: dict[str, Any]) -> Any:
+def _configured_workload(flags: SharedFlags, values: dict[str, Any]) -> Any:
     """The scenario's workload, else the fixed lengths the TUI asks for."""
     from gputui.workloads.config import WorkloadConfig
     from gputui.workloads.distributions import FixedDist
     from gputui.workloads.scenario import load_scenario
 
-    if args.scenario is not None:
-        return load_scenario(args.scenario).workload
+    if flags.scenario is not None:
+        return load_scenario(flags.scenario).workload
     return WorkloadConfig(
         input=FixedDist(tokens=values["input_tokens"]),
         output=FixedDist(tokens=values["output_tokens"]),
@@ -281,7 +241,7 @@ def _configured_workload(args: argparse.Namespace, values: dict[str, Any]) -> An
 
 
 def run_tui(
-    args: argparse.Namespace,
+    options: TuiOptions,
     *,
     url: str | None = None,
     model: str | None = None,
@@ -290,9 +250,9 @@ def run_tui(
     """Run the live TUI until q or a signal; print where the snapshot went."""
     from gputui.snapshot.recovery import find_leftovers
 
-    controller, values = live_controller(args, url=url, model=model, simulated=simulated)
+    controller, values = live_controller(options, url=url, model=model, simulated=simulated)
     settings = controller.settings
-    if args.no_color:
+    if options.no_color:
         os.environ["NO_COLOR"] = "1"
     leftovers = tuple(find_leftovers(settings.snapshot_dir))
     from gputui.ui.app import AppOptions, make_app
@@ -300,7 +260,7 @@ def run_tui(
     app = make_app(
         controller,
         AppOptions(
-            ascii=args.ascii,
+            ascii=options.ascii,
             handle_signals=True,
             label=values["label"],
             snapshot_dir=settings.snapshot_dir,
@@ -329,10 +289,10 @@ def _say(path: Path | None, recovered: list[Path]) -> None:
         sys.stdout.flush()
 
 
-def run_demo_tui(args: argparse.Namespace, spec: Any) -> int:
+def run_demo_tui(demo: DemoOptions, spec: Any) -> int:
     """Start the simulator in the background and open the TUI on it."""
     from gputui.sim.runner import start_background
 
-    description = f"{args.gpu} {args.model} {args.precision} (simulated)"
+    description = f"{demo.gpu} {demo.model} {demo.precision} (simulated)"
     with start_background(spec) as sim:
-        return run_tui(args, url=sim.url, model=spec.served_model_name, simulated=description)
+        return run_tui(demo.tui, url=sim.url, model=spec.served_model_name, simulated=description)

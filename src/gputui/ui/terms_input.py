@@ -17,10 +17,9 @@ from __future__ import annotations
 import math
 import re
 
-from gputui.durations import UNITS, split_duration
+from gputui.durations import TPOT_IMPLAUSIBLE_S, TTFT_IMPLAUSIBLE_S, UNITS, split_duration
 from gputui.metrics.sla import Sla
 from gputui.metrics.sla_terms import SessionTerms, seconds_text
-from gputui.settings import TPOT_IMPLAUSIBLE_S, TTFT_IMPLAUSIBLE_S
 
 _NONE = {"", "none", "-", "off"}
 _PRICE = re.compile(r"\s*[$€£¥]?\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*(?:/\s*h(?:our)?)?\s*", re.I)

@@ -7,8 +7,8 @@ and the exit code is 1, so the command doubles as a validator for CI.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -16,24 +16,11 @@ import orjson
 from gputui.jsontypes import JsonOutObject
 from gputui.workloads.errors import WorkloadFileError
 from gputui.workloads.scenario import (
-    SCENARIO_DIR,
     Scenario,
     default_scenario_dir,
     find_scenarios,
     load_scenario,
 )
-
-
-def add_scenarios_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of `gputui scenarios`."""
-    parser.add_argument(
-        "places",
-        nargs="*",
-        type=Path,
-        metavar="PATH",
-        help=f"scenario files or folders (default: ./{SCENARIO_DIR}, else those installed)",
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
 def _lengths(scenario: Scenario) -> tuple[str, str]:
@@ -76,9 +63,17 @@ def describe(scenario: Scenario) -> JsonOutObject:
     }
 
 
-def run_scenarios(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class ScenariosOptions:
+    """`gputui scenarios`' flags."""
+
+    places: tuple[Path, ...] = ()
+    json: bool = False
+
+
+def run_scenarios(options: ScenariosOptions) -> int:
     """List the scenarios; exit 1 when one is invalid."""
-    files = find_scenarios(list(args.places) or None)
+    files = find_scenarios(list(options.places) or None)
     rows: list[tuple[str, ...]] = []
     bad = 0
     for path in files:
@@ -86,23 +81,23 @@ def run_scenarios(args: argparse.Namespace) -> int:
             scenario = load_scenario(path)
         except WorkloadFileError as exc:
             bad += 1
-            if args.json:
+            if options.json:
                 sys.stdout.write(orjson.dumps({"file": str(path), "error": str(exc)}).decode())
                 sys.stdout.write("\n")
             else:
                 rows.append((path.stem, "INVALID", str(exc), "", "", "", ""))
             continue
-        if args.json:
+        if options.json:
             sys.stdout.write(orjson.dumps(describe(scenario)).decode() + "\n")
             continue
         inp, out = _lengths(scenario)
         rows.append(
             (scenario.name, scenario.endpoint, inp, out, _sla(scenario), _load(scenario), str(path))
         )
-    if not args.json:
+    if not options.json:
         _table(rows)
     if not files:
-        places = ", ".join(map(str, args.places or [default_scenario_dir()]))
+        places = ", ".join(map(str, options.places or [default_scenario_dir()]))
         sys.stderr.write(f"gputui: no scenario files in {places}\n")
         return 1
     return 1 if bad else 0

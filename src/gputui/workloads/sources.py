@@ -1,13 +1,13 @@
 """`gputui run`'s conversation, trace and dataset-order flags, and what they add to a run.
 
-Contract: `add_workload_source_arguments(parser)` declares the flags once, for `run`, `tui` and
-`demo`. `read_source_plan(args)` reads `--sessions/--turns/--think-time` (or the scenario's
-`workload.sessions/turns/think_time`) and `--trace` (a malformed trace is a one-line UsageError,
-exit 2) before the scenario fills the other flags; `plan_workload_source` (run) and
-`tui_source_plan` (the TUI) then fill the load plan a source implies when no load flag was given:
-`--sessions N` is a closed loop of N users; with `--rate R` (the TUI: `--start-mode rate`), R new
-conversations start a second and N caps how many are under way; a trace is one step as long as
-the trace (the TUI: the load it starts with), without warm-up (every request counts).
+Contract: `read_source_plan(flags, scenario, workers)` reads `--sessions/--turns/--think-time`
+(or the scenario's `workload.sessions/turns/think_time`) and `--trace` (a malformed trace is a
+one-line UsageError, exit 2) before the scenario fills the other flags; the front ends
+(`gputui.settings.run_source_plan`, `tui_source_plan`) then fill the load plan a source implies
+when no load flag was given: `--sessions N` is a closed loop of N users; with `--rate R` (the TUI:
+`--start-mode rate`), R new conversations start a second and N caps how many are under way; a
+trace is one step as long as the trace (the TUI: the load it starts with), without warm-up (every
+request counts).
 `SourcePlan.engine_workload(spec)` wraps the prepared workload; `SourcePlan.finish(snapshot,
 records, server)` adds the optional snapshot keys (per step `turns`, `prefix_cache_hit_rate` and
 `prefix_cache_source`, `conversations`, `dispatch_lateness`; top level `prefix_cache`,
@@ -16,13 +16,11 @@ records, server)` adds the optional snapshot keys (per step `turns`, `prefix_cac
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputui.argtypes import positive_float, positive_int
 from gputui.engine.records import RequestRecord
 from gputui.engine.workload import WorkloadSpec
 from gputui.errors import UsageError
@@ -30,56 +28,8 @@ from gputui.metrics.conversations import conversation_stats, dispatch_lateness, 
 from gputui.metrics.prefix_cache import CounterSample, PrefixCacheMeter, counter_delta_rate
 from gputui.snapshot.models import Snapshot
 from gputui.workloads.distributions import LengthDist, parse_dist
-from gputui.workloads.source import DATASET_ORDERS, DatasetOrder, PreparedWorkload
-from gputui.workloads.traces import TRACE_FORMATS, Trace, TraceFormat, load_trace, parse_window
-
-
-def add_workload_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """The multi-turn, trace-replay and dataset-order flags of `run`, `tui` and `demo`."""
-    group = parser.add_argument_group("conversations, traces and dataset order")
-    group.add_argument(
-        "--sessions",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="multi-turn: N simulated users, each holding one conversation (a closed loop of N); "
-        "with --rate R, R new conversations a second, at most N under way at once",
-    )
-    group.add_argument(
-        "--turns", type=positive_int, default=None, metavar="K", help="turns per conversation"
-    )
-    group.add_argument(
-        "--think-time",
-        default=None,
-        metavar="DIST",
-        help="pause between an answer and the next turn, in ms, as --input-dist (default 0)",
-    )
-    group.add_argument(
-        "--trace",
-        default=None,
-        metavar="FILE",
-        help="replay a trace on its own clock: Mooncake JSONL, Azure LLM inference CSV or BurstGPT",
-    )
-    group.add_argument("--trace-format", choices=TRACE_FORMATS, default=None)
-    group.add_argument(
-        "--time-scale",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help="multiply the trace's clock by S (0.5: twice as fast; default 1)",
-    )
-    group.add_argument(
-        "--trace-window",
-        default=None,
-        metavar="START:END",
-        help="replay only the arrivals from START to END seconds of the trace",
-    )
-    group.add_argument(
-        "--dataset-order",
-        choices=DATASET_ORDERS,
-        default=None,
-        help="sequential or shuffle: each dataset entry once; sample: with replacement (default)",
-    )
+from gputui.workloads.source import DatasetOrder, PreparedWorkload
+from gputui.workloads.traces import Trace, TraceFormat, load_trace, parse_window
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,103 +189,71 @@ def trace_summary(trace: Trace, records: Sequence[RequestRecord]) -> dict[str, o
     }
 
 
-SOURCE_FLAGS: tuple[str, ...] = (
-    "sessions",
-    "turns",
-    "think_time",
-    "trace",
-    "trace_format",
-    "time_scale",
-    "trace_window",
-    "dataset_order",
-)
-"""The destinations of `add_workload_source_arguments`' flags."""
+@dataclass(frozen=True, slots=True)
+class SourceFlags:
+    """The conversation, trace and dataset-order flags as given (None: not given)."""
+
+    sessions: int | None = None
+    turns: int | None = None
+    think_time: str | None = None
+    trace: str | None = None
+    trace_format: TraceFormat | None = None
+    time_scale: float | None = None
+    trace_window: str | None = None
+    dataset_order: DatasetOrder | None = None
 
 
-def source_argv(args: argparse.Namespace) -> list[str]:
-    """The source flags given in `args`, as a command line (the demo's headless run)."""
-    argv: list[str] = []
-    for name in SOURCE_FLAGS:
-        value = getattr(args, name, None)
-        if value is not None:
-            argv += [f"--{name.replace('_', '-')}", str(value)]
-    return argv
+def read_source_plan(
+    flags: SourceFlags, scenario: str | None = None, workers: int | None = None
+) -> SourcePlan:
+    """The source flags (and `scenario`'s keys) of any front end, checked; fills no load plan.
 
-
-def read_source_plan(args: argparse.Namespace) -> SourcePlan:
-    """The source flags (and scenario keys) of any front end, checked; fills no load plan."""
-    sessions, turns, think = args.sessions, args.turns, None
-    if args.think_time is not None and args.think_time.strip() != "0":
-        think = parse_dist(args.think_time, "--think-time")
-    if args.scenario and (sessions is None or turns is None or think is None):
+    The front end fills what a trace implies (`trace_lengths`, no warm-up) from the plan.
+    """
+    sessions, turns, think = flags.sessions, flags.turns, None
+    if flags.think_time is not None and flags.think_time.strip() != "0":
+        think = parse_dist(flags.think_time, "--think-time")
+    if scenario and (sessions is None or turns is None or think is None):
         from gputui.workloads.scenario import load_scenario
 
-        work = load_scenario(args.scenario).workload
+        work = load_scenario(scenario).workload
         sessions = sessions if sessions is not None else work.sessions
         turns = turns if turns is not None else work.turns
         think = think if think is not None else work.think_time
     trace = None
-    if args.trace is not None:
+    if flags.trace is not None:
         if sessions is not None or (turns or 1) > 1:
             raise UsageError("give --trace or --sessions/--turns, not both")
-        window = parse_window(args.trace_window) if args.trace_window else None
-        fmt: TraceFormat | None = args.trace_format
-        trace = load_trace(Path(args.trace), fmt, window=window, time_scale=args.time_scale or 1.0)
-        if (getattr(args, "workers", None) or 1) > 1:
-            raise UsageError("--trace replays from one engine process: drop --workers")
-        no_dist = (
-            getattr(args, "input_dist", None) is None and getattr(args, "dataset", None) is None
+        window = parse_window(flags.trace_window) if flags.trace_window else None
+        trace = load_trace(
+            Path(flags.trace), flags.trace_format, window=window, time_scale=flags.time_scale or 1.0
         )
-        if args.input_tokens is None and no_dist:
-            # The trace gives each length; these nominal ones only calibrate the prompt plan.
-            n = len(trace.entries)
-            args.input_tokens = max(round(sum(e.input_tokens for e in trace.entries) / n), 1)
-            if args.output_tokens is None and getattr(args, "output_dist", None) is None:
-                args.output_tokens = max(round(sum(e.output_tokens for e in trace.entries) / n), 1)
-        if args.warmup_seconds is None:  # every request of a replay counts
-            args.warmup_seconds = 0.0
-    elif args.trace_format or args.time_scale or args.trace_window:
+        if (workers or 1) > 1:
+            raise UsageError("--trace replays from one engine process: drop --workers")
+    elif flags.trace_format or flags.time_scale or flags.trace_window:
         raise UsageError("--trace-format, --time-scale and --trace-window need --trace")
     return SourcePlan(
         turns=turns or 1,
         sessions=sessions,
         think_ms=think,
         trace=trace,
-        dataset_order=args.dataset_order or "sample",
+        dataset_order=flags.dataset_order or "sample",
     )
 
 
-def plan_workload_source(args: argparse.Namespace) -> SourcePlan:
-    """`gputui run`: read the source flags and fill the load plan they imply."""
-    plan = read_source_plan(args)
-    load_given = bool(args.concurrency or args.rate or args.auto or args.validate_rate)
-    trace = plan.trace
-    if trace is not None:
-        if not load_given:
-            duration = trace.duration_s
-            args.rate = [round(len(trace.entries) / duration, 3) if duration > 0 else 1.0]
-        if args.step_seconds is None:
-            args.step_seconds = trace.duration_s + 1.0
-    elif plan.sessions is not None and not load_given:
-        args.concurrency = [plan.sessions]
-    return plan
+def trace_lengths(trace: Trace) -> tuple[int, int]:
+    """The trace's mean input and output lengths: nominal ones that calibrate the prompt plan."""
+    n = len(trace.entries)
+    return (
+        max(round(sum(e.input_tokens for e in trace.entries) / n), 1),
+        max(round(sum(e.output_tokens for e in trace.entries) / n), 1),
+    )
 
 
-def tui_source_plan(args: argparse.Namespace) -> SourcePlan:
-    """`gputui tui` and `demo`: read the source flags and fill the starting load they imply.
-
-    A trace starts in open loop (the replay keeps its own clock whatever the level); `--sessions
-    N` starts N users in closed loop unless `--start-mode rate` asks for conversations at a rate.
-    """
-    plan = read_source_plan(args)
-    if plan.trace is not None:
-        args.start_mode = "rate"
-        if args.start_level is None:
-            duration = plan.trace.duration_s
-            args.start_level = round(len(plan.trace.entries) / duration, 3) if duration else 1.0
-    elif plan.sessions is not None and args.start_level is None and args.start_mode != "rate":
-        args.start_mode, args.start_level = "concurrency", float(plan.sessions)
-    return plan
+def trace_rate(trace: Trace) -> float:
+    """The trace's mean arrival rate (req/s): the load a replay starts with."""
+    duration = trace.duration_s
+    return round(len(trace.entries) / duration, 3) if duration > 0 else 1.0
 
 
 def _ms(seconds: float | None) -> str:
