@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from gputui.cli import build_parser
+from gputui.cli.options import tui_options
 from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
 from gputui.engine.process import EngineConfig
@@ -14,6 +17,7 @@ from gputui.metrics.window import RollingWindow
 from gputui.session import StatsFrame
 from gputui.sim.runner import SimProcess
 from gputui.ui.app import AppOptions, make_app
+from gputui.ui.command import live_controller
 from gputui.ui.widgets.live_panels import SessionHeader
 from tests.ui.conftest import replay_app, wait_for
 
@@ -119,3 +123,37 @@ async def test_hold_and_auto_keys_reach_the_source_and_load_keys_end_them() -> N
         await pilot.press("r")
         assert source.view().control == "operator"
         assert source.calls == ["start_auto", "toggle_pause", "hold_until_precise", "toggle_mode"]
+
+
+async def test_gputui_tui_step_flags_bound_the_hold(fixed_sim: SimProcess, tmp_path: Path) -> None:
+    """`--target-precision` and `--max-step-seconds` of `gputui tui` reach the hold's rules.
+
+    A precision no step reaches (0.0001) is held only as long as `--max-step-seconds 1` allows
+    (without the flag: 300 s), then the step ends imprecise and the operator has control again.
+    """
+    args = build_parser().parse_args(
+        ["tui", "--url", fixed_sim.url, "--model", "sim", "--input-tokens", "16",
+         "--output-tokens", "8", "--warmup-seconds", "0.2", "--snapshot-dir", str(tmp_path),
+         "--gpu-telemetry", "none", "--no-host-telemetry", "--sla-ttft-p95", "5s",
+         "--sla-tpot-p95", "0.5s", "--target-precision", "0.0001", "--max-step-seconds", "1"]
+    )  # fmt: skip
+    controller, _ = live_controller(tui_options(args))
+    assert (controller.settings.target_precision, controller.settings.max_step_s) == (0.0001, 1.0)
+    app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
+    app.animation_level = "none"
+    controller.start()
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = controller.view
+            await wait_for(pilot, lambda: _frame(controller).level == 1)
+            await pilot.press("h")
+            assert controller.control == "holding"
+            held_from = time.perf_counter_ns()
+            await wait_for(pilot, lambda: controller.control == "operator")
+            held_s = (time.perf_counter_ns() - held_from) / 1e9
+            assert held_s < 10.0  # bounded by the flag's 1 s (plus the step's finishing)
+            held = view().steps[-1]
+            assert held.level == 1 and held.imprecise is True
+            assert held.duration_s < 5.0  # not the 300 s a hold runs without the flag
+    finally:
+        controller.stop(save=False)
