@@ -8,7 +8,7 @@ field of a group is the flag of that name); lists of levels become tuples.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TypeVar
 
 from gputui.cli.typed import take
 from gputui.settings import (
@@ -22,8 +22,10 @@ from gputui.telemetry.setup import TelemetryFlags
 from gputui.workloads.runplan import ShapeFlags
 from gputui.workloads.sources import SourceFlags
 
+_Level = TypeVar("_Level", int, float)
 
-def _levels(values: list[Any] | None) -> tuple[Any, ...] | None:
+
+def _levels(values: list[_Level] | None) -> tuple[_Level, ...] | None:
     return None if values is None else tuple(values)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     T = TypeVar("T", bound=DataclassInstance)
 
 
-def take(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+def take(cls: type[T], args: argparse.Namespace, **given: object) -> T:
     """The dataclass `cls` with each field from the flag of its name (its default if absent)."""
     names = (f.name for f in dataclasses.fields(cls))
     found = {name: getattr(args, name) for name in names if hasattr(args, name)}
