@@ -28,9 +28,12 @@ from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
+from gputui.metrics.bursts import BurstRecovery
 from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.repeats import RepeatSpread
 from gputui.metrics.sla import Sla
+from gputui.metrics.validation import ValidationHold
 from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.journal_telemetry import JournalTelemetry
@@ -90,14 +93,14 @@ class RunInfo:
     """The auto sweep's knee evidence: (level, output tok/s gain per doubling to it)."""
     auto_knee: tuple[float, str] | None = None
     """The auto sweep's knee (level, why), when it found one."""
-    repeats: dict[str, Any] | None = None
-    """`--repeats`: the spread across runs (`gputui.control.repeats.repeat_spread`)."""
+    repeats: RepeatSpread | None = None
+    """`--repeats`: the spread across runs (`gputui.metrics.repeats.repeat_spread`)."""
     hardware: dict[str, Any] | None = None
     telemetry: dict[str, Any] | None = None
     client_extra: dict[str, Any] = field(default_factory=dict)
     """Load-generator facts beyond the Client model's fields (workers, saturation)."""
-    validation: dict[str, Any] | None = None
-    bursts: list[dict[str, Any]] = field(default_factory=list)
+    validation: ValidationHold | None = None
+    bursts: list[BurstRecovery] = field(default_factory=list)
     workload_details: dict[str, Any] = field(default_factory=dict)
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
     price_per_hour: float | None = None
@@ -142,14 +145,14 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         network=_network(session, info),
         client=_client(session, info),
         plan=PlanSection.model_validate(_plan(info)),
-        validation=ValidationSection.model_validate(info.validation)
+        validation=ValidationSection.model_validate(info.validation.to_json())
         if info.validation is not None
         else None,
         hardware=None if info.hardware is None else HardwareSection.model_validate(info.hardware),
         telemetry=None
         if info.telemetry is None
         else TelemetrySection.model_validate(info.telemetry),
-        bursts=tuple(BurstSection.model_validate(b) for b in info.bursts),
+        bursts=tuple(BurstSection.model_validate(b.to_json()) for b in info.bursts),
         price_per_hour=info.price_per_hour,
         precision=info.precision,
         interrupted_by=info.interrupted_by,
@@ -158,7 +161,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     # Extra v1 keys (the models allow unknown keys).
     extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
     if info.repeats is not None:
-        extra["repeats"] = info.repeats
+        extra["repeats"] = info.repeats.to_json()
     if info.settings_changes:
         extra["settings_changes"] = list(info.settings_changes)
     return snapshot.model_copy(update=extra)
