@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
@@ -80,7 +80,7 @@ class RunInfo:
     complete: bool
     arrival: str | None = None
     burstiness: float | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, object] = field(default_factory=dict)
     seed: int = 0
     probe_path: str | None = None
     server_header: str = ""
@@ -95,19 +95,19 @@ class RunInfo:
     """The auto sweep's knee (level, why), when it found one."""
     repeats: RepeatSpread | None = None
     """`--repeats`: the spread across runs (`gputui.metrics.repeats.repeat_spread`)."""
-    hardware: dict[str, Any] | None = None
-    telemetry: dict[str, Any] | None = None
-    client_extra: dict[str, Any] = field(default_factory=dict)
+    hardware: dict[str, object] | None = None
+    telemetry: dict[str, object] | None = None
+    client_extra: dict[str, object] = field(default_factory=dict)
     """Load-generator facts beyond the Client model's fields (workers, saturation)."""
     validation: ValidationHold | None = None
     bursts: list[BurstRecovery] = field(default_factory=list)
-    workload_details: dict[str, Any] = field(default_factory=dict)
+    workload_details: dict[str, object] = field(default_factory=dict)
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
     price_per_hour: float | None = None
     """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
     precision: str | None = None
     """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
-    settings_changes: tuple[dict[str, Any], ...] = ()
+    settings_changes: tuple[dict[str, object], ...] = ()
     """SLA and price changes made mid-session (the TUI's settings dialog), oldest first."""
 
 
@@ -124,16 +124,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         label=info.label,
         complete=info.complete,
         target=target,
-        workload=Workload(
-            input_tokens=info.input_tokens,
-            output_tokens=info.output_tokens,
-            endpoint=info.endpoint,
-            arrival=info.arrival,
-            burstiness=info.burstiness,
-            extra_body=extra_body,
-            ignore_eos=bool(extra_body.get("ignore_eos", False)),
-            **_workload_fields(info, session.all_records()),
-        ),
+        workload=_workload(info, extra_body, _workload_fields(info, session.all_records())),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
         knee=_knee_model(knee.knee if knee else None, info),
@@ -159,7 +150,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         requests_cancelled=session.cancelled,
     )
     # Extra v1 keys (the models allow unknown keys).
-    extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
+    extra: dict[str, object] = {"totals": request_totals(session.all_records())}
     if info.repeats is not None:
         extra["repeats"] = info.repeats.to_json()
     if info.settings_changes:
@@ -193,7 +184,7 @@ JOURNAL_SECTIONS_INTERVAL_NS: Final = 5_000_000_000
 
 def journal_lines(
     session: Session, info: RunInfo, sampler: TelemetrySampler | None
-) -> Callable[[], list[dict[str, Any]]]:
+) -> Callable[[], list[dict[str, object]]]:
     """What a session's journal records besides its requests and steps (`Session.open_journal`).
 
     The sampler's hardware and telemetry (`snapshot.journal_telemetry`), and every 5 s the
@@ -202,7 +193,7 @@ def journal_lines(
     telemetry = None if sampler is None else JournalTelemetry(sampler, session.started_ns)
     last_ns = [0]
 
-    def lines() -> list[dict[str, Any]]:
+    def lines() -> list[dict[str, object]]:
         out = [] if telemetry is None else telemetry.lines()
         now = time.perf_counter_ns()
         if now - last_ns[0] >= JOURNAL_SECTIONS_INTERVAL_NS:
@@ -298,7 +289,7 @@ def session_file(folder: Path, label: str | None) -> Path:
     return path
 
 
-def _extra_body(info: RunInfo) -> dict[str, Any]:
+def _extra_body(info: RunInfo) -> dict[str, object]:
     return {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
 
 
@@ -315,7 +306,7 @@ def _target(info: RunInfo) -> Target:
     return target
 
 
-def _plan(info: RunInfo) -> dict[str, Any]:
+def _plan(info: RunInfo) -> dict[str, object]:
     return {
         "mode": info.mode,
         "levels": info.levels,
@@ -332,16 +323,7 @@ def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
     return JournalHeader(
         label=info.label,
         target=_target(info),
-        workload=Workload(
-            input_tokens=info.input_tokens,
-            output_tokens=info.output_tokens,
-            endpoint=info.endpoint,
-            arrival=info.arrival,
-            burstiness=info.burstiness,
-            extra_body=extra_body,
-            ignore_eos=bool(extra_body.get("ignore_eos", False)),
-            **info.workload_details,
-        ),
+        workload=_workload(info, extra_body, info.workload_details),
         sla=SlaBounds.from_sla(sla),
         plan=_plan(info),
         price_per_hour=info.price_per_hour,
@@ -349,7 +331,23 @@ def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
     )
 
 
-def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, Any]:
+def _workload(info: RunInfo, extra_body: dict[str, object], fields: dict[str, object]) -> Workload:
+    """The workload section: the request shape, and the prepared workload's `fields`."""
+    return Workload.model_validate(
+        {
+            "input_tokens": info.input_tokens,
+            "output_tokens": info.output_tokens,
+            "endpoint": info.endpoint,
+            "arrival": info.arrival,
+            "burstiness": info.burstiness,
+            "extra_body": extra_body,
+            "ignore_eos": bool(extra_body.get("ignore_eos", False)),
+            **fields,
+        }
+    )
+
+
+def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, object]:
     """The prepared workload's fields, and requested vs measured lengths of the ok requests."""
     report = length_report(records)
     return {
@@ -361,7 +359,7 @@ def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[st
     }
 
 
-def request_totals(records: Sequence[RequestRecord]) -> dict[str, Any]:
+def request_totals(records: Sequence[RequestRecord]) -> dict[str, object]:
     """Sums over every received request (the snapshot's `totals`; see the module docstring)."""
     cached = [r.cached_input_tokens for r in records if r.cached_input_tokens is not None]
     models = Counter(r.response_model for r in records if r.response_model is not None)

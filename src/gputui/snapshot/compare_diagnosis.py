@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from typing import Any, Final
+from typing import Final
 
 from gputui.snapshot.compare import Comparison
 from gputui.snapshot.models import Snapshot, Step
@@ -56,11 +56,11 @@ def diagnosed_step(snapshot: Snapshot) -> Step | None:
     return steps[-1]
 
 
-def _ms(value: Any) -> str:
+def _ms(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 1e3:.1f} ms"
 
 
-def _share(value: Any) -> str:
+def _share(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value:.0%}"
 
 
