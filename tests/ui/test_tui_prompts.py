@@ -77,7 +77,9 @@ def test_approximate_prompts_are_marked_in_the_header(
 ) -> None:
     controller = _tui(fixed_sim.url, tmp_path, "--token-counter", "approximate")
     assert controller.settings.notices == ("prompts approximate",)
-    assert controller.settings.workload_details["input_tokens_method"].startswith("approximate")
+    assert str(controller.settings.workload_details["input_tokens_method"]).startswith(
+        "approximate"
+    )
     header = " ".join(texts(header_lines(controller.view(), 200)))
     assert "prompts approximate" in header
     reused = _tui(fixed_sim.url, tmp_path, "--reuse-prompts")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -49,7 +48,7 @@ def describe_plan(args: argparse.Namespace, mode: LoadMode, levels: list[float])
     return f"{mode} {','.join(f'{x:g}' for x in levels)}"
 
 
-def parse_extra_body(text: str | None) -> dict[str, Any]:
+def parse_extra_body(text: str | None) -> dict[str, object]:
     if not text:
         return {}
     try:

@@ -10,7 +10,6 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gputui.control.rules import StepLimits
 from gputui.engine.arrivals import Arrival
@@ -47,7 +46,7 @@ class RunPlan:
     scenario: Scenario | None
     settings: SessionSettings
     workload: WorkloadConfig
-    extra_body: dict[str, Any]
+    extra_body: dict[str, object]
     out: Path
     vram_bandwidth: float | None
     mode: LoadMode

@@ -33,6 +33,7 @@ from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.repeats import RepeatSpread
 from gputui.metrics.sla import Sla
+from gputui.metrics.sla_terms import TermsChange
 from gputui.metrics.validation import ValidationHold
 from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
@@ -107,7 +108,7 @@ class RunInfo:
     """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
     precision: str | None = None
     """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
-    settings_changes: tuple[dict[str, object], ...] = ()
+    settings_changes: tuple[TermsChange, ...] = ()
     """SLA and price changes made mid-session (the TUI's settings dialog), oldest first."""
 
 
