@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.metrics.bottleneck import VERDICTS
-from gputui.metrics.step_diagnosis import number
+from gputui.metrics.json_read import number
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 from gputui.session.events import verdict_event
 from gputui.ui.render.breakdown import bound_by, decomposition_bar, knee_label

@@ -11,6 +11,7 @@ from gputui.catalog.specs import GPUS, MODELS
 from gputui.diagnosis.window import ClientFrame, client_window, gpu_window
 from gputui.errors import UsageError
 from gputui.metrics.bottleneck import VERDICTS, bottleneck, verdict_line
+from gputui.metrics.json_read import number
 from gputui.metrics.roofline_use import (
     bandwidth_from_vram_check,
     catalog_gpu,
@@ -18,7 +19,6 @@ from gputui.metrics.roofline_use import (
     precision_of,
     roofline_use,
 )
-from gputui.metrics.step_diagnosis import number
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.sim.thermal import SW_POWER_CAP, SW_THERMAL_SLOWDOWN

@@ -66,7 +66,7 @@ def test_diagnosed_runs_get_a_bound_by_slice_and_stacked_charts() -> None:
     step = diagnosed_step(named[0].snapshot)
     assert step is not None
     assert step.bottleneck is not None
-    assert step.bottleneck["verdict"] in text
+    assert str(step.bottleneck["verdict"]) in text
     assert "bound by" in markdown(cmp)
     page = html_report(cmp)
     assert page.count("TTFT breakdown per step") == len(paths)

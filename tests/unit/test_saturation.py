@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.metrics.bottleneck import bottleneck, verdict_line
-from gputui.metrics.step_diagnosis import number
+from gputui.metrics.json_read import number
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 

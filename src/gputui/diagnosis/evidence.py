@@ -19,9 +19,10 @@ from gputui.diagnosis.window import (
 from gputui.engine.records import RequestRecord
 from gputui.engine.schedstat import cpu_pressure
 from gputui.metrics.error_log import step_error_evidence
+from gputui.metrics.json_read import number
 from gputui.metrics.roofline_use import catalog_gpu
 from gputui.metrics.step import StepResult
-from gputui.metrics.step_diagnosis import Flat, number
+from gputui.metrics.step_diagnosis import Flat
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.telemetry.samples import GpuSample

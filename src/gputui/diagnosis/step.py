@@ -43,6 +43,7 @@ from gputui.diagnosis.window import (
 )
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import bottleneck, verdict_line
+from gputui.metrics.json_read import number
 from gputui.metrics.prefix_cache import cold_warning, step_meter
 from gputui.metrics.roofline_use import catalog_model, precision_of, roofline_use
 from gputui.metrics.saturation import SATURATION_VERDICTS
@@ -53,7 +54,6 @@ from gputui.metrics.step_diagnosis import (
     StepDiagnosis,
     bottleneck_verdict,
     flat,
-    number,
 )
 from gputui.metrics.ttft_breakdown import client_label
 from gputui.snapshot.models import Snapshot

@@ -27,9 +27,10 @@ import numpy as np
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import THROTTLE_CLOCK_RATIO, THROTTLE_REASON_MASK
+from gputui.metrics.json_read import number
 from gputui.metrics.saturation import RUNNING_CAP_SLACK
 from gputui.metrics.step import StepResult
-from gputui.metrics.step_diagnosis import Flat, number
+from gputui.metrics.step_diagnosis import Flat
 from gputui.metrics.summary import Summary, summarize
 from gputui.telemetry.histogram_recorder import HistogramWindow
 from gputui.telemetry.latency_histograms import INTERPOLATION, quantile_text, summarize_histogram

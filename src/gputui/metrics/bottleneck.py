@@ -54,13 +54,14 @@ from typing import Final
 
 from gputui.metrics.client_state import HOST_CONTENDED, client_state, state_evidence
 from gputui.metrics.error_log import errors_text
+from gputui.metrics.json_read import number
 from gputui.metrics.saturation import (
     SATURATION_VERDICTS,
     explain_saturation,
     refine_bandwidth,
     refine_queue,
 )
-from gputui.metrics.step_diagnosis import BottleneckVerdict, Flat, number
+from gputui.metrics.step_diagnosis import BottleneckVerdict, Flat
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import client_label
 

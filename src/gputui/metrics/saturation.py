@@ -37,7 +37,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from gputui.metrics.step_diagnosis import Flat, number
+from gputui.metrics.json_read import number
+from gputui.metrics.step_diagnosis import Flat
 
 if TYPE_CHECKING:
     from gputui.metrics.step_evidence import StepEvidence

@@ -112,11 +112,3 @@ def bottleneck_verdict(value: object) -> BottleneckVerdict | None:
         state = value["client_state"]
         verdict["client_state"] = None if state is None else str(state)
     return verdict
-
-
-def number(part: Mapping[str, object] | None, key: str) -> float | None:
-    """A part's number at `key` (None when absent or not a number)."""
-    value = None if part is None else part.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gputui.frontends.view import LiveView
-from gputui.metrics.step_diagnosis import number
+from gputui.metrics.json_read import number
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import textwrap
 
 from gputui.frontends.live import LiveView
+from gputui.metrics.json_read import number
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
-from gputui.metrics.step_diagnosis import number
 from gputui.ui.render import breakdown
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
