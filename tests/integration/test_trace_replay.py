@@ -12,6 +12,7 @@ import pytest
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot
+from tests.support.saved import saved
 
 GPUTUI = [sys.executable, "-m", "gputui"]
 REQUESTS, SECONDS = 400, 8.0
@@ -63,7 +64,7 @@ def test_trace_replay_keeps_the_trace_clock(fixed_sim: SimProcess, tmp_path: Pat
     assert result.returncode == 0, result.stderr + result.stdout
     snap = load_snapshot(out)
     assert snap.trace is not None
-    info = snap.trace
+    info = saved(snap.trace)
     assert info["format"] == "azure" and info["requests"] == REQUESTS == info["sent"]
     assert info["duration_s"] == pytest.approx(SECONDS, abs=1e-3)
     late = info["dispatch_lateness"]
@@ -142,8 +143,8 @@ def test_multiturn_scenario_through_the_cli(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr + result.stdout
     snap = load_snapshot(out)
     assert snap.conversations is not None
-    assert snap.conversations["complete"] >= 4
-    rows = snap.conversations["turns_by_turn"]
+    assert saved(snap.conversations)["complete"] >= 4
+    rows = saved(snap.conversations)["turns_by_turn"]
     assert [r["turn"] for r in rows] == [1, 2, 3]
     assert rows[0]["prefix_cache_hit_rate"] == 0.0 < rows[1]["prefix_cache_hit_rate"]
     assert rows[1]["prefix_cache_hit_rate"] < rows[2]["prefix_cache_hit_rate"]

@@ -19,6 +19,7 @@ import pytest
 
 from gputui.snapshot.store import load_snapshot
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.saved import saved
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
 
@@ -47,7 +48,7 @@ def test_breakdown_from_timings_agrees_with_the_clients_ttft(
     rtt = snap.network.rtt_s.mean or 0.0
     figures = []
     for step in snap.steps:
-        latency, b = step.server_latency, step.ttft_breakdown
+        latency, b = saved(step.server_latency), saved(step.ttft_breakdown)
         assert latency is not None and latency["source"] == "timings"
         assert b is not None
         figures.append(

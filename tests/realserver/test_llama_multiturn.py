@@ -86,6 +86,6 @@ def test_multiturn_shows_the_prompt_cache_and_counts_exactly(llama: LlamaServer)
             reused = cached_tokens(cur)
             assert reused is not None and reused >= prev.input_tokens - 4, (prev, cur)
     rows = turn_stats(records)
-    rates = [row["prefix_cache_hit_rate"] for row in rows]
-    assert rates[0] is not None and rates[0] < 0.3
+    rates = [rate for row in rows if (rate := row["prefix_cache_hit_rate"]) is not None]
+    assert len(rates) == len(rows) and rates[0] < 0.3
     assert rates[1] > 0.4 and rates[2] > rates[1], rates

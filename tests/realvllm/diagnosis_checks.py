@@ -20,6 +20,7 @@ import pytest
 
 from gputui.snapshot.models import Step
 from gputui.telemetry.latency_histograms import LATENCY_NAMES, QUANTILES
+from tests.support.saved import saved
 from tests.support.vllm_server import VllmServer
 
 CLIENT_TOLERANCE_S = 1e-3
@@ -30,6 +31,7 @@ def check_decomposition(step: Step) -> dict[str, float]:
     b = step.ttft_breakdown
     latency = step.server_latency
     assert b is not None and latency is not None, f"step {step.level:g} was not diagnosed"
+    b, latency = saved(b), saved(latency)
     assert latency["source"] == "histograms"
     server_ttft = latency["ttft_s"]
     assert step.ttft_s.mean is not None
@@ -91,8 +93,7 @@ def _bucket(bounds: tuple[float, ...], value: float) -> tuple[float, float]:
 
 def check_percentiles(step: Step, buckets: dict[str, tuple[float, ...]]) -> dict[str, int]:
     """No percentile finer than vLLM's bucket; counts of {numbers, bounds} over the step."""
-    latency = step.server_latency
-    assert latency is not None
+    latency = saved(step.server_latency)
     seen = {"numbers": 0, "bounds": 0}
     for key, summary in latency.items():
         if not key.endswith("_s") or key == "window_s":

@@ -25,6 +25,7 @@ import pytest
 
 from gputui.snapshot.models import Snapshot
 from tests.realvllm.helpers import run_gputui, server_hit_rate
+from tests.support.saved import saved
 from tests.support.vllm_server import VllmServer
 
 pytestmark = [pytest.mark.realvllm, pytest.mark.slow]
@@ -44,9 +45,9 @@ ONE_STEP = ("--concurrency", "2", "--step-seconds", "2", "--warmup-seconds", "0.
 def _rates(snap: Snapshot) -> tuple[float, str, list[float | None]]:
     """(the run's hit rate, its source, each step's rate)."""
     assert snap.prefix_cache is not None, "no prefix-cache hit rate in the snapshot"
-    rate = snap.prefix_cache["hit_rate"]
+    rate = saved(snap.prefix_cache)["hit_rate"]
     assert rate is not None
-    return rate, snap.prefix_cache["source"], [s.prefix_cache_hit_rate for s in snap.steps]
+    return rate, str(snap.prefix_cache["source"]), [s.prefix_cache_hit_rate for s in snap.steps]
 
 
 def _history_blocks(row: dict[str, Any], message_tokens: int) -> int:
@@ -105,7 +106,7 @@ def test_multi_turn_hit_rates_per_turn_and_the_runs_total(vllm: VllmServer, tmp_
     rate, source, _ = _rates(snap)
     server = server_hit_rate(delta)
     assert snap.conversations is not None
-    rows = snap.conversations["turns_by_turn"]
+    rows = saved(snap.conversations)["turns_by_turn"]
     turns = [(row["turn"], row["ok"], row["prefix_cache_hit_rate"]) for row in rows]
     print(
         f"multi-turn: run total {rate:.2%} by gputui ({source}), {server:.2%} by vLLM's "

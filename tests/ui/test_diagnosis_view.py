@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.metrics.bottleneck import VERDICTS
+from gputui.metrics.json_read import number
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 from gputui.session.events import verdict_event
 from gputui.ui.render.breakdown import bound_by, decomposition_bar, knee_label
@@ -53,17 +54,17 @@ def test_the_bar_splits_the_ttft_by_part_with_distinct_glyphs() -> None:
 
 
 def test_bound_by_marks_suspect_and_throttled_steps() -> None:
-    assert bound_by({"bottleneck": _verdict("client", suspect=True)}) == ("client SUSPECT", "crit")
-    assert bound_by({"bottleneck": _verdict("queue", throttled=True)}) == (
+    assert bound_by(_verdict("client", suspect=True)) == ("client SUSPECT", "crit")
+    assert bound_by(_verdict("queue", throttled=True)) == (
         "queue THROTTLED",
         "warn",
     )
-    assert bound_by({"bottleneck": _verdict("throttled", throttled=True)}) == ("throttled", "warn")
-    assert bound_by({}) == ("-", "dim")
+    assert bound_by(_verdict("throttled", throttled=True)) == ("throttled", "warn")
+    assert bound_by(None) == ("-", "dim")
     # a narrow table: short names and flags (a client verdict is suspect by its name)
-    short = {"bottleneck": _verdict("decode-bandwidth", suspect=True, throttled=True)}
+    short = _verdict("decode-bandwidth", suspect=True, throttled=True)
     assert bound_by(short, short=True) == ("decode-bw SUSP THR", "crit")
-    assert bound_by({"bottleneck": _verdict("client", suspect=True)}, short=True)[0] == "client"
+    assert bound_by(_verdict("client", suspect=True), short=True)[0] == "client"
 
 
 def test_the_help_explains_every_verdict_once() -> None:
@@ -80,11 +81,15 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     assert "░net ▒queue █prefill ▓srv ·client" in texts(steps_lines(view, 200, 12))[0]
     rows = lines[1 : 1 + len(view.steps)]
     for step, row in zip(view.steps, rows, strict=True):
-        verdict = view.diagnosis(step)["bottleneck"]["verdict"]
+        found = view.diagnosis(step).bottleneck
+        assert found is not None
+        verdict = found["verdict"]
         assert f" {verdict} " in row, row
         assert "█" in row  # every step has a prefill part
     past = next(s for s in view.steps if s.level > view.knee.level)
-    first_past = view.diagnosis(past)["bottleneck"]["verdict"]
+    past_verdict = view.diagnosis(past).bottleneck
+    assert past_verdict is not None
+    first_past = past_verdict["verdict"]
     assert knee_label(view) == f"knee {view.knee.level:g} · {first_past}"
     assert view.knee_explanation is not None
     knee_line = next(line for line in lines if line.startswith("┊ knee at"))
@@ -92,10 +97,13 @@ def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     # Too narrow for a bar per row: the newest step's bar under the rows, its parts in ms.
     narrow = texts(steps_lines(view, 78, 12))
     assert all("█" not in row for row in narrow[1 : 1 + len(view.steps)])
-    newest = view.diagnosis(view.steps[-1])["ttft_breakdown"]
+    newest = view.diagnosis(view.steps[-1]).ttft_breakdown
+    assert newest is not None
     bar_line = narrow[1 + len(view.steps)]
-    assert bar_line.startswith(f"step {len(view.steps)} mean TTFT {duration(newest['ttft_s'])} ▒")
+    assert bar_line.startswith(
+        f"step {len(view.steps)} mean TTFT {duration(number(newest, 'ttft_s') or 0.0)} ▒"
+    )
     # every part keeps its value: too many for one line, they take the next
     parts = narrow[2 + len(view.steps)].split()
-    assert parts[0:2] == ["▒queue", duration(newest["queue_s"])]
-    assert parts[4:6] == ["░net", duration(newest["network_s"])]
+    assert parts[0:2] == ["▒queue", duration(number(newest, "queue_s") or 0.0)]
+    assert parts[4:6] == ["░net", duration(number(newest, "network_s") or 0.0)]

@@ -8,9 +8,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.step_diagnosis import BottleneckVerdict, StepDiagnosis
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.snapshot.models import SlaBounds, Target, Workload
@@ -152,12 +152,14 @@ def test_the_writer_journals_each_request_and_step_once(tmp_path: Path) -> None:
     assert not writer.path.exists()
 
 
-def _diagnosis(verdict: str, queue_s: float) -> dict[str, Any]:
+def _diagnosis(verdict: str, queue_s: float) -> StepDiagnosis:
     """A step's diagnosis as the Session makes it (the breakdown from ttft_breakdown itself)."""
-    return {
-        "ttft_breakdown": ttft_breakdown(0.1 + queue_s, 0.001, queue_s, 0.09),
-        "bottleneck": {"verdict": verdict, "evidence": ["41 waiting"], "suspect": False},
-    }
+    return StepDiagnosis(
+        ttft_breakdown=ttft_breakdown(0.1 + queue_s, 0.001, queue_s, 0.09),
+        bottleneck=BottleneckVerdict(
+            verdict=verdict, evidence=["41 waiting"], suspect=False, throttled=False
+        ),
+    )
 
 
 def test_a_recovered_snapshot_keeps_the_live_diagnosis(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from gputui.ui.render.spans import texts
 from gputui.ui.render.workload import workload_lines
 from gputui.ui.widgets.live_panels import WorkloadPanel
 from tests.integration.test_trace_replay import azure_trace
+from tests.support.saved import saved
 from tests.ui.conftest import wait_for
 
 GPUTUI = [sys.executable, "-m", "gputui"]
@@ -81,7 +82,7 @@ def test_tui_conversations_show_turns_and_save_run_keys(tmp_path: Path) -> None:
     assert path is not None
     snap = load_snapshot(path)
     assert snap.conversations is not None and snap.conversations["sessions"] == 4
-    rows = snap.conversations["turns_by_turn"]
+    rows = saved(snap.conversations)["turns_by_turn"]
     assert [r["turn"] for r in rows] == [1, 2, 3]
     assert rows[1]["input_tokens_mean"] == 256 + 16 + 256  # token-exact, as in `gputui run`
     step = snap.steps[0]
@@ -112,8 +113,8 @@ def test_tui_trace_replay_shows_lateness_and_saves_the_trace(
     assert path is not None
     snap = load_snapshot(path)
     assert snap.trace is not None and snap.trace["sent"] == 200
-    assert snap.trace["dispatch_lateness"]["count"] == 200
-    assert snap.trace["schedule_error"] < 0.01
+    assert saved(snap.trace)["dispatch_lateness"]["count"] == 200
+    assert saved(snap.trace)["schedule_error"] < 0.01
     assert snap.steps[0].dispatch_lateness is not None
 
 

@@ -33,6 +33,6 @@ def test_a_provisional_capacity_and_its_caveats_are_in_the_header() -> None:
 
 
 def test_a_likely_bound_carries_a_question_mark() -> None:
-    diagnosis = {"bottleneck": {"verdict": "prefill-interference", "low_confidence": True}}
+    diagnosis = {"verdict": "prefill-interference", "low_confidence": True}
     assert bound_by(diagnosis) == ("prefill-interference?", "accent")
     assert bound_by(diagnosis, short=True)[0] == "prefill-intf?"

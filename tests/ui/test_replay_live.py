@@ -16,6 +16,7 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.target import parse_target
 from gputui.frontends.live import LiveController, LiveSettings, LiveView
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.snapshot.store import load_snapshot
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler, Traces
 from gputui.ui.replay import (
@@ -50,11 +51,11 @@ class _NoEngine:
 class _KeptDiagnoser:
     """Stands in for the StepDiagnoser: each step's diagnosis is the one the snapshot kept."""
 
-    def __init__(self, kept: dict[int, dict[str, Any]]) -> None:
+    def __init__(self, kept: dict[int, StepDiagnosis | None]) -> None:
         self._kept = kept
-        self.diagnoses: dict[int, dict[str, Any]] = {}
+        self.diagnoses: dict[int, StepDiagnosis] = {}
 
-    def diagnose(self, result: StepResult) -> dict[str, Any]:
+    def diagnose(self, result: StepResult) -> StepDiagnosis | None:
         kept = self._kept[result.index]
         if kept:  # a step saved without a diagnosis has none, as in the replay
             self.diagnoses[result.index] = kept

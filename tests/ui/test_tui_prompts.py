@@ -24,6 +24,7 @@ from gputui.ui.command import live_controller
 from gputui.ui.render.spans import texts
 from gputui.ui.render.status import header_lines
 from gputui.ui.widgets.live_panels import SessionHeader
+from tests.support.saved import saved
 from tests.ui.conftest import wait_for
 
 READ_FROM = ("usage", "server counters")
@@ -78,7 +79,9 @@ def test_approximate_prompts_are_marked_in_the_header(
 ) -> None:
     controller = _tui(fixed_sim.url, tmp_path, "--token-counter", "approximate")
     assert controller.settings.notices == ("prompts approximate",)
-    assert controller.settings.workload_details["input_tokens_method"].startswith("approximate")
+    assert str(controller.settings.workload_details["input_tokens_method"]).startswith(
+        "approximate"
+    )
     header = " ".join(texts(header_lines(controller.view(), 200)))
     assert "prompts approximate" in header
     reused = _tui(fixed_sim.url, tmp_path, "--reuse-prompts")
@@ -114,13 +117,13 @@ def test_a_second_tui_session_reads_nothing_from_the_firsts_cache(tmp_path: Path
         # usage while the simulator sends cached_tokens, its counters where it does not
         assert snap.prefix_cache is not None and snap.prefix_cache["source"] in READ_FROM
         assert snap.steps and snap.steps[0].prefix_cache_source in READ_FROM
-    assert first.prefix_cache is not None and first.prefix_cache["hit_rate"] < 0.05
-    assert salted.prefix_cache is not None and salted.prefix_cache["hit_rate"] < 0.05
+    assert first.prefix_cache is not None and saved(first.prefix_cache)["hit_rate"] < 0.05
+    assert salted.prefix_cache is not None and saved(salted.prefix_cache)["hit_rate"] < 0.05
     assert salted.workload.prompt_salt is not None
     assert salted.workload.prompt_isolation == "per-run salt"
     # without the salt the same prompts come back from the first session's cache (those requests
     # the first session sent: a longer session sends more)
-    assert reused.prefix_cache is not None and reused.prefix_cache["hit_rate"] > 0.25
+    assert reused.prefix_cache is not None and saved(reused.prefix_cache)["hit_rate"] > 0.25
     assert reused.workload.prompt_isolation == "off (--reuse-prompts)"
 
 

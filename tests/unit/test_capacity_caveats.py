@@ -7,6 +7,7 @@ from dataclasses import replace
 from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import StepDiagnosis, bottleneck_verdict
 from gputui.metrics.summary import Summary
 from gputui.snapshot.models import CapacityModel
 from tests.support.steps import make_step
@@ -65,13 +66,17 @@ def test_a_capacity_above_failed_levels_carries_that_caveat() -> None:
     assert cap.caveats[0].startswith("21 and 32 fail below it: ")
 
 
+def _diagnosis(verdict: dict[str, object]) -> StepDiagnosis:
+    return StepDiagnosis(bottleneck=bottleneck_verdict(verdict))
+
+
 def test_a_suspect_or_throttled_step_marks_its_capacity() -> None:
     steps = [make_step(8, index=0), make_step(16, index=1), make_step(32, tpot_p95_s=0.1, index=2)]
-    diagnoses = {1: {"bottleneck": {"verdict": "decode-bandwidth", "suspect": True}}}
+    diagnoses = {1: _diagnosis({"verdict": "decode-bandwidth", "suspect": True})}
     cap = judged_capacity(steps, SLA, diagnoses=diagnoses).capacity
     assert cap is not None and cap.level == 16.0
     assert [c.split(":")[0] for c in cap.caveats] == ["SUSPECT"]
-    hot = {1: {"bottleneck": {"verdict": "throttled", "throttled": True}}}
+    hot = {1: _diagnosis({"verdict": "throttled", "throttled": True})}
     cap = judged_capacity(steps, SLA, diagnoses=hot).capacity
     assert cap is not None and [c.split(":")[0] for c in cap.caveats] == ["throttled"]
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.diagnosis.step import knee_explanation
+from gputui.metrics.step_diagnosis import BottleneckVerdict, StepDiagnosis
 from gputui.snapshot.compare import build_comparison, load_named, name_snapshots
 from gputui.snapshot.compare_diagnosis import diagnosed_step
 from gputui.snapshot.compare_format import markdown, table
@@ -65,7 +66,7 @@ def test_diagnosed_runs_get_a_bound_by_slice_and_stacked_charts() -> None:
     step = diagnosed_step(named[0].snapshot)
     assert step is not None
     assert step.bottleneck is not None
-    assert step.bottleneck["verdict"] in text
+    assert str(step.bottleneck["verdict"]) in text
     assert "bound by" in markdown(cmp)
     page = html_report(cmp)
     assert page.count("TTFT breakdown per step") == len(paths)
@@ -133,18 +134,15 @@ def test_attach_writes_steps_knee_and_a_throttled_capacity() -> None:
     diagnoser = StepDiagnoser()
     for step in snap.steps:
         past = step.level > snap.knee.level
-        diagnoser.diagnoses[step.index] = {
-            "server_latency": None,
-            "ttft_breakdown": _breakdown(0.410) if past else None,
-            "e2e_breakdown": None,
-            "roofline": None,
-            "bottleneck": {
-                "verdict": "queue" if past else "throttled",
-                "evidence": ["KV cache full 97%, 41 waiting"] if past else [],
-                "suspect": False,
-                "throttled": not past,
-            },
-        }
+        diagnoser.diagnoses[step.index] = StepDiagnosis(
+            ttft_breakdown=_breakdown(0.410) if past else None,
+            bottleneck=BottleneckVerdict(
+                verdict="queue" if past else "throttled",
+                evidence=["KV cache full 97%, 41 waiting"] if past else [],
+                suspect=False,
+                throttled=not past,
+            ),
+        )
     out = diagnoser.attach(snap)
     assert all(s.bottleneck is not None for s in out.steps)
     assert out.knee is not None and out.knee.explanation is not None

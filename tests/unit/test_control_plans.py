@@ -121,9 +121,9 @@ def test_a_validation_hold_judges_the_sla_and_the_queue() -> None:
     assert session.specs[0].mode == "rate" and session.specs[0].level == 2.5
     validation = plan.validation
     assert validation is not None
-    assert (validation["rate"], validation["seconds"], validation["step_index"]) == (2.5, 0.3, 0)
-    assert validation["queue_bounded"] is True and validation["in_flight_mean"] == 4.0
-    assert validation["holds"] is True and validation["sla_ok"] is True
+    assert (validation.rate, validation.seconds, validation.step_index) == (2.5, 0.3, 0)
+    assert validation.queue.queue_bounded is True and validation.queue.in_flight_mean == 4.0
+    assert validation.holds is True and validation.sla_ok is True
 
 
 def test_the_validation_rate_is_90_percent_of_the_capacity() -> None:
@@ -160,7 +160,7 @@ def test_repeats_run_the_plan_again_fresh_and_tally_each_run() -> None:
     assert session.holds == 2  # each repeat's last step is finished for the spread
     assert [[s.level for s in run] for run in tally.runs] == [[1.0, 2.0], [1.0, 2.0]]
     assert [[s.index for s in run] for run in tally.runs] == [[0, 1], [3, 4]]
-    assert tally.spread()["count"] == 2
+    assert tally.spread().count == 2
 
 
 def test_a_single_repeat_finishes_nothing_extra() -> None:

@@ -87,9 +87,11 @@ def test_journalled_telemetry_is_joined_and_downsampled_per_series() -> None:
     ]
     section = telemetry_from_lines(hardware, lines, max_points=100)
     assert section is not None
-    assert len(section["gpu"]) == 200 and len(section["server"]) == 100
-    assert {p["index"] for p in section["gpu"]} == {0, 1}
-    assert max(p["temperature_c"] for p in section["gpu"]) == 40 + 999  # the last point is kept
+    gpu, server = section["gpu"], section["server"]
+    assert isinstance(gpu, list) and isinstance(server, list)
+    assert len(gpu) == 200 and len(server) == 100
+    assert {p["index"] for p in gpu} == {0, 1}
+    assert max(p["temperature_c"] for p in gpu) == 40 + 999  # the last point is kept
     assert section["sources"] == {"gpu": "ok"}
     assert hardware_from_lines(hardware) == {"gpus": [{"name": "A100"}]}
     assert telemetry_from_lines(hardware, []) is None

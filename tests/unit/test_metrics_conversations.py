@@ -57,12 +57,16 @@ def test_turn_rows_and_hit_rates() -> None:
     ]
     rows = turn_stats(records)
     assert [(r["turn"], r["requests"], r["ok"]) for r in rows] == [(1, 2, 2), (2, 2, 1)]
-    assert rows[0]["ttft_s"]["p50"] == pytest.approx(0.05)
+    first_ttft = rows[0]["ttft_s"]
+    assert first_ttft is not None and first_ttft["p50"] == pytest.approx(0.05)
     assert rows[1]["prefix_cache_hit_rate"] == pytest.approx(96 / 200)  # the failed one is out
     assert hit_rate(records) == pytest.approx(96 / 400)
     stats = conversation_stats(records, 2)
     assert (stats["started"], stats["complete"]) == (2, 1)
-    assert stats["e2e_s"]["p50"] == pytest.approx(0.3)  # first send to the last byte of turn 2
+    e2e = stats["e2e_s"]
+    assert e2e is not None and e2e["p50"] == pytest.approx(
+        0.3
+    )  # first send to the last byte of turn 2
 
 
 def test_llama_cache_n_stands_in_for_usage() -> None:

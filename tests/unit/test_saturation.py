@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.metrics.bottleneck import bottleneck, verdict_line
+from gputui.metrics.json_read import number
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import ttft_breakdown
 
@@ -162,9 +163,9 @@ def test_the_simulators_large_batch_decode_reads_decode_compute() -> None:
         evidence = StepEvidence(
             level=streams, tpot_p50_s=run.mean_tpot_s, itl_p50_s=run.mean_tpot_s,
             itl_p95_s=run.mean_tpot_s * 1.2, gpu_util_mean_pct=100.0,
-            decode_bandwidth_utilization=use["decode_bandwidth_utilization"],
-            prefill_compute_utilization=use["prefill_compute_utilization"],
-            decode_compute_utilization=use["decode_compute_utilization"],
+            decode_bandwidth_utilization=number(use, "decode_bandwidth_utilization"),
+            prefill_compute_utilization=number(use, "prefill_compute_utilization"),
+            decode_compute_utilization=number(use, "decode_compute_utilization"),
             output_tokens_per_s=run.steady_output_tok_s, closed_loop_streams=float(streams),
             previous_level=previous[0] if previous else None,
             previous_tpot_p50_s=previous[1] if previous else None,
@@ -173,7 +174,7 @@ def test_the_simulators_large_batch_decode_reads_decode_compute() -> None:
         found[streams] = (
             bottleneck(evidence)["verdict"],
             run.mean_tpot_s,
-            use["decode_bandwidth_utilization"],
+            number(use, "decode_bandwidth_utilization") or 0.0,
         )
         previous = (streams, run.mean_tpot_s, run.steady_output_tok_s)
     assert found[64][0] == found[128][0] == "decode-bandwidth", found

@@ -7,8 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gputui.control.sweep import InFlightTrace, burst_recoveries, queue_verdict
+from gputui.control.sweep import InFlightTrace, burst_recoveries
 from gputui.engine.records import RequestRecord
+from gputui.metrics.validation import queue_verdict
 
 S = 1_000_000_000
 
@@ -18,17 +19,17 @@ def test_a_level_queue_is_bounded() -> None:
     t = np.arange(0, 30, 0.25)
     in_flight = 10 + rng.poisson(3, t.size)
     verdict = queue_verdict(t, in_flight.astype(float))
-    assert verdict["queue_bounded"] is True
-    assert verdict["in_flight_mean"] == pytest.approx(13, abs=0.5)
+    assert verdict.queue_bounded is True
+    assert verdict.in_flight_mean == pytest.approx(13, abs=0.5)
 
 
 def test_a_growing_queue_is_not_bounded() -> None:
     t = np.arange(0, 30, 0.25)
     in_flight = 5 + 2.0 * t  # arrivals outpace service: 60 more requests queued after 30 s
     verdict = queue_verdict(t, in_flight)
-    assert verdict["queue_bounded"] is False
-    assert verdict["in_flight_growth"] == pytest.approx(59.5, abs=0.1)
-    assert "kept growing" in verdict["queue_reason"]
+    assert verdict.queue_bounded is False
+    assert verdict.in_flight_growth == pytest.approx(59.5, abs=0.1)
+    assert "kept growing" in verdict.queue_reason
 
 
 def record(sent_s: float, ttft_s: float) -> RequestRecord:
@@ -47,11 +48,11 @@ def test_burst_recovery_is_the_later_of_ttft_and_queue() -> None:
         trace.t_ns.append(int(t * S))
         trace.in_flight.append(4 if t < 10 or t >= 14.0 else 20)  # queue drains at t=14
     (burst,) = burst_recoveries([10 * S], 16, records, trace, ttft_bound_s=1.0, origin_ns=0)
-    assert burst["at_s"] == 10.0
-    assert burst["ttft_recovery_s"] == pytest.approx(3.0, abs=0.11)
-    assert burst["queue_recovery_s"] == pytest.approx(4.0, abs=0.01)
-    assert burst["recovery_s"] == pytest.approx(4.0, abs=0.01)
-    assert burst["recovered"] is True
+    assert burst.at_s == 10.0
+    assert burst.ttft_recovery_s == pytest.approx(3.0, abs=0.11)
+    assert burst.queue_recovery_s == pytest.approx(4.0, abs=0.01)
+    assert burst.recovery_s == pytest.approx(4.0, abs=0.01)
+    assert burst.recovered is True
 
 
 def test_a_burst_that_never_recovers() -> None:
@@ -60,9 +61,9 @@ def test_a_burst_that_never_recovers() -> None:
     trace.t_ns = [int(t * S) for t in np.arange(0, 20, 0.25)]
     trace.in_flight = [4] * len(trace.t_ns)
     (burst,) = burst_recoveries([10 * S], 16, records, trace, ttft_bound_s=1.0, origin_ns=0)
-    assert burst["ttft_recovery_s"] is None
-    assert burst["recovered"] is False
-    assert burst["recovery_s"] is None
+    assert burst.ttft_recovery_s is None
+    assert burst.recovered is False
+    assert burst.recovery_s is None
 
 
 def test_a_step_shorter_than_three_request_lifetimes_is_flagged() -> None:

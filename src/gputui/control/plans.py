@@ -18,16 +18,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from gputui.control.repeats import repeat_spread
 from gputui.control.rules import StepLimits
 from gputui.control.runner import Ended, Keep, Move, Open, Plan, Progress
-from gputui.control.sweep import InFlightTrace, queue_verdict
+from gputui.control.sweep import InFlightTrace
 from gputui.engine.load import LoadMode
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep, last_pass_below
+from gputui.metrics.repeats import RepeatSpread, repeat_spread
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.validation import ValidationHold, queue_verdict, validation_hold
 
 
 class FixedLevels:
@@ -122,7 +123,7 @@ class ValidateRate:
         self.rate = rate
         self.seconds = seconds
         self.trace = trace
-        self.validation: dict[str, object] | None = None
+        self.validation: ValidationHold | None = None
         """The snapshot's `validation` (None until held to the end)."""
         self._asked = False
 
@@ -144,23 +145,10 @@ class ValidateRate:
             self.validation = self._judge(last, last.result)
         return None
 
-    def _judge(self, held: Ended, result: StepResult) -> dict[str, object]:
+    def _judge(self, held: Ended, result: StepResult) -> ValidationHold:
         t_s, in_flight = self.trace.between(held.spec.measure_start_ns, held.ended_ns)
         queue = queue_verdict(t_s, in_flight)
-        return {
-            "rate": self.rate,
-            "seconds": self.seconds,
-            "step_index": held.spec.index,
-            "sla_ok": result.sla_ok,
-            "sla_verdict": result.sla_verdict,
-            "requests_per_s": result.requests_per_s,
-            "output_tokens_per_s": result.output_tokens_per_s,
-            "ttft_p95_s": result.ttft_s.p95,
-            "tpot_p95_s": result.tpot_s.p95,
-            "error_rate": result.error_rate,
-            **queue,
-            "holds": bool(result.sla_ok and queue["queue_bounded"]),
-        }
+        return validation_hold(self.rate, self.seconds, held.spec.index, result, queue)
 
 
 def capacity_rate(steps: Sequence[StepResult], sla: Sla) -> float | None:
@@ -187,7 +175,7 @@ class HoldStep:
 
 
 class RepeatTally:
-    """Each repeat's steps, capacity and knee, for the spread (`control.repeats`)."""
+    """Each repeat's steps, capacity and knee, for the spread (`metrics.repeats`)."""
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -206,8 +194,8 @@ class RepeatTally:
         self.capacities.append(capacity.level if capacity is not None else None)
         self.knees.append(knee)
 
-    def spread(self) -> dict[str, object]:
-        """The snapshot's `repeats` key."""
+    def spread(self) -> RepeatSpread:
+        """The spread across the repeats (the snapshot's `repeats` key)."""
         return repeat_spread(self.runs, self.capacities, self.knees)
 
 

@@ -6,24 +6,29 @@ its catalog card, the TTFT and end-to-end breakdowns, and the evidence the bottl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from gputui.catalog.specs import GpuSpec
-from gputui.diagnosis.window import gpu_window, saturation_evidence
+from gputui.diagnosis.window import (
+    ClientWindow,
+    GpuWindow,
+    ServerWindow,
+    gpu_window,
+    saturation_evidence,
+)
 from gputui.engine.records import RequestRecord
 from gputui.engine.schedstat import cpu_pressure
 from gputui.metrics.error_log import step_error_evidence
+from gputui.metrics.json_read import number
 from gputui.metrics.roofline_use import catalog_gpu
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import Flat
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.telemetry.samples import GpuSample
 
 
-def gpu_in_window(
-    gpus: Sequence[GpuSample], lo: int, hi: int
-) -> tuple[dict[str, Any], GpuSpec | None]:
+def gpu_in_window(gpus: Sequence[GpuSample], lo: int, hi: int) -> tuple[GpuWindow, GpuSpec | None]:
     """The GPU's window (clocks against the catalog's boost clock, else the fastest seen)."""
     gpu_spec = None
     if gpus:
@@ -36,14 +41,14 @@ def gpu_in_window(
 
 def latency_breakdowns(
     result: StepResult,
-    latency: dict[str, Any] | None,
+    latency: Mapping[str, object] | None,
     measured_ok: Sequence[RequestRecord],
     rtt_mean: float | None,
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+) -> tuple[Flat | None, Flat | None]:
     """The step's TTFT and end-to-end breakdowns (`steps[].ttft_breakdown`, `e2e_breakdown`)."""
     queue = _latency_mean(latency, "queue_s")
     prefill = _latency_mean(latency, "prefill_s")
-    if latency is not None and latency["source"] == "timings":
+    if latency is not None and latency.get("source") == "timings":
         queue = 0.0
     connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
     connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
@@ -71,11 +76,11 @@ def step_evidence(
     previous: StepResult | None,
     records: Sequence[RequestRecord],
     *,
-    breakdown: dict[str, Any] | None,
-    roofline: dict[str, Any] | None,
-    server: dict[str, Any],
-    gpu: dict[str, Any],
-    client: dict[str, Any],
+    breakdown: Flat | None,
+    roofline: Flat | None,
+    server: ServerWindow,
+    gpu: GpuWindow,
+    client: ClientWindow,
 ) -> StepEvidence:
     """Everything the bottleneck rules read about the step, from its windows and its records."""
     return StepEvidence(
@@ -83,8 +88,8 @@ def step_evidence(
         ttft_mean_s=result.ttft_s.mean,
         tpot_p50_s=result.tpot_s.p50,
         breakdown=breakdown,
-        decode_bandwidth_utilization=(roofline or {}).get("decode_bandwidth_utilization"),
-        prefill_compute_utilization=(roofline or {}).get("prefill_compute_utilization"),
+        decode_bandwidth_utilization=number(roofline, "decode_bandwidth_utilization"),
+        prefill_compute_utilization=number(roofline, "prefill_compute_utilization"),
         waiting_max=server.get("waiting_max"),
         waiting_growth=server.get("waiting_growth"),
         kv_usage_max=server.get("kv_usage_max"),
@@ -105,21 +110,19 @@ def step_evidence(
         previous_ttft_mean_s=previous.ttft_s.mean if previous else None,
         previous_tpot_p50_s=previous.tpot_s.p50 if previous else None,
         **saturation_evidence(result, previous, server, roofline),
-        **step_error_evidence(records, result),
+        **step_error_evidence(records, result.error_messages, result.ended_early),
     )
 
 
-def _kv_room(server: dict[str, Any], roofline: dict[str, Any] | None) -> float | None:
+def _kv_room(server: ServerWindow, roofline: Flat | None) -> float | None:
     """Free KV at the window's fullest, in requests of the step's mean context."""
     usage, capacity = server.get("kv_usage_max"), server.get("kv_capacity_tokens")
-    context = (roofline or {}).get("mean_context_tokens")
+    context = number(roofline, "mean_context_tokens")
     if usage is None or not capacity or not context:
         return None
     return float((1.0 - usage) * capacity / context)
 
 
-def _latency_mean(latency: dict[str, Any] | None, key: str) -> float | None:
-    if latency is None or not isinstance(latency.get(key), dict):
-        return None
-    mean = latency[key].get("mean")
-    return None if mean is None else float(mean)
+def _latency_mean(latency: Mapping[str, object] | None, key: str) -> float | None:
+    summary = None if latency is None else latency.get(key)
+    return number(summary, "mean") if isinstance(summary, Mapping) else None

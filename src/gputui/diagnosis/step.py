@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
+from gputui.catalog.specs import GpuSpec
 from gputui.diagnosis.evidence import gpu_in_window, latency_breakdowns, step_evidence
 from gputui.diagnosis.window import (
     ClientFrame,
+    ServerWindow,
     client_window,
     server_latency_from_histograms,
     server_latency_from_timings,
@@ -41,16 +43,24 @@ from gputui.diagnosis.window import (
 )
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import bottleneck, verdict_line
+from gputui.metrics.json_read import number
 from gputui.metrics.prefix_cache import cold_warning, step_meter
 from gputui.metrics.roofline_use import catalog_model, precision_of, roofline_use
 from gputui.metrics.saturation import SATURATION_VERDICTS
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.step_diagnosis import (
+    DIAGNOSIS_KEYS,
+    Flat,
+    StepDiagnosis,
+    bottleneck_verdict,
+    flat,
+)
 from gputui.metrics.ttft_breakdown import client_label
 from gputui.snapshot.models import Snapshot
 from gputui.telemetry.histogram_recorder import HistogramRecorder, recorder_for
-from gputui.telemetry.sampler import TelemetrySampler
+from gputui.telemetry.sampler import TelemetrySampler, Traces
 
-KEYS = ("server_latency", "ttft_breakdown", "e2e_breakdown", "roofline", "bottleneck")
+KEYS = DIAGNOSIS_KEYS
 
 
 class DiagnosedSession(Protocol):
@@ -92,7 +102,7 @@ class StepDiagnoser:
         self._measured_bw = measured_bandwidth_gbps
         self._frames: list[ClientFrame] = []
         self._lock = threading.Lock()
-        self.diagnoses: dict[int, dict[str, Any]] = {}
+        self.diagnoses: dict[int, StepDiagnosis] = {}
         self._previous: StepResult | None = None
         self.expect_cold = False
         """The prompts were salted to miss every cache: a step that hits is warned about."""
@@ -115,16 +125,16 @@ class StepDiagnoser:
         if self._recorder is not None and self._own_recorder:
             self._recorder.stop()
 
-    def also(self, other: Callable[[Any], None]) -> Callable[[Any], None]:
+    def also(self, other: Callable[[object], None]) -> Callable[[object], None]:
         """A frame callback that feeds this diagnoser and then `other`."""
 
-        def both(frame: Any) -> None:
+        def both(frame: object) -> None:
             self.on_frame(frame)
             other(frame)
 
         return both
 
-    def on_frame(self, frame: Any) -> None:
+    def on_frame(self, frame: object) -> None:
         """Session frame callback: keep what the client rule reads."""
         item = ClientFrame(
             time.perf_counter_ns(),
@@ -135,22 +145,22 @@ class StepDiagnoser:
         with self._lock:
             self._frames.append(item)
 
-    def diagnose(self, result: StepResult) -> dict[str, Any]:
+    def diagnose(self, result: StepResult) -> StepDiagnosis:
         """The step's diagnosis (kept for `attach`)."""
         if self._session is None:
-            return dict.fromkeys(KEYS)
+            return StepDiagnosis()
         session = self._session
         specs = session.step_specs()
         spec = next((s for s in specs if s.index == result.index), None)
         if spec is None or spec.end_ns < 0:
-            return dict.fromkeys(KEYS)
+            return StepDiagnosis()
         every = session.all_records()
         records = [r for r in every if r.step_index == result.index]
         lo, hi = spec.measure_start_ns, spec.end_ns
         rtt = session.rtt_between(lo, hi) or session.rtt_between(spec.start_ns, hi)
         rtt_mean = float(np.mean(rtt)) / 1e9 if rtt else None
         traces = self._sampler.traces(downsample_to=None) if self._sampler is not None else None
-        server = server_window(traces.server, lo, hi) if traces is not None else {}
+        server = server_window(traces.server, lo, hi) if traces is not None else ServerWindow()
         gpu, gpu_spec = gpu_in_window(traces.gpu if traces is not None else (), lo, hi)
         with self._lock:
             frames = list(self._frames)
@@ -180,14 +190,14 @@ class StepDiagnoser:
         percentiles = server_percentiles_line(latency)
         if percentiles:
             verdict["evidence"].append(percentiles)
-        diagnosis: dict[str, Any] = {
-            "server_latency": latency,
-            "ttft_breakdown": breakdown,
-            "e2e_breakdown": e2e,
-            "roofline": roofline,
-            "bottleneck": verdict,
-        }
-        diagnosis["prefix_cache_warning"] = self._cold_warning(result, every, traces)
+        diagnosis = StepDiagnosis(
+            server_latency=latency,
+            ttft_breakdown=breakdown,
+            e2e_breakdown=e2e,
+            roofline=roofline,
+            bottleneck=verdict,
+            prefix_cache_warning=self._cold_warning(result, every, traces),
+        )
         self._previous = result
         self.diagnoses[result.index] = diagnosis
         return diagnosis
@@ -198,17 +208,18 @@ class StepDiagnoser:
             diagnosis = self.diagnoses.get(result.index) or self.diagnose(result)
         except Exception as exc:  # noqa: BLE001 - runs on the engine's reader thread: never kill it
             return f"bound by: not diagnosed ({type(exc).__name__}: {exc})"
-        if diagnosis["bottleneck"] is None:
+        if diagnosis.bottleneck is None:
             return "bound by: not diagnosed (the step has no window)"
-        return verdict_line(diagnosis["bottleneck"])
+        return verdict_line(diagnosis.bottleneck)
 
     def warnings(self, result: StepResult) -> list[str]:
         """The step's diagnosis warnings (a cold step served from cache) for `gputui run`."""
-        warning = self.diagnoses.get(result.index, {}).get("prefix_cache_warning")
-        return [str(warning)] if warning else []
+        diagnosis = self.diagnoses.get(result.index)
+        warning = diagnosis.prefix_cache_warning if diagnosis is not None else None
+        return [warning] if warning else []
 
     def _cold_warning(
-        self, result: StepResult, every: Sequence[RequestRecord], traces: Any
+        self, result: StepResult, every: Sequence[RequestRecord], traces: Traces | None
     ) -> str | None:
         if not self.expect_cold:
             return None
@@ -219,9 +230,12 @@ class StepDiagnoser:
     def attach(self, snapshot: Snapshot) -> Snapshot:
         """The snapshot with each step's diagnosis and the knee's explanation."""
         steps = tuple(
-            step.model_copy(update=self.diagnoses.get(step.index, {})) for step in snapshot.steps
+            step.model_copy(update=d.fields())
+            if (d := self.diagnoses.get(step.index)) is not None
+            else step
+            for step in snapshot.steps
         )
-        update: dict[str, Any] = {"steps": steps}
+        update: dict[str, object] = {"steps": steps}
         capacity = snapshot.capacity
         if capacity is not None:
             at = next((s for s in steps if s.level == capacity.level and s.bottleneck), None)
@@ -245,7 +259,7 @@ class StepDiagnoser:
         *,
         rtt_ns: int,
         next_step: bool,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         """`records`: the run's; `measured`: this step's ok ones sent in its window."""
         lo, hi = window
         timed = server_latency_from_timings(measured)
@@ -293,9 +307,9 @@ class StepDiagnoser:
         self,
         result: StepResult,
         measured_ok: Sequence[RequestRecord],
-        server: dict[str, Any],
-        gpu_spec: Any,
-    ) -> dict[str, Any] | None:
+        server: ServerWindow,
+        gpu_spec: GpuSpec | None,
+    ) -> Flat | None:
         # Ok requests' usage counts; failed ones (timeouts) only say what they asked for.
         asked = [r.input_tokens or r.requested_input_tokens for r in measured_ok]
         inputs = [n for n in asked if n is not None]
@@ -332,33 +346,43 @@ def _end(start_ns: int, shifted_ns: int, later_ns: Sequence[int | None]) -> int:
     return min(seen, default=shifted_ns)
 
 
-def _ms(value: float) -> str:
-    return f"{value * 1e3:.0f}"
+def _ms(part: Flat, key: str) -> str:
+    return f"{(number(part, key) or 0.0) * 1e3:.0f}"
 
 
-def knee_explanation(knee_level: float, steps: Sequence[dict[str, Any]]) -> str | None:
-    """'knee at 32: <evidence of the first step past it>; TTFT 620 ms = queue 410 + ...'."""
+def knee_explanation(knee_level: float, steps: Sequence[Mapping[str, object]]) -> str | None:
+    """'knee at 32: <evidence of the first step past it>; TTFT 620 ms = queue 410 + ...'.
+
+    `steps`: each step's `level` with its diagnosis's parts (`StepDiagnosis.fields`).
+    """
     past = sorted(
-        (s for s in steps if s.get("level", 0) > knee_level and s.get("bottleneck")),
-        key=lambda s: float(s["level"]),
+        (
+            (level, step, verdict)
+            for step in steps
+            if (level := number(step, "level") or 0.0) > knee_level
+            and step.get("bottleneck")
+            and (verdict := bottleneck_verdict(step.get("bottleneck"))) is not None
+        ),
+        key=lambda found: found[0],
     )
     if not past:
         return None
-    step = past[0]
-    verdict = step["bottleneck"]
-    queue_bits = [e for e in verdict["evidence"] if "waiting" in e or "KV" in e]
+    level, step, verdict = past[0]
+    evidence = verdict["evidence"]
+    queue_bits = [e for e in evidence if "waiting" in e or "KV" in e]
     if verdict["verdict"] in SATURATION_VERDICTS or verdict.get("low_confidence"):
-        queue_bits = verdict["evidence"][:1]  # the cause's own evidence leads (metrics.saturation)
-    parts = [f"knee at {knee_level:g}: bound by {verdict['verdict']} at {float(step['level']):g}"]
+        queue_bits = evidence[:1]  # the cause's own evidence leads (metrics.saturation)
+    parts = [f"knee at {knee_level:g}: bound by {verdict['verdict']} at {level:g}"]
     if queue_bits:
         parts.append(queue_bits[0])
-    b = step.get("ttft_breakdown")
+    b = flat(step.get("ttft_breakdown"))
     if b:
-        other = b.get("server_other_s")
-        server = "" if other is None else f" + server other {_ms(other)}"
+        server = (
+            "" if b.get("server_other_s") is None else f" + server other {_ms(b, 'server_other_s')}"
+        )
         parts.append(
-            f"TTFT {_ms(b['ttft_s'])} ms = queue {_ms(b['queue_s'])} + prefill "
-            f"{_ms(b['prefill_s'])}{server} + network {_ms(b['network_s'])} + "
-            f"{client_label(b)} {_ms(b['client_s'])}"
+            f"TTFT {_ms(b, 'ttft_s')} ms = queue {_ms(b, 'queue_s')} + prefill "
+            f"{_ms(b, 'prefill_s')}{server} + network {_ms(b, 'network_s')} + "
+            f"{client_label(b)} {_ms(b, 'client_s')}"
         )
     return "; ".join(parts)

@@ -19,16 +19,18 @@ for `metrics.bottleneck.StepEvidence` or JSON-ready dicts for the snapshot:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, TypedDict
 
 import numpy as np
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.bottleneck import THROTTLE_CLOCK_RATIO, THROTTLE_REASON_MASK
+from gputui.metrics.json_read import number
 from gputui.metrics.saturation import RUNNING_CAP_SLACK
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import Flat
 from gputui.metrics.summary import Summary, summarize
 from gputui.telemetry.histogram_recorder import HistogramWindow
 from gputui.telemetry.latency_histograms import INTERPOLATION, quantile_text, summarize_histogram
@@ -46,28 +48,76 @@ class ClientFrame:
     """The engine processes' run-queue wait, % of wall time (engine.schedstat)."""
 
 
-def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> dict[str, Any]:
+class ServerWindow(TypedDict, total=False):
+    """The server's queue and KV facts inside a window (empty without samples)."""
+
+    waiting_max: int | None
+    waiting_growth: int | None
+    running_mean: float | None
+    running_max: int | None
+    running_at_max_share: float | None
+    waiting_mean: float | None
+    kv_usage_max: float | None
+    kv_capacity_tokens: int | None
+    preemptions: int | None
+
+
+class GpuWindow(TypedDict, total=False):
+    """The GPUs' utilisation and throttling inside a window (empty without samples)."""
+
+    gpu_util_mean_pct: float | None
+    clock_ratio_min: float | None
+    throttled_share: float
+    throttle_reasons: tuple[str, ...]
+
+
+class ClientWindow(TypedDict):
+    """The client's own health inside a window."""
+
+    client_cpu_mean_pct: float | None
+    client_run_wait_pct: float | None
+    client_cpu_max_pct: float | None
+    loop_lag_max_ms: float | None
+    dispatch_late_p95_ms: float | None
+
+
+class SaturationEvidence(TypedDict):
+    """The `StepEvidence` fields `metrics.saturation`'s rules read."""
+
+    itl_p50_s: float | None
+    itl_p95_s: float | None
+    output_tokens_per_s: float
+    previous_output_tokens_per_s: float | None
+    sla_failed: bool
+    running_max: int | None
+    running_at_max_share: float | None
+    waiting_mean: float | None
+    decode_compute_utilization: float | None
+    closed_loop_streams: float | None
+
+
+def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> ServerWindow:
     """Queue and KV facts of the server inside [lo, hi] (empty dict without samples)."""
     inside = [s for s in samples if lo_ns <= s.t_ns <= hi_ns]
     if not inside:
-        return {}
+        return ServerWindow()
     before = [s for s in samples if s.t_ns < lo_ns]
     waiting = [s.requests_waiting for s in inside if s.requests_waiting is not None]
     running = [s.requests_running for s in inside if s.requests_running is not None]
     kv = [s.kv_cache_usage for s in inside if s.kv_cache_usage is not None]
     capacity = [s.kv_capacity_tokens for s in inside if s.kv_capacity_tokens]
     pre = [s.preemptions_total for s in (before[-1:] + inside) if s.preemptions_total is not None]
-    return {
-        "waiting_max": max(waiting) if waiting else None,
-        "waiting_growth": waiting[-1] - waiting[0] if waiting else None,
-        "running_mean": float(np.mean(running)) if running else None,
-        "running_max": max(running) if running else None,
-        "running_at_max_share": _share_near_max(running),
-        "waiting_mean": float(np.mean(waiting)) if waiting else None,
-        "kv_usage_max": max(kv) if kv else None,
-        "kv_capacity_tokens": capacity[-1] if capacity else None,
-        "preemptions": pre[-1] - pre[0] if len(pre) >= 2 else (0 if pre else None),
-    }
+    return ServerWindow(
+        waiting_max=max(waiting) if waiting else None,
+        waiting_growth=waiting[-1] - waiting[0] if waiting else None,
+        running_mean=float(np.mean(running)) if running else None,
+        running_max=max(running) if running else None,
+        running_at_max_share=_share_near_max(running),
+        waiting_mean=float(np.mean(waiting)) if waiting else None,
+        kv_usage_max=max(kv) if kv else None,
+        kv_capacity_tokens=capacity[-1] if capacity else None,
+        preemptions=pre[-1] - pre[0] if len(pre) >= 2 else (0 if pre else None),
+    )
 
 
 def _share_near_max(values: Sequence[int]) -> float | None:
@@ -81,11 +131,11 @@ def _share_near_max(values: Sequence[int]) -> float | None:
 
 def gpu_window(
     samples: Sequence[GpuSample], lo_ns: int, hi_ns: int, max_clock_mhz: float | None
-) -> dict[str, Any]:
+) -> GpuWindow:
     """Utilisation and throttling of the GPUs inside [lo, hi] (empty dict without samples)."""
     inside = [s for s in samples if lo_ns <= s.t_ns <= hi_ns]
     if not inside:
-        return {}
+        return GpuWindow()
     util = [s.utilization_gpu_pct for s in inside if s.utilization_gpu_pct is not None]
     throttled = 0
     ratios: list[float] = []
@@ -100,17 +150,17 @@ def gpu_window(
         if mask & THROTTLE_REASON_MASK and (ratio is None or ratio < THROTTLE_CLOCK_RATIO):
             throttled += 1
             reasons.update(r for r in (s.throttle_reasons or ()) if r != "gpu_idle")
-    return {
-        "gpu_util_mean_pct": float(np.mean(util)) if util else None,
-        "clock_ratio_min": min(ratios) if ratios else None,
-        "throttled_share": throttled / len(inside),
-        "throttle_reasons": tuple(sorted(reasons)),
-    }
+    return GpuWindow(
+        gpu_util_mean_pct=float(np.mean(util)) if util else None,
+        clock_ratio_min=min(ratios) if ratios else None,
+        throttled_share=throttled / len(inside),
+        throttle_reasons=tuple(sorted(reasons)),
+    )
 
 
 def client_window(
     frames: Sequence[ClientFrame], records: Sequence[RequestRecord], lo_ns: int, hi_ns: int
-) -> dict[str, Any]:
+) -> ClientWindow:
     """The client's own health inside [lo, hi]."""
     inside = [f for f in frames if lo_ns <= f.t_ns <= hi_ns]
     late = [
@@ -119,15 +169,13 @@ def client_window(
         if r.queued_ns is not None and lo_ns <= r.sent_ns < hi_ns
     ]
     waits = [f.run_wait_pct for f in inside if f.run_wait_pct is not None]
-    return {
-        "client_cpu_mean_pct": float(np.mean([f.busiest_cpu_pct for f in inside]))
-        if inside
-        else None,
-        "client_run_wait_pct": float(np.mean(waits)) if waits else None,
-        "client_cpu_max_pct": max(f.busiest_cpu_pct for f in inside) if inside else None,
-        "loop_lag_max_ms": max(f.loop_lag_ms for f in inside) if inside else None,
-        "dispatch_late_p95_ms": float(np.percentile(late, 95)) if late else None,
-    }
+    return ClientWindow(
+        client_cpu_mean_pct=float(np.mean([f.busiest_cpu_pct for f in inside])) if inside else None,
+        client_run_wait_pct=float(np.mean(waits)) if waits else None,
+        client_cpu_max_pct=max(f.busiest_cpu_pct for f in inside) if inside else None,
+        loop_lag_max_ms=max(f.loop_lag_ms for f in inside) if inside else None,
+        dispatch_late_p95_ms=float(np.percentile(late, 95)) if late else None,
+    )
 
 
 _FIRST_TOKEN = ("ttft", "itl")
@@ -136,9 +184,9 @@ _FIRST_TOKEN = ("ttft", "itl")
 
 def server_latency_from_histograms(
     first_token: HistogramWindow | None, finish: HistogramWindow | None, origin_ns: int
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """`steps[].server_latency` from the histograms' change over the step's two windows."""
-    out: dict[str, Any] = {"source": "histograms", "interpolation": INTERPOLATION}
+    out: dict[str, object] = {"source": "histograms", "interpolation": INTERPOLATION}
     windows: dict[str, list[float]] = {}
     for label, window, wanted in (
         ("first_token", first_token, True),
@@ -160,7 +208,7 @@ def server_latency_from_histograms(
     return out
 
 
-def _stats(summary: Summary) -> dict[str, Any]:
+def _stats(summary: Summary) -> dict[str, float | None]:
     return {
         "mean": summary.mean,
         "p50": summary.p50,
@@ -171,7 +219,7 @@ def _stats(summary: Summary) -> dict[str, Any]:
     }
 
 
-def server_latency_from_timings(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+def server_latency_from_timings(records: Sequence[RequestRecord]) -> dict[str, object] | None:
     """`steps[].server_latency` from llama.cpp's per-request `timings` (exact per request)."""
     timed = [r.server_timings for r in records if r.ok and r.server_timings is not None]
     prompt = [t.prompt_ms / 1e3 for t in timed if t.prompt_ms is not None]
@@ -199,7 +247,7 @@ def server_latency_from_timings(records: Sequence[RequestRecord]) -> dict[str, A
 _SHOWN: Final = (("ttft_s", "TTFT"), ("queue_s", "queue"), ("prefill_s", "prefill"))
 
 
-def server_percentiles_line(latency: dict[str, Any] | None) -> str | None:
+def server_percentiles_line(latency: Mapping[str, object] | None) -> str | None:
     """'server p50 (p95): TTFT 34.2 ms (61 ms), queue < 0.3 s (< 0.3 s), prefill ...' or None."""
     if latency is None:
         return None
@@ -214,19 +262,19 @@ def server_percentiles_line(latency: dict[str, Any] | None) -> str | None:
 def saturation_evidence(
     result: StepResult,
     previous: StepResult | None,
-    server: dict[str, Any],
-    roofline: dict[str, Any] | None,
-) -> dict[str, Any]:
+    server: ServerWindow,
+    roofline: Flat | None,
+) -> SaturationEvidence:
     """The `StepEvidence` fields `metrics.saturation`'s rules read, from the step and its window."""
-    return {
-        "itl_p50_s": result.itl_s.p50,
-        "itl_p95_s": result.itl_s.p95,
-        "output_tokens_per_s": result.output_tokens_per_s,
-        "previous_output_tokens_per_s": previous.output_tokens_per_s if previous else None,
-        "sla_failed": not result.sla_ok or result.sla_verdict == "fail",
-        "running_max": server.get("running_max"),
-        "running_at_max_share": server.get("running_at_max_share"),
-        "waiting_mean": server.get("waiting_mean"),
-        "decode_compute_utilization": (roofline or {}).get("decode_compute_utilization"),
-        "closed_loop_streams": result.level if result.mode == "concurrency" else None,
-    }
+    return SaturationEvidence(
+        itl_p50_s=result.itl_s.p50,
+        itl_p95_s=result.itl_s.p95,
+        output_tokens_per_s=result.output_tokens_per_s,
+        previous_output_tokens_per_s=previous.output_tokens_per_s if previous else None,
+        sla_failed=not result.sla_ok or result.sla_verdict == "fail",
+        running_max=server.get("running_max"),
+        running_at_max_share=server.get("running_at_max_share"),
+        waiting_mean=server.get("waiting_mean"),
+        decode_compute_utilization=number(roofline, "decode_compute_utilization"),
+        closed_loop_streams=result.level if result.mode == "concurrency" else None,
+    )

@@ -4,7 +4,7 @@ Contract: `gputui.frontends.live.LiveController` owns one `LiveJobs`, built with
 the Session, the settings, the lock that guards the load's mode and level, and the controller as
 its `LoadHost` (the level now, follow a step's level, whether a job may start), and the event log.
 `LiveJobs` runs the jobs on the Session through its own `AutoControl` and keeps `control`
-("operator", "holding" or "auto"). Any load command takes control back first (`take_control`),
+("operator", "holding" or "auto"). Every load command takes control back first (`take_control`),
 and a job is refused, with an event, while not connected or paused.
 """
 

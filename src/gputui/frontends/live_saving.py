@@ -139,7 +139,7 @@ class LiveSaver:
             client_extra={
                 "workers": settings.workers,
                 "ray": settings.ray_address,
-                **self._trace.saturation(),
+                **self._trace.saturation().to_json(),
             },
             price_per_hour=settings.price_per_hour,
             precision=settings.precision,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig
@@ -49,7 +49,7 @@ class LiveSettings:
     (`--target-precision`)."""
     max_step_s: float | None = None
     """`--max-step-seconds`: the longest a held or auto step runs (None: the shared default)."""
-    workload_details: dict[str, Any] = field(default_factory=dict)
+    workload_details: dict[str, object] = field(default_factory=dict)
     """The prepared workload's snapshot fields (`workloads.prepare.PreparedRun.details`)."""
     notices: tuple[str, ...] = ()
     """What the header must say about the prompts (`workloads.report.prompt_notices`)."""

@@ -11,10 +11,9 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from gputui.control.plans import FixedLevels, KneeSweepPlan, Repeats, RepeatTally, ValidateRate
-from gputui.control.repeats import fresh_start, spread_lines
+from gputui.control.repeats import fresh_start
 from gputui.control.runner import Plan, PlanRunner
 from gputui.control.sweep import BurstFirer, InFlightTrace, burst_recoveries
 from gputui.frontends.run_args import (
@@ -27,7 +26,9 @@ from gputui.frontends.run_setup import ReadyRun, RunPlan, plan_run, prepare_run
 from gputui.metrics.client_state import run_warning
 from gputui.metrics.knee_sweep import gains_line
 from gputui.metrics.prefix_cache import step_cache_line
+from gputui.metrics.repeats import spread_lines
 from gputui.metrics.sla import Sla
+from gputui.metrics.validation import ValidationHold
 from gputui.session import Session
 from gputui.settings import LoadPlanFlags, RunOptions
 from gputui.snapshot.assemble import RunInfo, journal_header, journal_lines, save_session
@@ -46,7 +47,7 @@ class _Outcome:
     auto_reason: str | None = None
     knee_gains: tuple[tuple[float, float], ...] = ()
     knee_level: float | None = None
-    validation: dict[str, Any] | None = None
+    validation: ValidationHold | None = None
     deadline_ns: int = 0
 
 
@@ -125,7 +126,11 @@ def run_command(options: RunOptions) -> int:
         if outcome.knee_level is not None
         else None,
         repeats=repeats.spread() if load.repeats > 1 else None,
-        client_extra={"workers": settings.workers, "ray": settings.ray, **trace.saturation()},
+        client_extra={
+            "workers": settings.workers,
+            "ray": settings.ray,
+            **trace.saturation().to_json(),
+        },
         backend=backend_name(ready.checked.backend, sampler.latest().server),
     )
     snapshot = save_session(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -48,7 +47,7 @@ def describe_plan(load: LoadPlanFlags, mode: LoadMode, levels: list[float]) -> s
     return f"{mode} {','.join(f'{x:g}' for x in levels)}"
 
 
-def parse_extra_body(text: str | None) -> dict[str, Any]:
+def parse_extra_body(text: str | None) -> dict[str, object]:
     if not text:
         return {}
     try:

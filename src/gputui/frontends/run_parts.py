@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.frontends.run_printer import StepPrinter
@@ -25,7 +24,7 @@ def open_journal(
     folder: Path,
     header: JournalHeader,
     printer: StepPrinter,
-    extra_lines: Callable[[], list[dict[str, Any]]],
+    extra_lines: Callable[[], list[dict[str, object]]],
 ) -> Path | None:
     """The run's crash journal beside its snapshot (a run without one still runs)."""
     try:
@@ -51,7 +50,7 @@ class SignalStopper:
         self.fired = threading.Event()
         self.signal_name: str | None = None
         self.signal_number = 0
-        self._previous: dict[int, Any] = {}
+        self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
 
     def __enter__(self) -> SignalStopper:
         for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from gputui.control.rules import StepLimits
 from gputui.engine.arrivals import Arrival
@@ -53,7 +52,7 @@ class RunPlan:
     scenario: Scenario | None
     settings: SessionSettings
     workload: WorkloadConfig
-    extra_body: dict[str, Any]
+    extra_body: dict[str, object]
     out: Path
     vram_bandwidth: float | None
     mode: LoadMode

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.load import LoadMode
@@ -23,6 +22,7 @@ from gputui.metrics.knee import Knee, knee_from_steps
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.session import StatsFrame
 from gputui.session.events import TARGET_DOWN as TARGET_DOWN
 from gputui.session.events import EventKind as EventKind
@@ -80,19 +80,20 @@ class LiveView:
     """Who sets the load: "operator", "holding" (until precise) or "auto" (the sweep)."""
     target_precision: float = DEFAULT_TARGET_PRECISION
     """The relative CI half-width a step is precise at (the header's ± turns ok under it)."""
-    diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    diagnoses: Mapping[int, StepDiagnosis] = field(default_factory=lambda: _EMPTY)
     """Each finished step's diagnosis by step index (`bottleneck`, `ttft_breakdown`, ...)."""
     knee_explanation: str | None = None
     """'knee at 32: bound by queue at 64; ...': the verdict of the first step past the knee."""
     price_per_hour: float | None = None
     """The node's hourly price (--price-per-hour, or the settings dialog), for the cost."""
 
-    def diagnosis(self, step: StepResult) -> Mapping[str, Any]:
-        """The step's diagnosis (empty when it has none)."""
-        return self.diagnoses.get(step.index) or _EMPTY
+    def diagnosis(self, step: StepResult) -> StepDiagnosis:
+        """The step's diagnosis (every part None when it has none)."""
+        return self.diagnoses.get(step.index) or _UNDIAGNOSED
 
 
-_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+_EMPTY: Mapping[int, StepDiagnosis] = MappingProxyType({})
+_UNDIAGNOSED = StepDiagnosis()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,7 @@ class ViewInputs:
     journal_path: Path | None = None
     stopped: bool = False
     workload: WorkloadProgress | None = None
-    diagnoses: Mapping[int, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    diagnoses: Mapping[int, StepDiagnosis] = field(default_factory=lambda: _EMPTY)
     control: str = "operator"
     target_precision: float = DEFAULT_TARGET_PRECISION
     notices: tuple[str, ...] = ()
@@ -177,13 +178,13 @@ def build_view(inputs: ViewInputs) -> LiveView:
 
 
 def _knee_explanation(
-    knee: Knee | None, steps: tuple[StepResult, ...], diagnoses: Mapping[int, Mapping[str, Any]]
+    knee: Knee | None, steps: tuple[StepResult, ...], diagnoses: Mapping[int, StepDiagnosis]
 ) -> str | None:
     """The knee's explanation from the diagnosed steps (the one `gputui run` writes)."""
     if knee is None or not diagnoses:
         return None
     rows = [
-        {"level": s.level, **diagnoses[s.index]}
+        {"level": s.level, **diagnoses[s.index].fields()}
         for s in steps
         if s.index in diagnoses and s.mode == knee.mode
     ]

@@ -49,16 +49,19 @@ for the help screen.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 from gputui.metrics.client_state import HOST_CONTENDED, client_state, state_evidence
 from gputui.metrics.error_log import errors_text
+from gputui.metrics.json_read import number
 from gputui.metrics.saturation import (
     SATURATION_VERDICTS,
     explain_saturation,
     refine_bandwidth,
     refine_queue,
 )
+from gputui.metrics.step_diagnosis import BottleneckVerdict, Flat
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import client_label
 
@@ -98,7 +101,8 @@ VERDICTS: Final[dict[str, str]] = {
 """Each verdict in one line (the help screen shows these)."""
 
 
-def _ms(value_s: float) -> str:
+def _ms(value_s: float | None) -> str:
+    value_s = value_s or 0.0
     return f"{value_s * 1e3:.0f} ms" if value_s >= 0.0095 else f"{value_s * 1e3:.1f} ms"
 
 
@@ -126,29 +130,31 @@ def _rise(now: float | None, before: float | None) -> float | None:
     return now / before - 1.0
 
 
-def breakdown_text(b: dict[str, Any]) -> str:
+def breakdown_text(b: Flat) -> str:
     """'TTFT 49 ms = queue 0.0 ms + prefill 25 ms + server other 9.0 ms + network ... + client ...'.
 
     Without the server's own TTFT the last part reads 'client+server' (see
     metrics.ttft_breakdown: the server's rest could not be split from the client's).
     """
-    other = b.get("server_other_s")
+    other = number(b, "server_other_s")
     server = "" if other is None else f" + server other {_ms(other)}"
     client = client_label(b)
+    ttft, queue, prefill = number(b, "ttft_s"), number(b, "queue_s"), number(b, "prefill_s")
+    network, rest = number(b, "network_s"), number(b, "client_s")
     return (
-        f"TTFT {_ms(b['ttft_s'])} = queue {_ms(b['queue_s'])} + prefill {_ms(b['prefill_s'])}"
-        f"{server} + network {_ms(b['network_s'])} + {client} {_ms(b['client_s'])}"
+        f"TTFT {_ms(ttft)} = queue {_ms(queue)} + prefill {_ms(prefill)}"
+        f"{server} + network {_ms(network)} + {client} {_ms(rest)}"
     )
 
 
-def _unexplained_hint(b: dict[str, Any]) -> str | None:
+def _unexplained_hint(b: Flat) -> str | None:
     """Why the measured parts do not add up to the TTFT, when they do not (None when they do).
 
     Over CONSISTENT_HIGH the server's histogram window caught other requests (a load change inside
     it). Under CONSISTENT_LOW with the server's own TTFT split off, the rest lies outside the
     server and the network: the client's. Without it, the server's own overhead is in the rest.
     """
-    share = b["explained_share"]
+    share = number(b, "explained_share") or 0.0
     if CONSISTENT_LOW <= share <= CONSISTENT_HIGH:
         return None
     if share > CONSISTENT_HIGH:
@@ -159,7 +165,7 @@ def _unexplained_hint(b: dict[str, Any]) -> str | None:
     if b.get("server_other_s") is not None:
         return (
             f"server and network explain {share:.0%} of TTFT: the rest "
-            f"({_ms(b['client_s'])}) is the client's"
+            f"({_ms(number(b, 'client_s'))}) is the client's"
         )
     return (
         f"queue, prefill and network explain {share:.0%} of TTFT: the rest holds the server's "
@@ -180,7 +186,7 @@ class _Findings:
             self.verdict = name
 
 
-def bottleneck(e: StepEvidence) -> dict[str, Any]:
+def bottleneck(e: StepEvidence) -> BottleneckVerdict:
     """The verdict and its evidence (rules and order in the module docstring)."""
     found = _Findings()
     kv_full = (e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL) or (
@@ -207,14 +213,14 @@ def bottleneck(e: StepEvidence) -> dict[str, Any]:
     if finding is not None:
         found.verdict = finding.verdict
         lines = [*finding.evidence, *lines]
-    return {
-        "verdict": found.verdict or "none",
-        "evidence": lines,
-        "suspect": bool(client),
-        "throttled": throttled,
-        "low_confidence": bool(finding and finding.low_confidence),
-        "client_state": state,
-    }
+    return BottleneckVerdict(
+        verdict=found.verdict or "none",
+        evidence=lines,
+        suspect=bool(client),
+        throttled=throttled,
+        low_confidence=bool(finding and finding.low_confidence),
+        client_state=state,
+    )
 
 
 def _errors_rule(e: StepEvidence, found: _Findings) -> bool:
@@ -275,9 +281,9 @@ def _throttle_rule(e: StepEvidence, found: _Findings) -> bool:
 def _ttft_rules(e: StepEvidence, found: _Findings, *, kv_full: bool, server_queued: bool) -> None:
     """3.-5. network, queue and prefill compute, from the shares of TTFT and the server's queue."""
     b = e.breakdown
-    ttft = b["ttft_s"] if b else None
+    ttft = number(b, "ttft_s")
     if b is not None and ttft:
-        if b["network_share"] >= NETWORK_SHARE:
+        if (number(b, "network_share") or 0.0) >= NETWORK_SHARE:
             found.decide("network")
         hint = _unexplained_hint(b)
         if hint:
@@ -285,8 +291,9 @@ def _ttft_rules(e: StepEvidence, found: _Findings, *, kv_full: bool, server_queu
         found.lines.append(breakdown_text(b))
     # A breakdown whose measured parts overshoot the TTFT came from a window that caught another
     # load level's requests (a step shorter than a few request lifetimes): its shares mislead.
-    consistent = b is not None and CONSISTENT_LOW <= b["explained_share"] <= CONSISTENT_HIGH
-    queue_share = b["queue_share"] if b and consistent else None
+    explained = number(b, "explained_share")
+    consistent = explained is not None and CONSISTENT_LOW <= explained <= CONSISTENT_HIGH
+    queue_share = number(b, "queue_share") if consistent else None
     if (queue_share is not None and queue_share >= QUEUE_SHARE) or server_queued:
         found.decide("queue")
     queue_bits = _queue_bits(e, kv_full=kv_full)
@@ -294,7 +301,8 @@ def _ttft_rules(e: StepEvidence, found: _Findings, *, kv_full: bool, server_queu
         found.lines.append(", ".join(queue_bits))
     compute = e.prefill_compute_utilization
     if b is not None and compute is not None:
-        if consistent and b["prefill_share"] >= PREFILL_SHARE and compute >= COMPUTE_HIGH:
+        prefill_share = number(b, "prefill_share") or 0.0
+        if consistent and prefill_share >= PREFILL_SHARE and compute >= COMPUTE_HIGH:
             found.decide("prefill-compute")
         found.lines.append(f"prefill at {_pct(compute)} of peak FLOP/s")
 
@@ -346,9 +354,10 @@ def _overhead_rule(e: StepEvidence, found: _Findings) -> None:
         found.lines.append(f"GPU busy {util:.0f} % while latency rose {rise:.0%}")
 
 
-def verdict_line(diagnosis: dict[str, Any]) -> str:
+def verdict_line(diagnosis: Mapping[str, object]) -> str:
     """'bound by queue: KV cache full 97 %, 41 waiting, 24 preemptions; TTFT ...' for one step."""
-    evidence = "; ".join(diagnosis.get("evidence") or [])
+    found = diagnosis.get("evidence")
+    evidence = "; ".join(str(e) for e in found) if isinstance(found, list) else ""
     flags = []
     if diagnosis.get("suspect"):
         flags.append(f"SUSPECT: {diagnosis.get('client_state') or 'client-bound'}")
@@ -357,4 +366,4 @@ def verdict_line(diagnosis: dict[str, Any]) -> str:
     if diagnosis.get("low_confidence"):
         flags.append("likely: the evidence is thin")
     tail = f" [{', '.join(flags)}]" if flags else ""
-    return f"bound by {diagnosis['verdict']}{': ' + evidence if evidence else ''}{tail}"
+    return f"bound by {diagnosis.get('verdict')}{': ' + evidence if evidence else ''}{tail}"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from gputui.metrics.capacity import (
     Capacity,
@@ -36,6 +36,7 @@ from gputui.metrics.capacity import (
 from gputui.metrics.confidence import min_n_two_sided
 from gputui.metrics.sla import Sla, step_meets_sla
 from gputui.metrics.step import StepMode
+from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.metrics.verdict import Verdict, judge_step
 
 P95_DECIDING_N = min_n_two_sided(0.95)
@@ -46,7 +47,7 @@ def judged_capacity(
     steps: Sequence[CapacityStep],
     sla: Sla,
     mode: StepMode | None = None,
-    diagnoses: Mapping[int, Mapping[str, Any]] | None = None,
+    diagnoses: Mapping[int, StepDiagnosis] | None = None,
 ) -> CapacityResult:
     """The qualified capacity, else a provisional one, with its caveats (module contract)."""
     result = qualified_capacity(steps, sla, mode)
@@ -106,7 +107,7 @@ def _caveats(
     steps: Sequence[CapacityStep],
     sla: Sla,
     capacity: Capacity,
-    diagnoses: Mapping[int, Mapping[str, Any]],
+    diagnoses: Mapping[int, StepDiagnosis],
 ) -> list[str]:
     mine = _mine(steps, capacity.mode)
     lower_failed = sorted(
@@ -130,12 +131,10 @@ def _caveats(
     return out
 
 
-def _bottleneck(
-    step: CapacityStep, diagnoses: Mapping[int, Mapping[str, Any]]
-) -> Mapping[str, Any]:
+def _bottleneck(step: CapacityStep, diagnoses: Mapping[int, StepDiagnosis]) -> Mapping[str, object]:
     index = getattr(step, "index", None)
     found = diagnoses.get(index) if isinstance(index, int) else None
-    verdict = (found or {}).get("bottleneck") if found else getattr(step, "bottleneck", None)
+    verdict = found.bottleneck if found is not None else getattr(step, "bottleneck", None)
     return verdict if isinstance(verdict, Mapping) else {}
 
 

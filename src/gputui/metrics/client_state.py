@@ -17,8 +17,9 @@ waited 20 % of the time, its loop 25 ms late; a client at its own limit runs far
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 HOST_WAIT_PCT: Final = 10.0
 """100 ms per second in the run queue: events are then routinely tens of ms late."""
@@ -73,8 +74,41 @@ def state_evidence(state: str, cpu_pct: float | None, wait_pct: float | None) ->
     return f"{state}: {cpu}, {wait}: {ADVICE[state]}"
 
 
+@dataclass(frozen=True, slots=True)
+class ClientSaturation:
+    """How often the published frames found the client saturated or the host contended."""
+
+    saturated_share: float
+    host_contended_share: float
+    busiest_worker_cpu_percent_max: float | None
+    busiest_worker_cpu_percent_mean: float | None
+
+    def to_json(self) -> dict[str, float | None]:
+        """The snapshot's `client` keys, in their saved order."""
+        return {
+            "saturated_share": self.saturated_share,
+            "host_contended_share": self.host_contended_share,
+            "busiest_worker_cpu_percent_max": self.busiest_worker_cpu_percent_max,
+            "busiest_worker_cpu_percent_mean": self.busiest_worker_cpu_percent_mean,
+        }
+
+
+def client_saturation(
+    saturated: Sequence[bool], contended: Sequence[bool], busiest_cpu_pct: Sequence[float]
+) -> ClientSaturation:
+    """The shares of frames saturated and contended, and the busiest engine process's CPU."""
+    frames = len(saturated)
+    cpu = busiest_cpu_pct
+    return ClientSaturation(
+        saturated_share=round(sum(saturated) / frames if frames else 0.0, 3),
+        host_contended_share=round(sum(contended) / frames, 3) if frames else 0.0,
+        busiest_worker_cpu_percent_max=round(max(cpu), 1) if cpu else None,
+        busiest_worker_cpu_percent_mean=round(sum(cpu) / len(cpu), 1) if cpu else None,
+    )
+
+
 def run_warning(
-    saturation: dict[str, Any], verdicts: Sequence[dict[str, Any] | None]
+    saturation: ClientSaturation, verdicts: Sequence[Mapping[str, object] | None]
 ) -> str | None:
     """The run's closing warning about its client, following the steps' verdicts.
 
@@ -84,7 +118,7 @@ def run_warning(
     """
     states = [v.get("client_state") for v in verdicts if v]
     contended = states.count(HOST_CONTENDED)
-    share = float(saturation.get("saturated_share") or 0.0)
+    share = saturation.saturated_share
     if contended and contended >= states.count(CLIENT_BOUND):
         return (
             f"warning: the host was contended in {contended} of {len(states)} steps (the client "
@@ -94,7 +128,7 @@ def run_warning(
     if share > 0.05:
         return (
             f"warning: the client itself was saturated in {share:.0%} of the run (busiest engine "
-            f"process up to {saturation.get('busiest_worker_cpu_percent_max')}% CPU): its "
+            f"process up to {saturation.busiest_worker_cpu_percent_max}% CPU): its "
             "timings include its own queueing; rerun with more --workers"
         )
     return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -27,17 +27,57 @@ if TYPE_CHECKING:
     from gputui.metrics.prefix_cache import PrefixCacheMeter
 
 
-def _dist(values: Sequence[float]) -> dict[str, float] | None:
+class Distribution(TypedDict):
+    """Mean, percentiles and maximum of some values."""
+
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    max: float
+
+
+class TurnRow(TypedDict):
+    """One turn of the conversations (`turns[]`, `conversations.turns_by_turn[]`)."""
+
+    turn: int
+    requests: int
+    ok: int
+    ttft_s: Distribution | None
+    input_tokens_mean: float | None
+    prefix_cache_hit_rate: float | None
+    prefix_cache_source: str | None
+
+
+class ConversationStats(TypedDict):
+    """Conversations started and complete, and the E2E of the complete ones."""
+
+    started: int
+    complete: int
+    turns: int
+    e2e_s: Distribution | None
+
+
+class DispatchLateness(TypedDict):
+    """Send time minus schedule, in ms (`dispatch_lateness`)."""
+
+    count: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def _dist(values: Sequence[float]) -> Distribution | None:
     if not values:
         return None
     arr = np.asarray(values, dtype=np.float64)
-    return {
-        "mean": float(arr.mean()),
-        "p50": float(np.percentile(arr, 50)),
-        "p95": float(np.percentile(arr, 95)),
-        "p99": float(np.percentile(arr, 99)),
-        "max": float(arr.max()),
-    }
+    return Distribution(
+        mean=float(arr.mean()),
+        p50=float(np.percentile(arr, 50)),
+        p95=float(np.percentile(arr, 95)),
+        p99=float(np.percentile(arr, 99)),
+        max=float(arr.max()),
+    )
 
 
 def hit_rate(records: Sequence[RequestRecord]) -> float | None:
@@ -53,13 +93,13 @@ def hit_rate(records: Sequence[RequestRecord]) -> float | None:
 
 def turn_stats(
     records: Sequence[RequestRecord], meter: PrefixCacheMeter | None = None
-) -> list[dict[str, Any]]:
+) -> list[TurnRow]:
     """One row per turn: requests, TTFT, mean prompt and cached tokens, hit rate and its source."""
     by_turn: dict[int, list[RequestRecord]] = defaultdict(list)
     for r in records:
         if r.turn is not None:
             by_turn[r.turn].append(r)
-    rows = []
+    rows: list[TurnRow] = []
     for turn in sorted(by_turn):
         group = by_turn[turn]
         ok = [r for r in group if r.ok]
@@ -69,20 +109,20 @@ def turn_stats(
         rate = share.hit_rate if share is not None else hit_rate(ok)
         source = share.source if share is not None else "usage" if rate is not None else None
         rows.append(
-            {
-                "turn": turn,
-                "requests": len(group),
-                "ok": len(ok),
-                "ttft_s": _dist(ttft),
-                "input_tokens_mean": float(np.mean(prompts)) if prompts else None,
-                "prefix_cache_hit_rate": rate,
-                "prefix_cache_source": source,
-            }
+            TurnRow(
+                turn=turn,
+                requests=len(group),
+                ok=len(ok),
+                ttft_s=_dist(ttft),
+                input_tokens_mean=float(np.mean(prompts)) if prompts else None,
+                prefix_cache_hit_rate=rate,
+                prefix_cache_source=source,
+            )
         )
     return rows
 
 
-def conversation_stats(records: Sequence[RequestRecord], turns: int) -> dict[str, Any]:
+def conversation_stats(records: Sequence[RequestRecord], turns: int) -> ConversationStats:
     """How many conversations started and completed, and the E2E of the complete ones."""
     by: dict[int, list[RequestRecord]] = defaultdict(list)
     for r in records:
@@ -93,10 +133,10 @@ def conversation_stats(records: Sequence[RequestRecord], turns: int) -> dict[str
         ok = [r for r in group if r.ok]
         if len(ok) == turns and {r.turn for r in ok} == set(range(1, turns + 1)):
             e2e.append((max(r.end_ns for r in ok) - min(r.sent_ns for r in ok)) / 1e9)
-    return {"started": len(by), "complete": len(e2e), "turns": turns, "e2e_s": _dist(e2e)}
+    return ConversationStats(started=len(by), complete=len(e2e), turns=turns, e2e_s=_dist(e2e))
 
 
-def dispatch_lateness(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+def dispatch_lateness(records: Sequence[RequestRecord]) -> DispatchLateness | None:
     """Lateness of each scheduled send against its schedule, in ms (None: nothing scheduled)."""
     late = [
         (r.sent_ns - r.queued_ns - (r.connect_ns or 0)) / 1e6
@@ -107,9 +147,6 @@ def dispatch_lateness(records: Sequence[RequestRecord]) -> dict[str, Any] | None
         return None
     stats = _dist(late)
     assert stats is not None
-    return {
-        "count": len(late),
-        "p50_ms": stats["p50"],
-        "p99_ms": stats["p99"],
-        "max_ms": stats["max"],
-    }
+    return DispatchLateness(
+        count=len(late), p50_ms=stats["p50"], p99_ms=stats["p99"], max_ms=stats["max"]
+    )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from gputui.engine.records import RequestRecord
 
@@ -108,16 +108,30 @@ def errors_text(counts: dict[str, int], messages: dict[str, list[str]]) -> str:
     return "; ".join(parts)
 
 
-def step_error_evidence(records: Sequence[RequestRecord], result: Any) -> dict[str, Any]:
-    """The `errors` rule's fields of `StepEvidence` for a step's records and its StepResult."""
+class ErrorEvidence(TypedDict):
+    """The `errors` rule's fields of `StepEvidence`."""
+
+    step_requests: int
+    step_errors: dict[str, int]
+    step_rejections: int
+    error_messages: dict[str, list[str]] | None
+    ended_early: str | None
+
+
+def step_error_evidence(
+    records: Sequence[RequestRecord],
+    error_messages: dict[str, list[str]] | None,
+    ended_early: str | None,
+) -> ErrorEvidence:
+    """The `errors` rule's fields for a step's records and what its StepResult says of them."""
     failed = Counter(r.error or "unknown" for r in records if not r.ok)
-    return {
-        "step_requests": len(records),
-        "step_errors": dict(failed),
-        "step_rejections": sum(1 for r in records if is_rejection(r)),
-        "error_messages": getattr(result, "error_messages", None),
-        "ended_early": getattr(result, "ended_early", None),
-    }
+    return ErrorEvidence(
+        step_requests=len(records),
+        step_errors=dict(failed),
+        step_rejections=sum(1 for r in records if is_rejection(r)),
+        error_messages=error_messages,
+        ended_early=ended_early,
+    )
 
 
 class ErrorLog:

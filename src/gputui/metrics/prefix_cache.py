@@ -37,7 +37,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class CacheShare:
         """Hit tokens / queried tokens (None when nothing was queried)."""
         return self.hit_tokens / self.queried_tokens if self.queried_tokens else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float | str | None]:
         """The snapshot's form."""
         return {
             "hit_rate": self.hit_rate,

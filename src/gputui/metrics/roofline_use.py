@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from gputui.catalog.memory import kv_bytes_per_token, weight_bytes
 from gputui.catalog.specs import GPUS, MODELS, GpuSpec, ModelSpec, Precision
+from gputui.metrics.step_diagnosis import Flat
 
 
 def catalog_gpu(name: str | None, memory_total_bytes: int | None) -> GpuSpec | None:
@@ -102,7 +102,7 @@ def roofline_use(
     mean_context_tokens: float | None,
     precision: Precision = "bf16",
     measured_bandwidth_bytes_per_s: float | None = None,
-) -> dict[str, Any] | None:
+) -> Flat | None:
     """`steps[].roofline` (see the module docstring); None without a catalog model."""
     if model is None:
         return None

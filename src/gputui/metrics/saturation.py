@@ -37,6 +37,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from gputui.metrics.json_read import number
+from gputui.metrics.step_diagnosis import Flat
+
 if TYPE_CHECKING:
     from gputui.metrics.step_evidence import StepEvidence
 
@@ -69,6 +72,11 @@ class Finding:
     verdict: str
     evidence: tuple[str, ...]
     low_confidence: bool = False
+
+
+def _part(b: Flat, key: str) -> float:
+    """A breakdown's number at `key` (0 where it has none)."""
+    return number(b, key) or 0.0
 
 
 def _pct(x: float) -> str:
@@ -165,11 +173,11 @@ def _scheduler(e: StepEvidence, *, budget: bool = True) -> Finding | None:
             ),
         )
     b = e.breakdown
-    if budget and b is not None and b["queue_share"] >= QUEUE_SHARE_LOW:
+    if budget and b is not None and _part(b, "queue_share") >= QUEUE_SHARE_LOW:
         return Finding(
             "scheduler-limit",
             (
-                f"queue {_pct(b['queue_share'])} of TTFT with {_waiting_text(e)} and "
+                f"queue {_pct(_part(b, 'queue_share'))} of TTFT with {_waiting_text(e)} and "
                 f"{_kv_text(e)}: each engine step's token budget is taken (vLLM's "
                 "max_num_batched_tokens)",
             ),
@@ -215,10 +223,10 @@ def _decode_compute(e: StepEvidence, bandwidth_high: float) -> Finding | None:
 
 def _weak_signs(e: StepEvidence) -> Finding | None:
     b = e.breakdown
-    if b is not None and b["ttft_s"] and b["network_share"] >= NETWORK_SHARE_LOW:
+    if b is not None and _part(b, "ttft_s") and _part(b, "network_share") >= NETWORK_SHARE_LOW:
         return Finding(
             "network",
-            (f"network {_ms(b['network_s'])} is {_pct(b['network_share'])} of TTFT",),
+            (f"network {_ms(_part(b, 'network_s'))} is {_pct(_part(b, 'network_share'))} of TTFT",),
             low_confidence=True,
         )
     cpu = e.client_cpu_max_pct
@@ -233,10 +241,12 @@ def _most_likely(e: StepEvidence) -> Finding:
     """The cause the numbers lean to when no rule holds (always one: thin evidence)."""
     scores: list[tuple[float, str, str]] = []
     b = e.breakdown
-    if b is not None and b["ttft_s"]:
-        scores.append((b["queue_share"], "queue", f"queue {_pct(b['queue_share'])} of TTFT"))
-        prefill = f"prefill {_pct(b['prefill_share'])} of TTFT"
-        scores.append((b["prefill_share"], "prefill-compute", prefill))
+    if b is not None and _part(b, "ttft_s"):
+        scores.append(
+            (_part(b, "queue_share"), "queue", f"queue {_pct(_part(b, 'queue_share'))} of TTFT")
+        )
+        prefill = f"prefill {_pct(_part(b, 'prefill_share'))} of TTFT"
+        scores.append((_part(b, "prefill_share"), "prefill-compute", prefill))
     if e.decode_bandwidth_utilization is not None:
         share = e.decode_bandwidth_utilization
         scores.append((share, "decode-bandwidth", f"decode at {_pct(share)} of bandwidth"))

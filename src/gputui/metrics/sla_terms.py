@@ -16,7 +16,7 @@ Contract:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from gputui.metrics.capacity import Capacity
 from gputui.metrics.cost import cost_per_million_output_tokens
@@ -38,17 +38,25 @@ class SessionTerms:
         return {**asdict(self.sla), "price_per_hour": self.price_per_hour}
 
 
-def terms_change(t_s: float, old: SessionTerms, new: SessionTerms) -> dict[str, Any] | None:
+class TermsChange(TypedDict):
+    """One edit of the terms: when, and the changed keys' values before and after."""
+
+    t_s: float
+    old: dict[str, float | None]
+    new: dict[str, float | None]
+
+
+def terms_change(t_s: float, old: SessionTerms, new: SessionTerms) -> TermsChange | None:
     """The record of one edit (only the changed keys), or None when nothing changed."""
     before, after = old.as_dict(), new.as_dict()
     changed = [key for key in after if before[key] != after[key]]
     if not changed:
         return None
-    return {
-        "t_s": round(t_s, 3),
-        "old": {key: before[key] for key in changed},
-        "new": {key: after[key] for key in changed},
-    }
+    return TermsChange(
+        t_s=round(t_s, 3),
+        old={key: before[key] for key in changed},
+        new={key: after[key] for key in changed},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +134,10 @@ class TermsHistory:
 
     def __init__(self, terms: SessionTerms) -> None:
         self.terms = terms
-        self.changes: list[dict[str, Any]] = []
+        self.changes: list[TermsChange] = []
         """`terms_change` records, oldest first."""
 
-    def change(self, t_s: float, new: SessionTerms) -> dict[str, Any] | None:
+    def change(self, t_s: float, new: SessionTerms) -> TermsChange | None:
         """Take `new` as the terms from `t_s` on; the record, or None when nothing changed."""
         record = terms_change(t_s, self.terms, new)
         if record is not None:
@@ -156,7 +164,7 @@ _KEY_NAMES = {
 }
 
 
-def change_text(record: dict[str, Any]) -> str:
+def change_text(record: TermsChange) -> str:
     """A change record in words: "TTFT p95 1 s -> 200 ms, price none -> 7/h"."""
     return ", ".join(
         f"{_KEY_NAMES[key]} {_value_text(key, old)} -> {_value_text(key, record['new'][key])}"

@@ -7,7 +7,8 @@ importing each other.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from gputui.metrics.step_diagnosis import Flat
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +18,7 @@ class StepEvidence:
     level: float
     ttft_mean_s: float | None = None
     tpot_p50_s: float | None = None
-    breakdown: dict[str, Any] | None = None
+    breakdown: Flat | None = None
     """`steps[].ttft_breakdown`."""
     decode_bandwidth_utilization: float | None = None
     prefill_compute_utilization: float | None = None

@@ -27,7 +27,9 @@ Pure functions; None in, None out (a server without queue/prefill numbers gets n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
+
+from gputui.metrics.step_diagnosis import Flat
 
 UNSPLIT: Final = (
     "client_s includes the server's own overhead outside queue and prefill (API, tokenization, "
@@ -36,9 +38,9 @@ UNSPLIT: Final = (
 """`ttft_breakdown["unsplit"]` when the server has no TTFT histogram."""
 
 
-def _parts(total_s: float, parts: dict[str, float]) -> dict[str, Any]:
+def _parts(total_s: float, parts: dict[str, float]) -> Flat:
     rest = total_s - sum(parts.values())
-    out: dict[str, Any] = {k: round(v, 6) for k, v in parts.items()}
+    out: Flat = {k: round(v, 6) for k, v in parts.items()}
     out["client_s"] = round(rest, 6)
     shares = {f"{k[:-2]}_share": v / total_s for k, v in {**parts, "client_s": rest}.items()}
     out.update({k: round(v, 4) for k, v in shares.items()})
@@ -53,7 +55,7 @@ def ttft_breakdown(
     prefill_mean_s: float | None,
     connect_mean_s: float | None = None,
     server_ttft_mean_s: float | None = None,
-) -> dict[str, Any] | None:
+) -> Flat | None:
     """`steps[].ttft_breakdown` (see the module docstring); None when a part is unknown."""
     if not ttft_mean_s or ttft_mean_s <= 0 or queue_mean_s is None or prefill_mean_s is None:
         return None
@@ -62,7 +64,7 @@ def ttft_breakdown(
     split = server_ttft_mean_s is not None
     if server_ttft_mean_s is not None:
         parts["server_other_s"] = server_ttft_mean_s - queue_mean_s - prefill_mean_s
-    out: dict[str, Any] = {"ttft_s": round(ttft_mean_s, 6)}
+    out: Flat = {"ttft_s": round(ttft_mean_s, 6)}
     out.update(_parts(ttft_mean_s, parts))
     if not split:
         out["server_other_s"] = None
@@ -83,7 +85,7 @@ def ttft_breakdown(
     return out
 
 
-def client_label(breakdown: Mapping[str, Any]) -> str:
+def client_label(breakdown: Mapping[str, object]) -> str:
     """'client', or 'client+server' when the client's part holds the server's unsplit rest."""
     return "client+server" if breakdown.get("unsplit") else "client"
 
@@ -95,7 +97,7 @@ def e2e_breakdown(
     prefill_mean_s: float | None,
     decode_mean_s: float | None,
     server_e2e_mean_s: float | None = None,
-) -> dict[str, Any] | None:
+) -> Flat | None:
     """The same split of the mean E2E, with the server's decode time added.
 
     With the server's own E2E histogram mean its rest (`server_other_s` = server E2E - queue -
@@ -113,7 +115,7 @@ def e2e_breakdown(
     }
     if server_e2e_mean_s is not None:
         parts["server_other_s"] = server_e2e_mean_s - queue_mean_s - prefill_mean_s - decode_mean_s
-    out = {"e2e_s": round(e2e_mean_s, 6), **_parts(e2e_mean_s, parts)}
+    out: Flat = {"e2e_s": round(e2e_mean_s, 6), **_parts(e2e_mean_s, parts)}
     if server_e2e_mean_s is None:
         out["server_other_s"] = None
         out["server_other_share"] = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gputui.diagnosis.step import DiagnosedSession, StepDiagnoser
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import StepDiagnosis as Diagnosis
 from gputui.session.events import EventLog, verdict_event
 from gputui.telemetry.sampler import TelemetrySampler
 
@@ -44,26 +45,27 @@ class StepDiagnosis:
         if self.diagnoser is not None:
             self.diagnoser.stop()
 
-    def diagnoses(self) -> dict[int, dict[str, object]]:
+    def diagnoses(self) -> dict[int, Diagnosis]:
         """Each diagnosed step's diagnosis, by step index (empty before `start`)."""
         diagnoser = self.diagnoser
         return dict(diagnoser.diagnoses) if diagnoser is not None else {}
 
-    def on_step(self, result: StepResult) -> dict[str, object] | None:
+    def on_step(self, result: StepResult) -> Diagnosis | None:
         """The step's diagnosis, and its verdict's event when the verdict changed."""
         diagnosis = self._diagnose(result)
-        cache_warning = (diagnosis or {}).get("prefix_cache_warning")
-        if cache_warning:  # a step meant to be cold was served from the prefix cache
-            self._events.add("warning", str(cache_warning))
-        verdict = (diagnosis or {}).get("bottleneck")
-        if isinstance(verdict, dict):
+        if diagnosis is None:
+            return None
+        if diagnosis.prefix_cache_warning:  # a step meant to be cold was served from the cache
+            self._events.add("warning", diagnosis.prefix_cache_warning)
+        verdict = diagnosis.bottleneck
+        if verdict is not None:
             event = verdict_event(result, verdict, self._last_verdict)
             if event is not None:
                 self._events.add(*event)
-            self._last_verdict = str(verdict.get("verdict"))
+            self._last_verdict = verdict["verdict"]
         return diagnosis
 
-    def _diagnose(self, result: StepResult) -> dict[str, object] | None:
+    def _diagnose(self, result: StepResult) -> Diagnosis | None:
         diagnoser = self.diagnoser
         if diagnoser is None:
             return None

@@ -15,7 +15,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from gputui.metrics.client_state import ADVICE, HOST_CONTENDED
 from gputui.metrics.step_quality import step_warnings
@@ -84,7 +84,7 @@ def step_events(step: StepResult) -> list[Event]:
 
 
 def verdict_event(
-    step: StepResult, bottleneck: Mapping[str, Any], previous: str | None
+    step: StepResult, bottleneck: Mapping[str, object], previous: str | None
 ) -> Event | None:
     """'step 4 (32): bound by queue (was decode-bandwidth)' when the verdict changed; else None.
 

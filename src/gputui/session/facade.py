@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from gputui.metrics.precision import mark_precision
 from gputui.metrics.rejudge import rejudge_step
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
+from gputui.metrics.step_diagnosis import StepDiagnosis as Diagnosis
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.verdict_progress import VerdictProgress
 from gputui.metrics.window import RollingWindow
@@ -255,7 +255,7 @@ class Session(FramePublisherMixin):
     def diagnoser(self, diagnoser: StepDiagnoser | None) -> None:
         self._diagnosis.diagnoser = diagnoser
 
-    def diagnoses(self) -> dict[int, dict[str, object]]:
+    def diagnoses(self) -> dict[int, Diagnosis]:
         """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
         return self._diagnosis.diagnoses()
 
@@ -276,7 +276,7 @@ class Session(FramePublisherMixin):
         folder: Path,
         header: JournalHeader,
         on_error: Callable[[str], None] | None = None,
-        extra_lines: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
+        extra_lines: Callable[[], Iterable[Mapping[str, object]]] | None = None,
     ) -> Path:
         """Journal every finished request and step from now on (both front ends; OSError if not).
 

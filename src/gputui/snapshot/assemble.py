@@ -22,15 +22,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
+from gputui.metrics.bursts import BurstRecovery
 from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.repeats import RepeatSpread
 from gputui.metrics.sla import Sla
+from gputui.metrics.sla_terms import TermsChange
+from gputui.metrics.validation import ValidationHold
 from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.journal_telemetry import JournalTelemetry
@@ -77,7 +81,7 @@ class RunInfo:
     complete: bool
     arrival: str | None = None
     burstiness: float | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, object] = field(default_factory=dict)
     seed: int = 0
     probe_path: str | None = None
     server_header: str = ""
@@ -90,21 +94,21 @@ class RunInfo:
     """The auto sweep's knee evidence: (level, output tok/s gain per doubling to it)."""
     auto_knee: tuple[float, str] | None = None
     """The auto sweep's knee (level, why), when it found one."""
-    repeats: dict[str, Any] | None = None
-    """`--repeats`: the spread across runs (`gputui.control.repeats.repeat_spread`)."""
-    hardware: dict[str, Any] | None = None
-    telemetry: dict[str, Any] | None = None
-    client_extra: dict[str, Any] = field(default_factory=dict)
+    repeats: RepeatSpread | None = None
+    """`--repeats`: the spread across runs (`gputui.metrics.repeats.repeat_spread`)."""
+    hardware: dict[str, object] | None = None
+    telemetry: dict[str, object] | None = None
+    client_extra: dict[str, object] = field(default_factory=dict)
     """Load-generator facts beyond the Client model's fields (workers, saturation)."""
-    validation: dict[str, Any] | None = None
-    bursts: list[dict[str, Any]] = field(default_factory=list)
-    workload_details: dict[str, Any] = field(default_factory=dict)
+    validation: ValidationHold | None = None
+    bursts: list[BurstRecovery] = field(default_factory=list)
+    workload_details: dict[str, object] = field(default_factory=dict)
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
     price_per_hour: float | None = None
     """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
     precision: str | None = None
     """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
-    settings_changes: tuple[dict[str, Any], ...] = ()
+    settings_changes: tuple[TermsChange, ...] = ()
     """SLA and price changes made mid-session (the TUI's settings dialog), oldest first."""
 
 
@@ -121,16 +125,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         label=info.label,
         complete=info.complete,
         target=target,
-        workload=Workload(
-            input_tokens=info.input_tokens,
-            output_tokens=info.output_tokens,
-            endpoint=info.endpoint,
-            arrival=info.arrival,
-            burstiness=info.burstiness,
-            extra_body=extra_body,
-            ignore_eos=bool(extra_body.get("ignore_eos", False)),
-            **_workload_fields(info, session.all_records()),
-        ),
+        workload=_workload(info, extra_body, _workload_fields(info, session.all_records())),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
         knee=_knee_model(knee.knee if knee else None, info),
@@ -142,23 +137,23 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
         network=_network(session, info),
         client=_client(session, info),
         plan=PlanSection.model_validate(_plan(info)),
-        validation=ValidationSection.model_validate(info.validation)
+        validation=ValidationSection.model_validate(info.validation.to_json())
         if info.validation is not None
         else None,
         hardware=None if info.hardware is None else HardwareSection.model_validate(info.hardware),
         telemetry=None
         if info.telemetry is None
         else TelemetrySection.model_validate(info.telemetry),
-        bursts=tuple(BurstSection.model_validate(b) for b in info.bursts),
+        bursts=tuple(BurstSection.model_validate(b.to_json()) for b in info.bursts),
         price_per_hour=info.price_per_hour,
         precision=info.precision,
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,
     )
     # Extra v1 keys (the models allow unknown keys).
-    extra: dict[str, Any] = {"totals": request_totals(session.all_records())}
+    extra: dict[str, object] = {"totals": request_totals(session.all_records())}
     if info.repeats is not None:
-        extra["repeats"] = info.repeats
+        extra["repeats"] = info.repeats.to_json()
     if info.settings_changes:
         extra["settings_changes"] = list(info.settings_changes)
     return snapshot.model_copy(update=extra)
@@ -190,7 +185,7 @@ JOURNAL_SECTIONS_INTERVAL_NS: Final = 5_000_000_000
 
 def journal_lines(
     session: Session, info: RunInfo, sampler: TelemetrySampler | None
-) -> Callable[[], list[dict[str, Any]]]:
+) -> Callable[[], list[dict[str, object]]]:
     """What a session's journal records besides its requests and steps (`Session.open_journal`).
 
     The sampler's hardware and telemetry (`snapshot.journal_telemetry`), and every 5 s the
@@ -199,7 +194,7 @@ def journal_lines(
     telemetry = None if sampler is None else JournalTelemetry(sampler, session.started_ns)
     last_ns = [0]
 
-    def lines() -> list[dict[str, Any]]:
+    def lines() -> list[dict[str, object]]:
         out = [] if telemetry is None else telemetry.lines()
         now = time.perf_counter_ns()
         if now - last_ns[0] >= JOURNAL_SECTIONS_INTERVAL_NS:
@@ -295,7 +290,7 @@ def session_file(folder: Path, label: str | None) -> Path:
     return path
 
 
-def _extra_body(info: RunInfo) -> dict[str, Any]:
+def _extra_body(info: RunInfo) -> dict[str, object]:
     return {k: v for k, v in info.extra_body.items() if k.lower() != "authorization"}
 
 
@@ -312,7 +307,7 @@ def _target(info: RunInfo) -> Target:
     return target
 
 
-def _plan(info: RunInfo) -> dict[str, Any]:
+def _plan(info: RunInfo) -> dict[str, object]:
     return {
         "mode": info.mode,
         "levels": info.levels,
@@ -329,16 +324,7 @@ def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
     return JournalHeader(
         label=info.label,
         target=_target(info),
-        workload=Workload(
-            input_tokens=info.input_tokens,
-            output_tokens=info.output_tokens,
-            endpoint=info.endpoint,
-            arrival=info.arrival,
-            burstiness=info.burstiness,
-            extra_body=extra_body,
-            ignore_eos=bool(extra_body.get("ignore_eos", False)),
-            **info.workload_details,
-        ),
+        workload=_workload(info, extra_body, info.workload_details),
         sla=SlaBounds.from_sla(sla),
         plan=_plan(info),
         price_per_hour=info.price_per_hour,
@@ -346,7 +332,23 @@ def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
     )
 
 
-def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, Any]:
+def _workload(info: RunInfo, extra_body: dict[str, object], fields: dict[str, object]) -> Workload:
+    """The workload section: the request shape, and the prepared workload's `fields`."""
+    return Workload.model_validate(
+        {
+            "input_tokens": info.input_tokens,
+            "output_tokens": info.output_tokens,
+            "endpoint": info.endpoint,
+            "arrival": info.arrival,
+            "burstiness": info.burstiness,
+            "extra_body": extra_body,
+            "ignore_eos": bool(extra_body.get("ignore_eos", False)),
+            **fields,
+        }
+    )
+
+
+def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[str, object]:
     """The prepared workload's fields, and requested vs measured lengths of the ok requests."""
     report = length_report(records)
     return {
@@ -358,7 +360,7 @@ def _workload_fields(info: RunInfo, records: Sequence[RequestRecord]) -> dict[st
     }
 
 
-def request_totals(records: Sequence[RequestRecord]) -> dict[str, Any]:
+def request_totals(records: Sequence[RequestRecord]) -> dict[str, object]:
     """Sums over every received request (the snapshot's `totals`; see the module docstring)."""
     cached = [r.cached_input_tokens for r in records if r.cached_input_tokens is not None]
     models = Counter(r.response_model for r in records if r.response_model is not None)

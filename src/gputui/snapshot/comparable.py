@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from gputui.metrics.capacity import level_text
 from gputui.snapshot.hardware import precision_of
@@ -56,7 +56,7 @@ def sla_bound_text(seconds: float) -> str:
     return f"{seconds:g} s" if seconds >= 1 else f"{seconds * 1000:g} ms"
 
 
-def _normalized(value: Any, key: str = "") -> Any:
+def _normalized(value: object, key: str = "") -> object:
     if isinstance(value, dict):
         return {
             k: _normalized(v, k)
@@ -70,7 +70,7 @@ def _normalized(value: Any, key: str = "") -> Any:
     return value
 
 
-def workload_signature(workload: Workload) -> dict[str, Any]:
+def workload_signature(workload: Workload) -> dict[str, object]:
     """What the requests asked for, as comparable JSON values (see `_WORKLOAD_IGNORED`)."""
     dumped = workload.model_dump(mode="json")
     return {k: _normalized(v, k) for k, v in dumped.items() if k not in _WORKLOAD_IGNORED}

@@ -13,10 +13,11 @@ mark at the client's mean TTFT (inline SVG, deterministic) for the HTML report.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any, Final
+from typing import Final
 
+from gputui.metrics.json_read import number
 from gputui.snapshot.compare import Comparison
 from gputui.snapshot.models import Snapshot, Step
 
@@ -56,12 +57,17 @@ def diagnosed_step(snapshot: Snapshot) -> Step | None:
     return steps[-1]
 
 
-def _ms(value: Any) -> str:
+def _ms(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 1e3:.1f} ms"
 
 
-def _share(value: Any) -> str:
+def _share(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value:.0%}"
+
+
+def _seconds(part: Mapping[str, object] | None, key: str) -> float:
+    """A breakdown's part in seconds (0 where it has none)."""
+    return number(part, key) or 0.0
 
 
 def diagnosis_rows(cmp: Comparison) -> list[list[str]] | None:
@@ -103,8 +109,8 @@ def breakdown_chart(name: str, snapshot: Snapshot) -> str | None:
     steps = [s for s in snapshot.steps if s.ttft_breakdown]
     if not steps:
         return None
-    totals = [max(sum(max(float(s.ttft_breakdown.get(k) or 0.0), 0.0) for k, _, _ in PARTS), 1e-9)
-              for s in steps if s.ttft_breakdown]  # fmt: skip
+    totals = [max(sum(max(_seconds(s.ttft_breakdown, k), 0.0) for k, _, _ in PARTS), 1e-9)
+              for s in steps]  # fmt: skip
     top = max(totals) * 1.1
     plot_w, plot_h = _W - _PAD_L - 16, _H - _PAD_T - _PAD_B
     slot = plot_w / len(steps)
@@ -122,14 +128,14 @@ def breakdown_chart(name: str, snapshot: Snapshot) -> str | None:
         x = _PAD_L + i * slot + slot * 0.2
         y = float(_PAD_T + plot_h)
         for key, label, colour in PARTS:
-            value = max(float(b.get(key) or 0.0), 0.0)
+            value = max(_seconds(b, key), 0.0)
             height = value / top * plot_h
             y -= height
             out.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{slot * 0.6:.1f}" height="{height:.1f}" '
                 f'fill="{colour}"><title>{label} {value * 1e3:.1f} ms</title></rect>'
             )
-        ttft = float(b.get("ttft_s") or 0.0)
+        ttft = _seconds(b, "ttft_s")
         if ttft > 0:  # the client's mean TTFT: parts that overshoot it show above this mark
             mark = _PAD_T + plot_h - ttft / top * plot_h
             out.append(

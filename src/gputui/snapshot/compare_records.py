@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 
 import orjson
 
 from gputui.snapshot.compare import CompareRow, Comparison
 
 
-def row_record(row: CompareRow, cmp: Comparison) -> dict[str, Any]:
+def row_record(row: CompareRow, cmp: Comparison) -> dict[str, object]:
     """The machine form of a row: snake_case keys, SI units, None for unknown."""
     gpu = row.gpu
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         "label": row.label,
         "file": str(row.path) if row.path is not None else None,
         "created_at": row.created_at,
@@ -91,7 +90,7 @@ def _pair(interval: tuple[float | None, float | None] | None) -> list[float | No
     return None if interval is None else [interval[0], interval[1]]
 
 
-def _csv_value(value: Any) -> str:
+def _csv_value(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):

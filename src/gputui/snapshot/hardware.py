@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from gputui.snapshot.models import Snapshot
 from gputui.snapshot.sections import GpuIdentitySection
@@ -53,7 +53,7 @@ class GpuTrace:
     """By field name in `TRACE_FIELDS`."""
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if value == value else None
@@ -64,7 +64,7 @@ def _gpus(snapshot: Snapshot) -> list[GpuIdentitySection]:
     return list(hardware.gpus or []) if hardware is not None else []
 
 
-def _points(snapshot: Snapshot) -> list[Mapping[str, Any]]:
+def _points(snapshot: Snapshot) -> list[Mapping[str, object]]:
     """The GPU trace's points (plain objects, since which fields a point has varies)."""
     telemetry = snapshot.telemetry
     return list(telemetry.gpu or []) if telemetry is not None else []
@@ -84,7 +84,7 @@ def precision_of(snapshot: Snapshot) -> str | None:
     """The weights' precision when some section states it (e.g. "bf16"); None = unknown."""
     if snapshot.precision is not None:
         return snapshot.precision
-    candidates: list[Mapping[str, Any]] = [snapshot.model_extra or {}]
+    candidates: list[Mapping[str, object]] = [snapshot.model_extra or {}]
     candidates.append(snapshot.target.model_extra or {})
     candidates.append(snapshot.workload.model_extra or {})
     if snapshot.hardware is not None:
@@ -139,7 +139,7 @@ def gpu_summary(snapshot: Snapshot) -> GpuSummary:
 
 def gpu_traces(snapshot: Snapshot) -> list[GpuTrace]:
     """Each GPU's trace, for charts; empty when the snapshot has none."""
-    by_index: dict[int, list[Mapping[str, Any]]] = {}
+    by_index: dict[int, list[Mapping[str, object]]] = {}
     for point in _points(snapshot):
         t = _number(point.get("t_s"))
         if t is None:
@@ -148,7 +148,8 @@ def gpu_traces(snapshot: Snapshot) -> list[GpuTrace]:
         by_index.setdefault(index if isinstance(index, int) else 0, []).append(point)
     traces = []
     for index in sorted(by_index):
-        points = sorted(by_index[index], key=lambda p: float(p["t_s"]))
+        points = sorted(by_index[index], key=lambda p: _number(p.get("t_s")) or 0.0)
         values = {f: tuple(_number(p.get(f)) for p in points) for f in TRACE_FIELDS}
-        traces.append(GpuTrace(index, tuple(float(p["t_s"]) for p in points), values))
+        times = tuple(_number(p.get("t_s")) or 0.0 for p in points)  # each has one (above)
+        traces.append(GpuTrace(index, times, values))
     return traces

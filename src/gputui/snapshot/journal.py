@@ -36,12 +36,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.snapshot.models import (
     SlaBounds,
     Target,
@@ -61,7 +62,7 @@ class JournalHeader:
     target: Target
     workload: Workload
     sla: SlaBounds
-    plan: dict[str, Any]
+    plan: dict[str, object]
     price_per_hour: float | None = None
     precision: str | None = None
 
@@ -70,7 +71,7 @@ def _ms(ns: int | None, origin_ns: int) -> float | None:
     return None if ns is None else round((ns - origin_ns) / 1e6, 3)
 
 
-def request_line(record: RequestRecord, origin_ns: int) -> dict[str, Any]:
+def request_line(record: RequestRecord, origin_ns: int) -> dict[str, object]:
     """The compact journal form of one finished request (times in ms)."""
     return {
         "kind": "request",
@@ -122,7 +123,7 @@ class Journal:
         path = folder / f"{stamp}-{slug or 'session'}-{os.getpid()}{SUFFIX}"
         return cls(path, header)
 
-    def _append(self, line: dict[str, Any]) -> None:
+    def _append(self, line: dict[str, object]) -> None:
         with self._lock:
             if not self._closed:
                 self._pending.append(orjson.dumps(line) + b"\n")
@@ -160,20 +161,19 @@ class Journal:
             }
         )
 
-    def add_lines(self, lines: Iterable[Mapping[str, Any]]) -> None:
+    def add_lines(self, lines: Iterable[Mapping[str, object]]) -> None:
         """Queue other lines (each with its `kind`), e.g. `snapshot.journal_telemetry`'s."""
         encoded = [orjson.dumps(dict(line)) + b"\n" for line in lines]
         with self._lock:
             if not self._closed:
                 self._pending.extend(encoded)
 
-    def add_step(self, result: StepResult, diagnosis: Mapping[str, Any] | None = None) -> None:
+    def add_step(self, result: StepResult, diagnosis: StepDiagnosis | None = None) -> None:
         """Queue a finished step, with its diagnosis (issue 18) when it has one."""
         step = step_from_result(result).model_dump(mode="json")
-        if diagnosis:
-            step.update(
-                orjson.loads(orjson.dumps(dict(diagnosis), option=orjson.OPT_SERIALIZE_NUMPY))
-            )
+        if diagnosis is not None:
+            fields = orjson.dumps(diagnosis.fields(), option=orjson.OPT_SERIALIZE_NUMPY)
+            step.update(orjson.loads(fields))
         self._append({"kind": "step", "step": step})
 
     def flush(self) -> None:
@@ -209,7 +209,7 @@ class JournalWriter:
         interval_s: float = 1.0,
         on_error: Callable[[str], None] | None = None,
         specs: Callable[[], Sequence[StepSpec]] | None = None,
-        extra_lines: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
+        extra_lines: Callable[[], Iterable[Mapping[str, object]]] | None = None,
     ) -> None:
         self.journal = journal
         self._records = records
@@ -223,7 +223,7 @@ class JournalWriter:
         self._on_error = on_error
         self._written: dict[int, int] = {}
         """Requests already journalled, by step (the session's records only ever grow)."""
-        self._steps: deque[tuple[StepResult, Mapping[str, Any] | None]] = deque()
+        self._steps: deque[tuple[StepResult, StepDiagnosis | None]] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._forever, name="gputui-journal", daemon=True)
 
@@ -236,7 +236,7 @@ class JournalWriter:
         """Start polling."""
         self._thread.start()
 
-    def add_step(self, result: StepResult, diagnosis: Mapping[str, Any] | None = None) -> None:
+    def add_step(self, result: StepResult, diagnosis: StepDiagnosis | None = None) -> None:
         """A step finished (from any thread): journalled at the next poll."""
         self._steps.append((result, diagnosis))
 
@@ -269,7 +269,7 @@ class JournalWriter:
             if self._on_error is not None:
                 self._on_error(f"journal write failed: {exc}")
 
-    def _add_extra_lines(self, source: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+    def _add_extra_lines(self, source: Callable[[], Iterable[Mapping[str, object]]]) -> None:
         try:
             self.journal.add_lines(source())
         except Exception as exc:  # noqa: BLE001 - telemetry must never stop the journal

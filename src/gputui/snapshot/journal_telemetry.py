@@ -12,9 +12,9 @@ series). The journal writer's thread calls `lines()` about once a second, never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from gputui.telemetry.sampler import TelemetrySampler, downsample, flatten_states
 from gputui.telemetry.samples import GpuSample, HostSample, ServerSample
@@ -52,14 +52,14 @@ class JournalTelemetry:
         self._sampler = sampler
         self._origin_ns = origin_ns
         self._interval_ns = int(interval_s * 1e9)
-        self._hardware: dict[str, Any] | None = None
+        self._hardware: dict[str, object] | None = None
         self._last_ns: dict[tuple[str, int], int] = {}
         """The newest journalled point's time, by (series, GPU index or 0)."""
 
-    def lines(self) -> list[dict[str, Any]]:
+    def lines(self) -> list[dict[str, object]]:
         """The journal lines due now: hardware when it changed, then new telemetry points."""
-        out: list[dict[str, Any]] = []
-        hardware = hardware_from_sampler(self._sampler)
+        out: list[dict[str, object]] = []
+        hardware: dict[str, object] = hardware_from_sampler(self._sampler)
         hardware["sources"] = flatten_states(self._sampler.latest().states)
         if hardware != self._hardware:
             self._hardware = hardware
@@ -69,7 +69,7 @@ class JournalTelemetry:
             out.append({"kind": "telemetry", **points})
         return out
 
-    def _new_points(self) -> dict[str, list[dict[str, Any]]]:
+    def _new_points(self) -> dict[str, list[dict[str, object]]]:
         traces = self._sampler.traces(downsample_to=None)
         return {
             "gpu": self._due("gpu", traces.gpu, GPU_TRACE_FIELDS),
@@ -82,8 +82,8 @@ class JournalTelemetry:
         series: str,
         samples: Sequence[GpuSample | ServerSample | HostSample],
         fields: Sequence[str],
-    ) -> list[dict[str, Any]]:
-        points = []
+    ) -> list[dict[str, object]]:
+        points: list[dict[str, object]] = []
         for sample in samples:
             key = (series, sample.index if isinstance(sample, GpuSample) else 0)
             last = self._last_ns.get(key)
@@ -103,58 +103,67 @@ class JournalledCounters:
     prefix_cache_hits_total: int | None
 
 
-def counters_from_lines(telemetry_lines: Iterable[dict[str, Any]]) -> list[JournalledCounters]:
+def _points(line: Mapping[str, object], series: str) -> list[dict[str, object]]:
+    """A journalled line's points of one series (the objects among them)."""
+    found = line.get(series)
+    if not isinstance(found, list):
+        return []
+    return [{str(k): v for k, v in p.items()} for p in found if isinstance(p, dict)]
+
+
+def counters_from_lines(
+    telemetry_lines: Iterable[Mapping[str, object]],
+) -> list[JournalledCounters]:
     """The server's prefix-cache counters as journalled, on the session's clock."""
     out = []
     for line in telemetry_lines:
-        for point in line.get("server") or ():
-            queries, hits = (
-                point.get("prefix_cache_queries_total"),
-                point.get("prefix_cache_hits_total"),
-            )
+        for point in _points(line, "server"):
+            t_s = point.get("t_s")
+            queries = point.get("prefix_cache_queries_total")
+            hits = point.get("prefix_cache_hits_total")
             if (
-                isinstance(point.get("t_s"), int | float)
-                and queries is not None
-                and hits is not None
+                isinstance(t_s, int | float)
+                and isinstance(queries, int | float)
+                and isinstance(hits, int | float)
             ):
-                out.append(JournalledCounters(int(point["t_s"] * 1e9), int(queries), int(hits)))
+                out.append(JournalledCounters(int(t_s * 1e9), int(queries), int(hits)))
     return out
 
 
-def hardware_from_lines(lines: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def hardware_from_lines(lines: Iterable[Mapping[str, object]]) -> dict[str, object] | None:
     """The last journalled hardware section (without the telemetry sources), or None."""
     hardware = None
     for line in lines:
-        if isinstance(line.get("hardware"), dict):
-            hardware = {k: v for k, v in line["hardware"].items() if k != "sources"}
+        if isinstance(found := line.get("hardware"), dict):
+            hardware = {str(k): v for k, v in found.items() if k != "sources"}
     return hardware
 
 
 def telemetry_from_lines(
-    hardware_lines: Sequence[dict[str, Any]],
-    telemetry_lines: Iterable[dict[str, Any]],
+    hardware_lines: Sequence[Mapping[str, object]],
+    telemetry_lines: Iterable[Mapping[str, object]],
     max_points: int = MAX_POINTS,
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The snapshot's telemetry section from journalled points, or None when there were none."""
-    joined: dict[str, list[dict[str, Any]]] = {name: [] for name in SERIES}
+    joined: dict[str, list[dict[str, object]]] = {name: [] for name in SERIES}
     for line in telemetry_lines:
         for name in SERIES:
-            joined[name].extend(p for p in line.get(name) or () if isinstance(p, dict))
+            joined[name].extend(_points(line, name))
     if not any(joined.values()):
         return None
-    by_gpu: dict[object, list[dict[str, Any]]] = {}
+    by_gpu: dict[object, list[dict[str, object]]] = {}
     for point in joined["gpu"]:
         by_gpu.setdefault(point.get("index"), []).append(point)
-    section: dict[str, Any] = {
+    section: dict[str, object] = {
         "gpu": [p for index in by_gpu for p in downsample(by_gpu[index], max_points)],
         "server": downsample(joined["server"], max_points),
         "host": downsample(joined["host"], max_points),
     }
     sources = next(
         (
-            line["hardware"]["sources"]
+            hardware["sources"]
             for line in reversed(hardware_lines)
-            if isinstance(line.get("hardware"), dict) and "sources" in line["hardware"]
+            if isinstance(hardware := line.get("hardware"), dict) and "sources" in hardware
         ),
         None,
     )

@@ -11,7 +11,7 @@ the one wall-clock value of a run (ISO 8601 with a timezone).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -116,19 +116,19 @@ class Workload(_Model):
     arrival: str | None = None
     """Arrival process of rate steps ("poisson", "gamma", "constant"); None for closed loop only."""
     burstiness: float | None = None
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    extra_body: dict[str, object] = Field(default_factory=dict)
     ignore_eos: bool = False
     input_tokens_method: str | None = None
     """How prompts were sized to `input_tokens` (the measured count is in the usage reports)."""
-    input_tokens_check: dict[str, Any] | None = None
+    input_tokens_check: dict[str, object] | None = None
     """Calibration prompts re-counted before the run: {"matched", "total", "worst_tokens"}."""
     scenario: str | None = None
     scenario_file: str | None = None
     seed: int | None = None
-    input_distribution: dict[str, Any] | None = None
+    input_distribution: dict[str, object] | None = None
     """`kind` and parameters of the input-length distribution (None: a dataset's prompts)."""
-    output_distribution: dict[str, Any] | None = None
-    dataset: dict[str, Any] | None = None
+    output_distribution: dict[str, object] | None = None
+    dataset: dict[str, object] | None = None
     """Local dataset whose prompts were sent: path, format, entries used."""
     unique_prefix: bool | None = None
     """Every prompt began with words unique to it (no prefix-cache hits)."""
@@ -237,7 +237,7 @@ class Step(_Model):
     goodput_share_ci: CiInterval | None = None
     sla_verdict: str | None = None
     """"pass", "fail" or "inconclusive" (`metrics.verdict`); a plain str so newer values load."""
-    turns: tuple[dict[str, Any], ...] | None = None
+    turns: tuple[dict[str, object], ...] | None = None
     """Multi-turn runs, per turn: requests, `ttft_s`, mean prompt, hit rate."""
     prefix_cache_hit_rate: float | None = None
     """Cached / all prompt tokens of the step's ok requests (`metrics.prefix_cache`)."""
@@ -245,21 +245,21 @@ class Step(_Model):
     """Where the hit rate was read: "usage", "server timings" or "server counters"."""
     prefix_cache_warning: str | None = None
     """Set when a step meant to be cold was served from the prefix cache (its hit rate > 5 %)."""
-    conversations: dict[str, Any] | None = None
+    conversations: dict[str, object] | None = None
     """Multi-turn runs: conversations started and complete in the step, and their `e2e_s`."""
     requests_warmup: NonNegativeInt = 0
     """Requests sent before the step's measurement started: in no statistic, but counted, so
     the steps account for every request (`totals.requests`); 0 in files from before it."""
-    dispatch_lateness: dict[str, Any] | None = None
+    dispatch_lateness: dict[str, object] | None = None
     """Trace replay: send time minus schedule (`p50_ms`, `p99_ms`, `max_ms`, `count`)."""
-    server_latency: dict[str, Any] | None = None
+    server_latency: dict[str, object] | None = None
     """The server's own latency over the step (histogram deltas or llama.cpp timings)."""
-    ttft_breakdown: dict[str, Any] | None = None
+    ttft_breakdown: dict[str, object] | None = None
     """Mean TTFT = network + queue + prefill + client, in seconds and shares of TTFT."""
-    e2e_breakdown: dict[str, Any] | None = None
-    roofline: dict[str, Any] | None = None
+    e2e_breakdown: dict[str, object] | None = None
+    roofline: dict[str, object] | None = None
     """Decode bandwidth and prefill compute use against the card's peak (metrics.roofline_use)."""
-    bottleneck: dict[str, Any] | None = None
+    bottleneck: dict[str, object] | None = None
     """{verdict, evidence, suspect, throttled}: what bound the step (metrics.bottleneck)."""
     error_messages: dict[str, list[str]] | None = None
     """Per failure reason, the server's first distinct messages (metrics.error_log)."""
@@ -397,12 +397,12 @@ class Snapshot(_Model):
     """The rate hold near the knee that confirms the capacity (written by the engine)."""
     bursts: tuple[BurstSection, ...] = ()
     """Burst-and-recovery checks, one object per burst (written by the engine)."""
-    prefix_cache: dict[str, Any] | None = None
+    prefix_cache: dict[str, object] | None = None
     """The run's prefix-cache hit rate (`hit_rate`, `source`, tokens) and the server's counters'
     own rate over the run (`server_counters_hit_rate`)."""
-    conversations: dict[str, Any] | None = None
+    conversations: dict[str, object] | None = None
     """Multi-turn runs, over the whole run: turns, think time, started, complete, `e2e_s`."""
-    trace: dict[str, Any] | None = None
+    trace: dict[str, object] | None = None
     """Trace replay: file, format, window, time scale, `dispatch_lateness`, schedule error."""
     price_per_hour: float | None = None
     """The node's hourly price (`--price-per-hour`); an unusable value reads as None."""
@@ -459,7 +459,7 @@ def step_from_result(result: StepResult) -> Step:
     steps run to a precision target, `imprecise` and `precision` (metric: relative half-width).
     """
     step = _step_core(result)
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if result.event_tokens_method is not None:
         extra["event_tokens_method"] = result.event_tokens_method
     if result.ttfat_s is not None:

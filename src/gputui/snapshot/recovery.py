@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -73,23 +74,23 @@ class LeftoverJournal:
 class JournalContents:
     """Every readable line of a journal, by kind."""
 
-    header: dict[str, Any]
+    header: dict[str, object]
     steps: list[Step]
-    loads: list[dict[str, Any]]
-    requests: list[dict[str, Any]]
-    measures: list[dict[str, Any]] = field(default_factory=list)
+    loads: list[dict[str, object]]
+    requests: list[dict[str, object]]
+    measures: list[dict[str, object]] = field(default_factory=list)
     """Measurement windows as they moved (settling) and closed, oldest first."""
-    hardware: list[dict[str, Any]] = field(default_factory=list)
-    telemetry: list[dict[str, Any]] = field(default_factory=list)
-    sections: list[dict[str, Any]] = field(default_factory=list)
+    hardware: list[dict[str, object]] = field(default_factory=list)
+    telemetry: list[dict[str, object]] = field(default_factory=list)
+    sections: list[dict[str, object]] = field(default_factory=list)
     """The network and client sections as they were every few seconds (the last one counts)."""
 
 
 def read_contents(path: Path) -> JournalContents:
     """The journal's lines (a torn line is skipped); ValueError without a header."""
-    header: dict[str, Any] | None = None
+    header: dict[str, object] | None = None
     steps: list[Step] = []
-    by_kind: dict[str, list[dict[str, Any]]] = {
+    by_kind: dict[str, list[dict[str, object]]] = {
         kind: [] for kind in ("load", "request", "measure", "hardware", "telemetry", "sections")
     }
     with path.open("rb") as file:
@@ -119,7 +120,7 @@ def read_contents(path: Path) -> JournalContents:
     )
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any], list[Step], int]:
+def read_journal(path: Path) -> tuple[dict[str, object], list[Step], int]:
     """The header, the finished steps and the number of requests (a torn line is skipped)."""
     contents = read_contents(path)
     return contents.header, contents.steps, len(contents.requests)
@@ -129,24 +130,29 @@ def _ns(ms: object) -> int | None:
     return int(ms * 1e6) if isinstance(ms, int | float) and not isinstance(ms, bool) else None
 
 
-def _record(line: dict[str, Any]) -> RequestRecord:
+def _count(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _record(line: Mapping[str, object]) -> RequestRecord:
     """A journalled request as a record (times from the session's start; no token stamps)."""
     sent = _ns(line.get("sent_ms")) or 0
     ttft, e2e = _ns(line.get("ttft_ms")), _ns(line.get("e2e_ms"))
-    out = int(line.get("out") or 0)
+    out = _count(line.get("out")) or 0
+    error = line.get("err")
     return RequestRecord(
-        request_id=int(line.get("id") or 0),
-        step_index=int(line.get("step") or 0),
+        request_id=_count(line.get("id")) or 0,
+        step_index=_count(line.get("step")) or 0,
         sent_ns=sent,
         end_ns=sent + (e2e or 0),
         ok=bool(line.get("ok")),
         first_token_ns=None if ttft is None else sent + ttft,
         output_tokens=out,
-        input_tokens=line.get("in"),
+        input_tokens=_count(line.get("in")),
         tokens_from_usage=True,
         requested_output_tokens=out,
-        cached_input_tokens=line.get("cached"),
-        error=line.get("err"),
+        cached_input_tokens=_count(line.get("cached")),
+        error=None if error is None else str(error),
     )
 
 
@@ -169,19 +175,20 @@ def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
         index = load.get("index")
         if not isinstance(index, int) or index in closed or load.get("hidden"):
             continue
-        window = windows.get(index, {})
+        window: Mapping[str, object] = windows.get(index, {})
         mine = records.get(index, [])
         start = _ns(load.get("start_ms"))
         measure = _ns(window.get("measure_ms", load.get("measure_ms")))
         if start is None or measure is None:
             continue
         end = _ns(window.get("end_ms"))
+        level = load.get("level")
         if end is None:
             end = max((r.end_ns for r in mine), default=start)
         spec = StepSpec(
             index=index,
-            mode=load.get("mode", "concurrency"),
-            level=float(load.get("level") or 0),
+            mode="rate" if load.get("mode") == "rate" else "concurrency",
+            level=float(level) if isinstance(level, int | float) else 0.0,
             start_ns=start,
             measure_start_ns=min(measure, end),
             end_ns=end,
@@ -190,14 +197,14 @@ def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
     return rebuilt
 
 
-def _totals(requests: list[dict[str, Any]]) -> dict[str, Any]:
+def _totals(requests: list[dict[str, object]]) -> dict[str, int]:
     ok = [r for r in requests if r.get("ok")]
     return {
         "requests": len(requests),
         "requests_ok": len(ok),
         "requests_failed": len(requests) - len(ok),
-        "output_tokens_total": sum(int(r.get("out") or 0) for r in requests),
-        "input_tokens_total": sum(int(r.get("in") or 0) for r in requests),
+        "output_tokens_total": sum(_count(r.get("out")) or 0 for r in requests),
+        "input_tokens_total": sum(_count(r.get("in")) or 0 for r in requests),
     }
 
 
@@ -253,12 +260,15 @@ def find_leftovers(folder: Path) -> list[LeftoverJournal]:
             continue
         if _alive(header.get("pid")):
             continue
-        target = header.get("target") or {}
+        target = header.get("target")
+        if not isinstance(target, dict):
+            target = {}
+        label = header.get("label")
         found.append(
             LeftoverJournal(
                 path=path,
                 started_at=str(header.get("started_at", "")),
-                label=header.get("label"),
+                label=None if label is None else str(label),
                 target_url=str(target.get("url", "")),
                 model=str(target.get("model", "")),
                 steps=len(steps),
@@ -290,13 +300,14 @@ def recover(path: Path, folder: Path) -> Path | None:
     knee = knee_from_steps(steps, mode=mode)
     capacity = judged_capacity(steps, sla.to_sla())
     label = header.get("label")
-    last = contents.sections[-1] if contents.sections else {}
+    price, precision = header.get("price_per_hour"), header.get("precision")
+    last: dict[str, object] = contents.sections[-1] if contents.sections else {}
     knee_model = KneeModel.from_knee(knee.knee) if knee.knee else None
     if knee_model is not None:  # the diagnosed steps explain it, as in a saved snapshot
         text = knee_explanation(knee_model.level, [s.model_dump() for s in steps])
         knee_model = knee_model.model_copy(update={"explanation": text})
     snapshot = Snapshot(
-        label=label,
+        label=label if isinstance(label, str) else None,
         complete=False,
         target=Target.model_validate(header["target"]),
         workload=Workload.model_validate(header["workload"]),
@@ -305,8 +316,8 @@ def recover(path: Path, folder: Path) -> Path | None:
         plan=PlanSection.model_validate(header["plan"])
         if isinstance(header.get("plan"), dict)
         else None,
-        price_per_hour=header.get("price_per_hour"),
-        precision=header.get("precision"),
+        price_per_hour=price if isinstance(price, int | float) else None,
+        precision=precision if isinstance(precision, str) else None,
         hardware=_section(HardwareSection, hardware_from_lines(contents.hardware)),
         telemetry=_section(
             TelemetrySection, telemetry_from_lines(contents.hardware, contents.telemetry)
@@ -342,7 +353,7 @@ def recover(path: Path, folder: Path) -> Path | None:
     return out
 
 
-def _section(model: type[_SectionT], value: dict[str, Any] | None) -> _SectionT | None:
+def _section(model: type[_SectionT], value: object) -> _SectionT | None:
     """A journalled section as its model; None when absent or unreadable (as a loaded file)."""
     if value is None:
         return None

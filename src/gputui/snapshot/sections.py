@@ -10,8 +10,6 @@ all five as these types. A malformed `hardware` or `telemetry` from another tool
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 
@@ -19,8 +17,8 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     @model_serializer(mode="wrap")
-    def _set_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
+    def _set_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
         keep = self.model_fields_set | set(self.model_extra or {})
         return {k: v for k, v in data.items() if k in keep}
 
@@ -100,7 +98,7 @@ class HardwareSection(_Section):
 class TelemetrySection(_Section):
     """Downsampled traces (points are plain objects: which fields a point has varies)."""
 
-    gpu: list[dict[str, Any]] | None = None
-    server: list[dict[str, Any]] | None = None
-    host: list[dict[str, Any]] | None = None
-    sources: list[Any] | dict[str, Any] | None = None
+    gpu: list[dict[str, object]] | None = None
+    server: list[dict[str, object]] | None = None
+    host: list[dict[str, object]] | None = None
+    sources: list[object] | dict[str, object] | None = None

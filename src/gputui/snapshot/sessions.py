@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from gputui.errors import SnapshotError
 from gputui.metrics.capacity import level_text
@@ -53,7 +52,7 @@ class SessionInfo:
         """What the session goes by: its label, else its file name."""
         return self.label or self.path.stem
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready form (`gputui sessions --json`)."""
         return {
             "file": str(self.path),

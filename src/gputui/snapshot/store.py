@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import orjson
 from pydantic import ValidationError
@@ -68,13 +69,14 @@ MAX_DEPTH: Final = 64
 more than 254, so a deeper file would load and then fail to save (or to print)."""
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def _deeper_than(value: object, limit: int) -> bool:
     """Whether JSON `value` nests more than `limit` levels (iterative: no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[object]
         if isinstance(item, dict):
-            children: Any = item.values()
+            children = item.values()
         elif isinstance(item, list):
             children = item
         else:
@@ -102,7 +104,7 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return _one_line(path, 160) or "(top level)"
 
 
-def _check_version(source: Path, data: dict[str, Any]) -> None:
+def _check_version(source: Path, data: dict[str, object]) -> None:
     if "schema_version" not in data:
         raise SnapshotError(f"{source}: not a gputui snapshot: schema_version is missing")
     version = data["schema_version"]

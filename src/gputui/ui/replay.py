@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
-from gputui.diagnosis.step import KEYS as DIAGNOSIS_KEYS
 from gputui.frontends.view import (
     EventWatcher,
     LiveEvent,
@@ -30,6 +28,7 @@ from gputui.metrics.confidence import Bounds, Interval
 from gputui.metrics.knee import knee_from_steps
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, step_precision
 from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import DIAGNOSIS_KEYS, StepDiagnosis
 from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import WindowStats
 from gputui.session import StatsFrame
@@ -89,9 +88,9 @@ def _verdict(value: str | None) -> Verdict | None:
     return value if value in ("pass", "fail", "inconclusive") else None  # type: ignore[return-value]
 
 
-def step_diagnosis(step: Step) -> dict[str, Any]:
+def step_diagnosis(step: Step) -> StepDiagnosis | None:
     """The diagnosis a snapshot step carries (issue 18), as the live Session keeps it."""
-    return {k: v for k in DIAGNOSIS_KEYS if (v := getattr(step, k, None)) is not None}
+    return StepDiagnosis.from_fields({k: getattr(step, k) for k in DIAGNOSIS_KEYS})
 
 
 def _window(step: StepResult, window_s: float) -> WindowStats:
@@ -199,7 +198,7 @@ def views_from_snapshot(
     sla = snapshot.sla.to_sla()
     kept = [s for s in snapshot.steps if not s.incomplete]
     steps = [step_result(s) for s in kept]
-    diagnoses = {s.index: d for s in kept if (d := step_diagnosis(s))}
+    diagnoses = {s.index: d for s in kept if (d := step_diagnosis(s)) is not None}
     verdicts: list[str | None] = [None]
     top = max(s.level for s in steps)
     per_step_s = steps[0].duration_s + steps[0].warmup_s
@@ -218,12 +217,13 @@ def views_from_snapshot(
             events += [
                 LiveEvent(round(k * per_step_s + 0.5, 1), *e) for e in step_events(steps[k - 1])
             ]
-            verdict = (diagnoses.get(steps[k - 1].index) or {}).get("bottleneck")
+            diagnosis = diagnoses.get(steps[k - 1].index)
+            verdict = diagnosis.bottleneck if diagnosis is not None else None
             if verdict:
                 change = verdict_event(steps[k - 1], verdict, verdicts[-1])
                 if change is not None:
                     events.append(LiveEvent(round(k * per_step_s + 0.5, 1), *change))
-                verdicts.append(str(verdict["verdict"]))
+                verdicts.append(verdict["verdict"])
         events.append(LiveEvent(round(k * per_step_s + 1.0, 1), *load_event(live.mode, live.level)))
         telemetry, traces = replay_telemetry(live, top, seq)
         history = [

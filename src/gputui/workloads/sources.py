@@ -25,6 +25,7 @@ from gputui.engine.records import RequestRecord
 from gputui.engine.workload import WorkloadSpec
 from gputui.errors import UsageError
 from gputui.metrics.conversations import conversation_stats, dispatch_lateness, turn_stats
+from gputui.metrics.json_read import elements, member, number
 from gputui.metrics.prefix_cache import CounterSample, PrefixCacheMeter, counter_delta_rate
 from gputui.snapshot.models import Snapshot
 from gputui.workloads.distributions import LengthDist, parse_dist
@@ -127,27 +128,28 @@ class SourcePlan:
         out = []
         if snapshot.conversations is not None:
             c = snapshot.conversations
-            for row in c["turns_by_turn"]:
-                ttft = row["ttft_s"]
-                rate = row["prefix_cache_hit_rate"]
-                prompt = row["input_tokens_mean"] or 0
-                p50, p95 = (ttft["p50"], ttft["p95"]) if ttft else (None, None)
-                source = row.get("prefix_cache_source")
+            for row in elements(c.get("turns_by_turn")):
+                ttft = member(row, "ttft_s")
+                rate = number(row, "prefix_cache_hit_rate")
+                prompt = number(row, "input_tokens_mean") or 0
+                p50, p95 = number(ttft, "p50"), number(ttft, "p95")
+                source = member(row, "prefix_cache_source")
                 out.append(
-                    f"turn {row['turn']}: {row['ok']} ok, prompt {prompt:.0f} tokens, TTFT p50 "
-                    f"{_ms(p50)} p95 {_ms(p95)}, prefix-cache hit rate {_pct(rate)}"
-                    + (f" ({source})" if source and rate is not None else "")
+                    f"turn {member(row, 'turn')}: {member(row, 'ok')} ok, prompt {prompt:.0f} "
+                    f"tokens, TTFT p50 {_ms(p50)} p95 {_ms(p95)}, prefix-cache hit rate "
+                    f"{_pct(rate)}" + (f" ({source})" if source and rate is not None else "")
                 )
-            e2e = c["e2e_s"]
+            e2e = c.get("e2e_s")
             out.append(
                 f"conversations: {c['complete']} of {c['started']} complete ({c['turns']} turns), "
-                f"E2E p50 {_s(e2e and e2e['p50'])} p95 {_s(e2e and e2e['p95'])}"
+                f"E2E p50 {_s(number(e2e, 'p50'))} p95 {_s(number(e2e, 'p95'))}"
             )
         cache = snapshot.prefix_cache
         if cache is not None and cache.get("hit_rate") is not None:
-            counters = cache.get("server_counters_hit_rate")
+            counters = number(cache, "server_counters_hit_rate")
             out.append(
-                f"prefix cache: {_pct(cache['hit_rate'])} of prompt tokens hit ({cache['source']})"
+                f"prefix cache: {_pct(number(cache, 'hit_rate'))} of prompt tokens hit "
+                f"({cache['source']})"
                 + (f"; the server's counters over the run: {_pct(counters)}" if counters else "")
             )
         if snapshot.trace is not None:
@@ -156,8 +158,8 @@ class SourcePlan:
             if late is not None:
                 out.append(
                     f"trace: {t['sent']} of {t['requests']} sent; dispatch lateness p50 "
-                    f"{late['p50_ms']:.3f} ms, p99 {late['p99_ms']:.3f} ms, max "
-                    f"{late['max_ms']:.3f} ms; schedule error {t['schedule_error']:.3%} of "
+                    f"{member(late, 'p50_ms'):.3f} ms, p99 {member(late, 'p99_ms'):.3f} ms, max "
+                    f"{member(late, 'max_ms'):.3f} ms; schedule error {t['schedule_error']:.3%} of "
                     f"{t['duration_s']:.1f} s"
                 )
         return out

@@ -11,9 +11,9 @@ Bars of one table share a scale (`scale_s`, the longest TTFT), so their lengths 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from gputui.frontends.view import LiveView
+from gputui.metrics.json_read import number
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 
@@ -37,13 +37,13 @@ NAMES = {
 
 
 def decomposition_bar(
-    breakdown: Mapping[str, Any] | None, width: int, scale_s: float, *, ascii: bool = False
+    breakdown: Mapping[str, object] | None, width: int, scale_s: float, *, ascii: bool = False
 ) -> Line:
     """`width` cells: each part's share of `scale_s`, largest remainder rounding; blank if none."""
     if not breakdown or width <= 0 or scale_s <= 0:
         return [(" " * max(width, 0), "")]
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
-    seconds = {p: max(float(breakdown.get(f"{p}_s") or 0.0), 0.0) for p in PARTS}
+    seconds = {p: max(number(breakdown, f"{p}_s") or 0.0, 0.0) for p in PARTS}
     total = sum(seconds.values())
     cells = min(width, max(1, round(width * total / scale_s))) if total > 0 else 0
     exact = {p: cells * v / total for p, v in seconds.items()} if total > 0 else {}
@@ -72,15 +72,14 @@ SHORT |= {"host-contended": "host-busy"}
 """Verdict names in a narrow steps table (the help screen spells them out)."""
 
 
-def bound_by(diagnosis: Mapping[str, Any], *, short: bool = False) -> tuple[str, str]:
+def bound_by(verdict: Mapping[str, object] | None, *, short: bool = False) -> tuple[str, str]:
     """The verdict and its role: 'SUSPECT' marks a client-bound step, 'THROTTLED' a throttled one.
 
     Either flag means the step's figures are not the server's alone, so both read in monochrome
     (upper case) and in colour (crit, warn). `short` abbreviates the long names (`SHORT`) and
     the flags (SUSP, THR).
     """
-    verdict = diagnosis.get("bottleneck")
-    if not isinstance(verdict, Mapping):
+    if verdict is None:
         return "-", "dim"
     name = str(verdict.get("verdict", "-"))
     suspect = bool(verdict.get("suspect")) or name in ("client", "host-contended")
@@ -106,14 +105,14 @@ def knee_label(view: LiveView) -> str:
         (s for s in view.steps if s.mode == knee.mode and s.level > knee.level),
         key=lambda s: s.level,
     )
-    verdicts = [v for s in past if isinstance(v := view.diagnosis(s).get("bottleneck"), Mapping)]
+    verdicts = [v for s in past if (v := view.diagnosis(s).bottleneck) is not None]
     likely = "?" if verdicts and verdicts[0].get("low_confidence") else ""
     tail = f" · {verdicts[0]['verdict']}{likely}" if verdicts else ""
     return f"knee {knee.level:g}{tail}"
 
 
 def step_bar_lines(
-    label: str, breakdown: Mapping[str, Any], width: int, *, ascii: bool = False
+    label: str, breakdown: Mapping[str, object], width: int, *, ascii: bool = False
 ) -> list[Line]:
     """'step 8 mean TTFT 939ms ▒▒▒██▓· ▒queue 669ms █prefill 251ms ▓srv 9ms ░net 2ms ·client 9ms'.
 
@@ -121,13 +120,13 @@ def step_bar_lines(
     Every part keeps its value: when they do not all fit beside the bar, they take a second line.
     """
     glyphs = ASCII_GLYPHS if ascii else GLYPHS
-    ttft = float(breakdown["ttft_s"])
+    ttft = number(breakdown, "ttft_s") or 0.0
     bar_w = max(min(24, width // 4), 8)
     line: Line = [(f"{label} ", "label"), (f"mean TTFT {fmt.duration(ttft)} ", "")]
     line += decomposition_bar(breakdown, bar_w, ttft, ascii=ascii)
     parts: Line = []
     for p in ("queue", "prefill", "server_other", "network", "client"):
-        value = breakdown.get(f"{p}_s")
+        value = number(breakdown, f"{p}_s")
         if p == "server_other" and value is None:
             continue
         name = "client+srv" if p == "client" and breakdown.get("unsplit") else NAMES[p]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import textwrap
 
 from gputui.frontends.live import LiveView
+from gputui.metrics.json_read import number
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
 from gputui.ui.render import breakdown
@@ -112,13 +113,13 @@ def _row(
         line = [(text, "best" if role in ("", "s1", "dim", "ok") else role) for text, role in line]
     if view.knee is not None and i == view.knee.index:
         line[0] = (line[0][0], "knee")
-    text, role = breakdown.bound_by(view.diagnosis(step), short=bound_w < _BOUND_WIDE)
+    text, role = breakdown.bound_by(view.diagnosis(step).bottleneck, short=bound_w < _BOUND_WIDE)
     if len(text) > bound_w - 1:
         text = text[: bound_w - 2] + "…"
     line.append((" " + text.ljust(bound_w - 1), role))
     if bar_w:
-        b = view.diagnosis(step).get("ttft_breakdown")
-        ttft = float(b["ttft_s"]) if b else 0.0
+        b = view.diagnosis(step).ttft_breakdown
+        ttft = (number(b, "ttft_s") or 0.0) if b else 0.0
         line.append(((fmt.duration(ttft) if b else "").rjust(_TTFT_W - 1) + " ", ""))
         line += breakdown.decomposition_bar(b, bar_w, ttft, ascii=ascii)
     return line
@@ -145,7 +146,7 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
         body = [[(_ascii(text), role) for text, role in line] for line in body]
     spare = height - 1 - len(body)
     footer: list[Line] = []
-    newest = view.diagnosis(view.steps[-1]).get("ttft_breakdown")
+    newest = view.diagnosis(view.steps[-1]).ttft_breakdown
     if not bar_w and newest:
         label = f"step {len(view.steps)}"
         bar_lines = breakdown.step_bar_lines(label, newest, width, ascii=ascii)
