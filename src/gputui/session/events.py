@@ -4,7 +4,7 @@ Contract: `EventWatcher.observe` turns successive frames and telemetry into even
 saturated client, a target that stops answering and answers again, throttling, preemptions) and
 the target state they imply; `step_events` gives a finished step's warnings and a missed SLA;
 `load_event` a load change, `verdict_event` a bottleneck verdict that differs from the previous
-step's (issue 18). The Session runs them on its own frame thread and keeps the
+step's (issue 18). The Session runs them on its loop thread and keeps the
 `EventLog`; the replay (`ui.replay`) runs the same rules on its frames. Nothing here reads a clock.
 """
 

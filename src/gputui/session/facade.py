@@ -138,6 +138,14 @@ class Session:
         """
         return self._loads.hold()
 
+    @property
+    def sent_load(self) -> StepSpec | None:
+        """The step of the load last sent to the engine, at once (the loop may not have it yet).
+
+        For a caller that must never wait (the UI cancelling a job); its window is as opened.
+        """
+        return self._loads.sent
+
     def pause(self) -> None:
         """Stop sending new requests; the step stays open (the TUI opens a new one on resume)."""
         self._loads.pause()
@@ -188,13 +196,7 @@ class Session:
     def step_so_far(self) -> StepResult | None:
         """The open step's figures so far (None while settling or without an open step)."""
         now = time.perf_counter_ns()
-
-        def open_step(loop: SessionLoop) -> tuple[StepSpec | None, list[RequestRecord], Sla]:
-            step = loop.ledger.current
-            records = loop.ledger.records.get(step.index, []) if step is not None else []
-            return step, list(records), loop.sla
-
-        step, records, sla = self._loop.ask(open_step)
+        step, records, sla = self._loop.ask(lambda loop: loop.open_step())
         return step_so_far(step, records, sla, now)  # aggregated here, not on the loop
 
     def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
@@ -337,15 +339,16 @@ class Session:
 
     def worker_cpu_percent(self) -> list[float]:
         """CPU use of each engine process over its last interval (100 = one core)."""
-        published = self._loop.published
-        figures = worker_figures(self._engine)
-        return figures(published.client_cpu_percent, published.client_run_wait_percent)[0]
+        return self._worker_figures()[0]
 
     def worker_run_wait_percent(self) -> list[float | None]:
         """Run-queue wait of each engine process over its last interval (% of wall time)."""
+        return self._worker_figures()[1]
+
+    def _worker_figures(self) -> tuple[list[float], list[float | None]]:
         published = self._loop.published
         figures = worker_figures(self._engine)
-        return figures(published.client_cpu_percent, published.client_run_wait_percent)[1]
+        return figures(published.client_cpu_percent, published.client_run_wait_percent)
 
     @property
     def current_step(self) -> StepSpec | None:
@@ -376,12 +379,7 @@ class Session:
 
     def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
         """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
-
-        def between(loop: SessionLoop) -> list[int]:
-            pairs = zip(loop.rtt_ns, loop.rtt_at_ns, strict=True)
-            return [r for r, t in pairs if lo_ns <= t < hi_ns]
-
-        return self._loop.ask(between)
+        return self._loop.ask(lambda loop: loop.rtt_between(lo_ns, hi_ns))
 
     # engine callbacks (reader threads) ---------------------------------------------------------
     def _on_batch(

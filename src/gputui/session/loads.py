@@ -62,6 +62,11 @@ class LoadChanges:
             self._engine.send(Load(mode, level, step.index))
         return step
 
+    @property
+    def sent(self) -> StepSpec | None:
+        """The load last sent while the run goes on (None before the first and after `end`)."""
+        return self._sent
+
     def pause(self) -> None:
         """Stop sending new requests (the step stays open)."""
         self._loop.post(PauseChanged(paused=True))

@@ -24,10 +24,11 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from gputui.engine.process import EngineStatus
+from gputui.engine.records import RequestRecord
 from gputui.metrics.client_state import ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
+from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.window import RollingWindow
 from gputui.session.cpu import EngineCpu, WorkerFigures
 from gputui.session.diagnosis import StepDiagnosis
@@ -273,6 +274,17 @@ class SessionLoop:
         self.ledger.adopt(result)
         self.deliver([result])
         self._publish()
+
+    def open_step(self) -> tuple[StepSpec | None, list[RequestRecord], Sla]:
+        """The open step, a copy of its records and the SLA (to aggregate off the loop)."""
+        step = self.ledger.current
+        records = self.ledger.records.get(step.index, []) if step is not None else []
+        return step, list(records), self.sla
+
+    def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
+        """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
+        pairs = zip(self.rtt_ns, self.rtt_at_ns, strict=True)
+        return [r for r, t in pairs if lo_ns <= t < hi_ns]
 
     # frames -----------------------------------------------------------------------------------
     def publish_frame(self) -> None:
