@@ -47,7 +47,7 @@ def test_sent_equals_ok_plus_failed_per_step() -> None:
         stats = sim_stats(sim.url)
     results = session.finished_steps()
     assert [r.mode for r in results] == ["concurrency", "rate"]
-    sent = session._sent  # Session has no public per-step sent count (yet)
+    sent = session.sent_by_step()
     for result in results:
         assert result.requests_failed > 0
         assert sent[result.index] == result.requests_ok + result.requests_failed, result.index

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
+from gputui.engine.backend import UNCHECKED
 from gputui.engine.client import ClientConfig
 from gputui.engine.commands import Command
 from gputui.engine.handle import BatchCallback
 from gputui.engine.load import RequestShape
+from gputui.engine.preflight import PreflightResult
 from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.target import parse_target
 from gputui.frontends.live import LiveController, LiveSettings, LiveView
@@ -61,11 +64,25 @@ class _KeptDiagnoser:
             self.diagnoses[result.index] = kept
         return kept
 
+    def stop(self) -> None:
+        pass
+
+
+def _answers(client: ClientConfig) -> PreflightResult:
+    """Stands in for the preflight: the target answers at once."""
+    return PreflightResult(models=("m",), probe_path=None, server_header="", backend=UNCHECKED)
+
 
 @dataclass
 class _FedTelemetry:
     frame: TelemetryFrame | None = None
     traces: Traces | None = None
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
 
     def latest(self) -> TelemetryFrame | None:
         return self.frame
@@ -100,6 +117,7 @@ def test_replay_and_live_controller_give_the_same_view(
     snapshot = load_snapshot(fixture)
     replayed = views_from_snapshot(snapshot)
     steps = [step_result(s) for s in snapshot.steps if not s.incomplete]
+    first = steps[0]
     settings = LiveSettings(
         engine=EngineConfig(
             client=ClientConfig(target=parse_target("http://127.0.0.1:8000"), model="m"),
@@ -108,30 +126,40 @@ def test_replay_and_live_controller_give_the_same_view(
         sla=snapshot.sla.to_sla(),
         snapshot_dir=tmp_path,
         journal=False,
+        start_mode=first.mode,
+        start_level=first.level,
     )
     telemetry = _FedTelemetry()
-    controller = LiveController(settings, cast(TelemetrySampler, telemetry), engine=_NoEngine)
+    controller = LiveController(
+        settings,
+        cast(TelemetrySampler, telemetry),
+        engine=_NoEngine,
+        check=_answers,
+        frame_interval_s=None,  # the frames are the replay's
+    )
+    controller.start()  # connects (the injected check) and applies the first step's load
+    deadline = time.monotonic() + 10.0
+    while not controller.connected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert controller.connected
     session = controller.session  # the live Session: its event rules, steps and frames
-    session.started_ns = 1
     kept = {s.index: step_diagnosis(s) for s in snapshot.steps}
     session.diagnoser = cast(Any, _KeptDiagnoser(kept))  # verdict events: the Session's rule
-    controller._running = controller._connected = True
-    controller._target_state = "ok"
     top = max(s.level for s in steps)
     knee_step = replayed[-1].level
     plan = [*((k, s) for k, s in enumerate(steps)), (len(steps), None)]
     assert len(plan) == len(replayed)
-    for seq, ((k, live), expected) in enumerate(zip(plan, replayed, strict=True), start=1):
-        live = live or next(s for s in steps if s.level == knee_step)
-        if k > 0:  # the step before finished: the Session's own bookkeeping and events
-            session._finished[k - 1] = steps[k - 1]
-            session._deliver([steps[k - 1]])
-        controller._mode, controller._level = live.mode, live.level
-        controller._apply()
-        telemetry.frame, telemetry.traces = replay_telemetry(live, top, seq)
-        session.latest = replay_frame(seq, k, live)
-        session.observe(session.latest)  # what the frame thread does with each frame
-        assert _shown(controller.view()) == _shown(expected), f"view {seq}"
+    try:
+        for seq, ((k, live), expected) in enumerate(zip(plan, replayed, strict=True), start=1):
+            live = live or next(s for s in steps if s.level == knee_step)
+            if k > 0:  # the step before finished: the Session's own bookkeeping and events
+                session.feed_step(steps[k - 1])
+                controller.go_to(live.mode, live.level)
+            telemetry.frame, telemetry.traces = replay_telemetry(live, top, seq)
+            session.show_frame(replay_frame(seq, k, live))  # as the loop shows its own frames
+            assert _shown(controller.view()) == _shown(expected), f"view {seq}"
+    finally:
+        controller.stop(save=False)
     assert replayed[-1].best_step_index is not None
     assert any(e.kind == "throttle" for e in replayed[-1].events)
     assert sum("bound by" in e.text for e in replayed[-1].events) == verdict_events

@@ -1,15 +1,17 @@
 """The live controller: the typed API the TUI drives, and the one immutable view it reads.
 
 Contract: `LiveController` owns a Session (engine process + statistics) and an optional telemetry
-sampler. The UI calls its small command API (`step_up`, `step_down`, `cycle_factor`,
+sampler. The UI calls its small command API (`step_up`, `step_down`, `go_to`, `cycle_factor`,
 `toggle_mode`, `toggle_pause`, `burst`, `save`, `stop`) and reads `view()`, a frozen `LiveView`
 rebuilt only when something changed. Nothing here imports Textual, so everything the TUI shows
-can be driven and tested headless. An unreachable target is a state (`target_state`), retried
-every 2 s, not an error; so is a server that stops accepting connections mid-run (new connect
-failures and no new successes in the rolling window), until requests succeed again.
+can be driven and tested headless. An unreachable target is a state (`live_connect.Connector`),
+retried every 2 s, not an error; so is a server that stops accepting connections mid-run (new
+connect failures and no new successes in the rolling window), until requests succeed again.
+Its collaborators are injectable: the engine (`engine`), the target check (`check`) and the
+frame rate, so a test drives a real controller and Session on a fake engine and no server.
 
 The Session keeps the journal (`Session.open_journal`, as for `gputui run`) and the event log
-(`Session.events`, detected on its own frame thread, never as a side effect of a UI poll); this
+(`Session.events`, detected on its own loop thread, never as a side effect of a UI poll); this
 controller adds its own events (connecting, pauses, saves) to that log. The view comes out of
 the one pure builder (`view.build_view`) that the replay uses too. A snapshot is written by
 `snapshot.assemble.save_session`, the function `gputui run` uses. The journal is deleted once
@@ -21,20 +23,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
 from gputui.control.sweep import InFlightTrace
 from gputui.engine.api import EngineFactory
-from gputui.engine.backend import OPENAI_COMPATIBLE
 from gputui.engine.load import LoadMode
-from gputui.engine.preflight import preflight
-from gputui.errors import GputuiError
+from gputui.engine.preflight import PreflightResult
+from gputui.frontends.live_connect import Check, Connector, check_target, identity
+from gputui.frontends.live_history import LiveHistory
 from gputui.frontends.live_jobs import LiveJobs
+from gputui.frontends.live_levels import next_factor, scaled_level, switched_load
 from gputui.frontends.live_saving import LiveSaver
 from gputui.frontends.live_settings import LiveSettings as LiveSettings
-from gputui.frontends.live_settings import backend_from_server
 from gputui.frontends.view import EventKind as EventKind
 from gputui.frontends.view import LiveEvent as LiveEvent
 from gputui.frontends.view import LiveView as LiveView
@@ -42,12 +43,6 @@ from gputui.frontends.view import ViewInputs, build_view
 from gputui.metrics.sla_terms import SessionTerms, TermsHistory, change_text
 from gputui.session import Session, StatsFrame
 from gputui.telemetry.sampler import TelemetrySampler
-from gputui.workloads.live_progress import WorkloadProgress, workload_progress
-
-_RETRY_S = 2.0
-_HISTORY = 240
-_PROGRESS_NS = 1_000_000_000
-"""Frames of throughput / error-rate history kept for the sparklines (a minute at 4 Hz)."""
 
 
 class LiveController:
@@ -59,6 +54,8 @@ class LiveController:
         telemetry: TelemetrySampler | None = None,
         *,
         engine: EngineFactory | None = None,
+        check: Check = check_target,
+        frame_interval_s: float | None = 0.25,
     ) -> None:
         self.settings = settings
         self._telemetry = telemetry
@@ -83,26 +80,20 @@ class LiveController:
         """The level each mode was left at (`r` switching back resumes it)."""
         self._factor = settings.factor
         self._paused = False
-        self._target_state = "connecting"
-        self._stopping = threading.Event()
+        self._frame_interval_s = frame_interval_s
         self._started_ns = time.perf_counter_ns()
         self._view: LiveView | None = None
         self._view_key: tuple[object, ...] = ()
         self._seq = 0
         self._running = False
-        self._connected = False
-        self._starter: threading.Thread | None = None
         self._stop_lock = threading.Lock()
         self._stopped = False
         self._final_path: Path | None = None
-        self._throughput: deque[float] = deque(maxlen=_HISTORY)
-        self._error_rate: deque[float] = deque(maxlen=_HISTORY)
-        self._cpu_mark = (time.process_time(), time.perf_counter())
-        self._ui_cpu: float | None = None
-        self._progress: WorkloadProgress | None = (
-            workload_progress(settings.source, (), 0) if settings.source is not None else None
-        )  # from the first view on, so the workload panel is laid out from the start
-        self._progress_ns = 0
+        self._history = LiveHistory(settings.source, self._session.all_records, telemetry)
+        """Sparklines, the workload's progress and the UI's CPU."""
+        self._connector = Connector(
+            settings.engine.client, self._identify, self._on_connected, self._event, check=check
+        )
         self._terms = TermsHistory(SessionTerms(settings.sla, settings.price_per_hour))
         """The SLA and price now, and their changes (the settings dialog; the snapshot)."""
         self._saver = LiveSaver(
@@ -125,43 +116,18 @@ class LiveController:
         """
         if self._telemetry is not None:
             self._telemetry.start()
-        self._session.start()
+        self._session.start(frame_interval_s=self._frame_interval_s)
         diagnoser = self._session.start_diagnosis(
             self._telemetry, self.settings.metrics_url, model=self.settings.engine.client.model
         )
         diagnoser.expect_cold = self.settings.workload_details.get("prompt_salt") is not None
         self._running = True
-        self._starter = threading.Thread(target=self._connect, name="gputui-connect", daemon=True)
-        self._starter.start()
+        self._connector.start()
 
-    def _connect(self) -> None:
-        client = self.settings.engine.client
-        while not self._stopping.is_set():
-            try:
-                checked = preflight(
-                    client.target, client.model, api_key=client.api_key, timeout_s=5.0
-                )
-            except GputuiError as exc:
-                state = f"unreachable: {exc}"
-                if state != self._target_state:
-                    self._event("error", f"target {state}; retrying every {_RETRY_S:g} s")
-                self._target_state = state
-                self._stopping.wait(_RETRY_S)
-                continue
-            detected = checked.backend
-            self._saver.identify(
-                detected.name
-                if detected.name != OPENAI_COMPATIBLE
-                else backend_from_server(checked.server_header),
-                detected.evidence,
-                checked.server_header,
-            )
-            break
-        if self._stopping.is_set():
-            return
-        self._connected = True
-        self._target_state = "ok"
-        self._event("info", f"connected to {client.target.base_url}")
+    def _identify(self, checked: PreflightResult) -> None:
+        self._saver.identify(*identity(checked))
+
+    def _on_connected(self) -> None:
         self._saver.open_journal()
         self._apply()
 
@@ -179,9 +145,7 @@ class LiveController:
             self._stopped = True
             if reason:
                 self._event("info", f"{reason}: stopping and saving")
-            self._stopping.set()
-            if self._starter is not None:
-                self._starter.join(timeout=10.0)
+            self._connector.stop()
             path = None
             if self._running:
                 self._session.stop(cancel=True, drain_timeout_s=5.0)
@@ -209,6 +173,11 @@ class LiveController:
     def running(self) -> bool:
         """Whether the session has started and not yet stopped."""
         return self._running
+
+    @property
+    def connected(self) -> bool:
+        """Whether the target has answered (the load is applied from then on)."""
+        return self._connector.connected
 
     # commands (the UI's control API) ------------------------------------------------------------
     def save(self, label: str | None = None) -> Path | None:
@@ -240,22 +209,27 @@ class LiveController:
         """Multiply the load by the factor (concurrency: at least +1)."""
         self._jobs.take_control()
         with self._lock:
-            self._level = self._scaled(self._level, self._factor)
+            self._level = scaled_level(self._mode, self._level, self._factor)
         self._apply()
 
     def step_down(self) -> None:
         """Divide the load by the factor (never below the minimum)."""
         self._jobs.take_control()
         with self._lock:
-            self._level = self._scaled(self._level, 1 / self._factor)
+            self._level = scaled_level(self._mode, self._level, 1 / self._factor)
+        self._apply()
+
+    def go_to(self, mode: LoadMode, level: float) -> None:
+        """Set the load to this mode and level (a script, a replay driving the controller)."""
+        self._jobs.take_control()
+        with self._lock:
+            self._mode, self._level = mode, float(level)
         self._apply()
 
     def cycle_factor(self, direction: int) -> float:
         """`]` raises the step factor, `[` lowers it: 1.25, 1.5, 2, 3, 4."""
-        choices = (1.25, 1.5, 2.0, 3.0, 4.0)
         with self._lock:
-            i = min(range(len(choices)), key=lambda k: abs(choices[k] - self._factor))
-            self._factor = choices[max(0, min(len(choices) - 1, i + direction))]
+            self._factor = next_factor(self._factor, direction)
             self._event("info", f"step factor x{self._factor:g}")
             return self._factor
 
@@ -265,12 +239,7 @@ class LiveController:
         frame = self._session.latest
         with self._lock:
             self._left_at[self._mode] = self._level
-            if self._mode == "concurrency":
-                rate = frame.window.requests_per_s if frame and frame.window.requests_per_s else 0
-                self._mode, self._level = "rate", round(max(rate, 0.1), 2)
-            else:
-                in_flight = frame.in_flight if frame else 1
-                self._mode, self._level = "concurrency", float(max(1, in_flight))
+            self._mode, self._level = switched_load(self._mode, frame)
             self._level = self._left_at.get(self._mode, self._level)
         self._apply()
 
@@ -280,7 +249,7 @@ class LiveController:
         with self._lock:
             self._paused = not self._paused
             paused = self._paused
-        if not self._running or not self._connected:
+        if not self._running or not self.connected:
             return paused
         if paused:
             self._session.pause()
@@ -293,7 +262,7 @@ class LiveController:
     def burst(self) -> int:
         """Fire the burst on top of the load."""
         self._jobs.take_control()
-        if self._running and self._connected:
+        if self._running and self.connected:
             self._session.burst(self.settings.burst_size)
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
@@ -315,7 +284,7 @@ class LiveController:
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
         steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
         diagnoses = self._session.diagnoses()
-        self._track_cpu()
+        self._history.track_cpu()
         key = (
             frame.seq if frame else -1,
             telemetry.seq if telemetry else -1,
@@ -331,7 +300,7 @@ class LiveController:
             self._saver.last_saved,
             self._stopped,
             int(self._elapsed_s()),
-            self._progress,
+            self._history.progress,
             self._terms.terms,
         )
         if self._view is not None and key == self._view_key:
@@ -358,14 +327,14 @@ class LiveController:
                 telemetry=telemetry,
                 traces=self._telemetry.recent() if self._telemetry is not None else None,
                 gpu_description=self.settings.gpu_description,
-                throughput_history=tuple(self._throughput),
-                error_rate_history=tuple(self._error_rate),
-                ui_cpu_percent=self._ui_cpu,
+                throughput_history=self._history.throughput,
+                error_rate_history=self._history.error_rate,
+                ui_cpu_percent=self._history.ui_cpu,
                 label=self.settings.label,
                 last_saved=self._saver.last_saved,
                 journal_path=self._session.journal_path,
                 stopped=self._stopped,
-                workload=self._progress,
+                workload=self._history.progress,
                 control=self._jobs.control,
                 target_precision=self.settings.target_precision,
                 notices=self.settings.notices,
@@ -379,16 +348,8 @@ class LiveController:
     def _elapsed_s(self) -> float:
         return (time.perf_counter_ns() - self._started_ns) / 1e9
 
-    def _scaled(self, level: float, factor: float) -> float:
-        if self._mode == "concurrency":
-            scaled = round(level * factor)
-            if factor > 1:
-                scaled = max(scaled, int(level) + 1)
-            return float(max(1, min(scaled, 4096)))
-        return round(max(0.05, level * factor), 3)
-
     def _apply(self) -> None:
-        if not self._running or not self._connected or self._paused:
+        if not self._running or not self.connected or self._paused:
             return
         with self._lock:
             mode, level = self._mode, self._level
@@ -405,7 +366,7 @@ class LiveController:
 
     def ready_for(self, what: str) -> bool:
         """Whether a job may start now (connected, not paused); says why not in an event."""
-        if self._running and self._connected and not self._paused:
+        if self._running and self.connected and not self._paused:
             return True
         self._event("info", f"no {what}: not connected or paused")
         return False
@@ -414,11 +375,9 @@ class LiveController:
         self._session.events.add(kind, text)
 
     def _on_frame(self, frame: StatsFrame) -> None:
-        """Each new frame, on the Session's frame thread (after its events): history, trace."""
+        """Each new frame, on the Session's loop thread (after its events): history, trace."""
         self._trace.on_frame(frame)
-        self._throughput.append(frame.window.output_tokens_per_s)
-        self._error_rate.append(frame.window.error_rate or 0.0)
-        self._update_progress()
+        self._history.on_frame(frame)
         self._pause_if_flooded(frame)
 
     def _pause_if_flooded(self, frame: StatsFrame) -> None:
@@ -432,23 +391,7 @@ class LiveController:
             self._paused = True
         self._session.pause()
 
-    def _update_progress(self) -> None:
-        """Once a second, the conversations' or replay's live account (the workload panel)."""
-        plan = self.settings.source
-        now = time.perf_counter_ns()
-        if plan is None or now - self._progress_ns < _PROGRESS_NS:
-            return
-        self._progress_ns = now
-        server = self._telemetry.traces(downsample_to=None).server if self._telemetry else ()
-        self._progress = workload_progress(plan, self._session.all_records(), now, server)
-
-    def _track_cpu(self) -> None:
-        """The UI process's CPU over the last second."""
-        cpu_s, wall_s = time.process_time(), time.perf_counter()
-        if wall_s - self._cpu_mark[1] >= 1.0:
-            self._ui_cpu = 100.0 * (cpu_s - self._cpu_mark[0]) / (wall_s - self._cpu_mark[1])
-            self._cpu_mark = (cpu_s, wall_s)
-
     def _shown_target_state(self) -> str:
         """Connecting or unreachable (the preflight's), else what the Session's frames say."""
-        return self._session.target_state if self._target_state == "ok" else self._target_state
+        state = self._connector.state
+        return self._session.target_state if state == "ok" else state

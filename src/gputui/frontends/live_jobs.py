@@ -95,7 +95,7 @@ class LiveJobs:
         if was == "operator":
             return
         self._jobs.cancel()
-        current = self._session.current_step
+        current = self._session.sent_load  # never waits
         with self._lock:
             if current is not None:
                 self._host.follow_step(current.mode, current.level)
@@ -109,7 +109,7 @@ class LiveJobs:
 
     def _job_ended(self, phase: str) -> None:
         """The hold or the auto sweep ended by itself (on the job's thread): control goes back."""
-        current = self._session.current_step
+        current = self._session.sent_load  # never waits
         with self._lock:
             if self._control != phase:
                 return  # the operator took control first

@@ -1,7 +1,7 @@
 """The Session's per-step diagnosis (issue 18): what bound each finished step, as a subscriber.
 
 Contract: the Session owns one `StepDiagnosis` and hands it each finished, non-hidden step
-(`on_step`, on the engine's reader thread: an error never escapes, it becomes a warning event).
+(`on_step`, on the session loop's thread: an error never escapes, it becomes a warning event).
 `start` attaches a `StepDiagnoser` (after the Session's `start`; `stop` ends it); a verdict unlike
 the previous step's is an event; `diagnoses` is what `snapshot.assemble.save_session` and the
 journal attach.

@@ -4,7 +4,7 @@ Contract: `EventWatcher.observe` turns successive frames and telemetry into even
 saturated client, a target that stops answering and answers again, throttling, preemptions) and
 the target state they imply; `step_events` gives a finished step's warnings and a missed SLA;
 `load_event` a load change, `verdict_event` a bottleneck verdict that differs from the previous
-step's (issue 18). The Session runs them on its own frame thread and keeps the
+step's (issue 18). The Session runs them on its loop thread and keeps the
 `EventLog`; the replay (`ui.replay`) runs the same rules on its frames. Nothing here reads a clock.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -42,11 +42,15 @@ class LiveEvent:
 
 
 class EventLog:
-    """The last `limit` events of a session, appended from any thread."""
+    """The last `limit` events of a session: appended from any thread, read without a lock.
+
+    Each `add` swaps in a new tuple (writers take turns), so a reader takes `items()` as it is.
+    """
 
     def __init__(self, origin_ns: int, limit: int = 200) -> None:
         self._origin_ns = origin_ns
-        self._events: deque[LiveEvent] = deque(maxlen=limit)
+        self._limit = limit
+        self._events: tuple[LiveEvent, ...] = ()
         self._lock = threading.Lock()
         self.count = 0
         """Events ever added (changes whenever the log does, unlike its bounded length)."""
@@ -55,13 +59,13 @@ class EventLog:
         """Append an event stamped now."""
         t_s = round((time.perf_counter_ns() - self._origin_ns) / 1e9, 1)
         with self._lock:
-            self._events.append(LiveEvent(t_s, kind, text))
+            added = (*self._events, LiveEvent(t_s, kind, text))
+            self._events = added[-self._limit :] if self._limit > 0 else ()
             self.count += 1
 
     def items(self) -> tuple[LiveEvent, ...]:
         """The events kept, oldest first."""
-        with self._lock:
-            return tuple(self._events)
+        return self._events
 
 
 Event = tuple[EventKind, str]

@@ -1,7 +1,8 @@
 """The Session's live frame: `StatsFrame`, frozen, what the live view shows at one instant.
 
-Contract: built by `session.publisher` on the frame thread and swapped into `Session.latest`, so
-readers never see a half-built frame and never lock. Importable from `gputui.session`.
+Contract: `build_frame` (pure) makes one from what the session loop keeps; the loop swaps it into
+`Session.latest`, so readers never see a half-built frame and never lock. `StatsFrame` is
+importable from `gputui.session`.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.engine.load import LoadMode
+from gputui.engine.process import EngineStatus
+from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED
+from gputui.metrics.step import StepSpec
 from gputui.metrics.verdict_progress import VerdictProgress
 from gputui.metrics.window import WindowStats
+from gputui.session.steady import StepPhase
 
 SATURATION_CPU_PERCENT = 90.0
 """An engine process this busy delays its own stamps: add workers (`--workers`)."""
@@ -55,3 +60,54 @@ class StatsFrame:
     """Largest relative 95 % CI half-width of P95 TTFT, P95 TPOT and output tok/s so far."""
     verdict_progress: VerdictProgress | None = None
     """The step's SLA verdict so far and what deciding it still needs (the header's line)."""
+
+
+def build_frame(
+    *,
+    seq: int,
+    step: StepSpec,
+    now_ns: int,
+    window: WindowStats,
+    phase: StepPhase,
+    status: EngineStatus | None,
+    client_cpu_percent: float,
+    busiest_cpu_percent: float,
+    run_wait_percent: float | None,
+    client_state: str | None,
+    rtt_last_s: float | None,
+    steps_finished: int,
+    workers: int,
+    paused: bool,
+) -> StatsFrame:
+    """The frame of the latest step at `now_ns`, from the figures the session loop keeps (pure)."""
+    return StatsFrame(
+        seq=seq,
+        mode=step.mode,
+        level=step.level,
+        step_index=step.index,
+        step_elapsed_s=(now_ns - step.start_ns) / 1e9,
+        in_warmup=now_ns < step.measure_start_ns,
+        in_flight=status.in_flight if status else 0,
+        paused=paused,
+        window=window,
+        client_cpu_percent=client_cpu_percent,
+        loop_lag_max_ms=status.loop_lag_max_ms if status else 0.0,
+        rtt_last_s=rtt_last_s,
+        steps_finished=steps_finished,
+        workers=workers,
+        busiest_worker_cpu_percent=busiest_cpu_percent,
+        client_saturated=client_state == CLIENT_BOUND,
+        client_run_wait_percent=run_wait_percent,
+        host_contended=client_state == HOST_CONTENDED,
+        step_phase=phase.step_phase,
+        settle_remaining_s=phase.settle_remaining_s,
+        measured_n=phase.measured_n,
+        precision=phase.precision,
+        verdict_progress=phase.verdict_progress,
+    )
+
+
+def client_lagging(busiest_cpu_percent: float, status: EngineStatus | None) -> bool:
+    """Whether the client's own CPU or loop lag may be delaying its stamps (`SATURATION_*`)."""
+    lag_ms = status.loop_lag_max_ms if status else 0.0
+    return busiest_cpu_percent >= SATURATION_CPU_PERCENT or lag_ms >= SATURATION_LAG_MS

@@ -1,9 +1,10 @@
 """Where the open step's measured window starts: the Session's use of `metrics.steady`.
 
 Contract: the Session makes one `SettleTracker` per step it opens without a fixed warm-up, feeds
-it the engine's per-batch send counts and in-flight counts (`on_batch`, reader thread), and asks
-it on the frame thread (`decide`) with the step's finished records; `decide` returns the
-`SteadyStart` once the load has settled (then it is final) and None until then.
+it the engine's per-batch send counts and in-flight counts (`on_batch`), and asks it (`decide`)
+with the step's finished records, all on the session loop's thread (`session.steady`, so no
+lock); `decide` returns the `SteadyStart` once the load has settled (then it is final) and None
+until then.
 
 - Closed loop: the first wave is the first ceil(level) requests sent for the step. A finished
   record alone cannot prove a wave member is not still in flight, so the tracker uses the send
@@ -16,7 +17,6 @@ it on the frame thread (`decide`) with the step's finished records; `decide` ret
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,7 +56,6 @@ class SettleTracker:
         self.max_warmup_ns = int(max_warmup_s * 1e9)
         self.lifetime_hint_s = lifetime_hint_s
         self.result: SteadyStart | None = None
-        self._lock = threading.Lock()
         self._wave_at: tuple[int, int] | None = None
         self._t_ns: list[int] = []
         self._in_flight: list[float] = []
@@ -70,11 +69,10 @@ class SettleTracker:
         """The engine's send count for this step and its requests in flight, at `now_ns`."""
         if self.result is not None:
             return
-        with self._lock:
-            if self._wave_at is None and sent >= max(int(np.ceil(self.level)), 1):
-                self._wave_at = (now_ns, sent)
-            self._t_ns.append(now_ns)
-            self._in_flight.append(float(in_flight))
+        if self._wave_at is None and sent >= max(int(np.ceil(self.level)), 1):
+            self._wave_at = (now_ns, sent)
+        self._t_ns.append(now_ns)
+        self._in_flight.append(float(in_flight))
 
     def decide(self, now_ns: int, records: Sequence[RequestRecord]) -> SteadyStart | None:
         """The settled start, once known (final after the first non-None answer)."""
@@ -90,8 +88,7 @@ class SettleTracker:
         return found
 
     def _closed(self, now_ns: int, sent: np.ndarray, end: np.ndarray) -> SteadyStart | None:
-        with self._lock:
-            wave_at = self._wave_at
+        wave_at = self._wave_at
         oldest: int | None = self.change_ns  # "a wave member may be in flight": only the bound
         if wave_at is not None:
             t_b, sent_b = wave_at
@@ -115,9 +112,8 @@ class SettleTracker:
             # Early finishers are the quick ones: never shrink the window under the hint.
             lifetime = max(measured, lifetime or 0.0)
         window_s = max(_TREND_LIFETIMES * (lifetime or 1.0), _MIN_TREND_WINDOW_S)
-        with self._lock:
-            t = list(self._t_ns)
-            y = list(self._in_flight)
+        t = list(self._t_ns)
+        y = list(self._in_flight)
         return open_loop_measure_start(
             t,
             y,

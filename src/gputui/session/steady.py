@@ -1,169 +1,138 @@
-"""The Session's steady-state, precision and auto-sweep methods (issue 16), kept apart.
+"""The open step's progress: where its measured window starts, and its precision so far.
 
-Contract: `gputui.session.Session` inherits these; they read the Session's own state under its
-lock. `settle` opens the open step's window once the load has settled (`session.settling`), the
-frame fields come from `_phase_fields`. A job that drives the session (`control.auto`'s hold
-and auto sweep) reports its phase with `set_job_phase` and is cancelled through `add_stop_listener`
-when the session stops.
+Contract: the session loop owns one `StepProgress`, built on the Session's `StepLedger` (it reads
+the ledger's steps and records, and moves a step's measured start there once it settles). `open`
+starts the settling of each new step (a `session.settling.SettleTracker`, unless the warm-up is
+fixed), `on_batch` feeds it the engine's send and in-flight counts, `settle` decides (on each
+frame, and when a plan asks `settled`). `phase` is the frame's step phase, settling countdown,
+measured count, precision and verdict so far; the precision is re-aggregated at most once a
+second (`forget` asks for it at once, e.g. after an SLA change). Only the loop calls these.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-from gputui.engine.commands import Reconnect
 from gputui.engine.records import RequestRecord
-from gputui.metrics.precision import StepPrecision, step_precision
+from gputui.metrics.precision import step_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.steady import SteadyStart
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.verdict_progress import VerdictProgress, verdict_progress
+from gputui.session.ledger import StepLedger
 from gputui.session.settling import SettleTracker
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gputui.engine.api import Engine
 
 PRECISION_EVERY_NS = 1_000_000_000
 DEFAULT_FRAME_TARGET = 0.05
 """The precision the frame reports against when the step has no target of its own."""
 
 
-class SteadyStateMixin:
-    """Steady state, precision and the auto sweep of a Session (module contract)."""
+@dataclass(frozen=True, slots=True)
+class StepPhase:
+    """The open step's phase fields of a frame (`session.frames.StatsFrame`)."""
 
-    sla: Sla
-    warmup_s: float | None
-    max_warmup_s: float
-    _lock: threading.Lock
-    _steps: list[StepSpec]
-    _records: dict[int, list[RequestRecord]]
-    _finished: dict[int, StepResult]
-    _settle: SettleTracker | None
-    _targets: dict[int, float]
-    _precision_at: tuple[int, int, float | None, int, VerdictProgress | None]
-    _job_phase: str
-    _stop_listeners: list[Callable[[], None]]
-    _engine: Engine
+    step_phase: str = "measuring"
+    settle_remaining_s: float | None = None
+    measured_n: int = 0
+    precision: float | None = None
+    verdict_progress: VerdictProgress | None = None
 
-    def _new_tracker(self, step: StepSpec) -> SettleTracker | None:
-        """A settling tracker for a step without a fixed warm-up (lock held)."""
-        if self.warmup_s is not None:
-            return None
+
+def step_so_far(
+    step: StepSpec | None, records: Sequence[RequestRecord], sla: Sla, now_ns: int
+) -> StepResult | None:
+    """The open step's figures up to `now_ns` (None while settling or without an open step)."""
+    if step is None or step.end_ns >= 0 or now_ns <= step.measure_start_ns:
+        return None
+    return aggregate_step(replace(step, end_ns=now_ns), list(records), sla)
+
+
+class StepProgress:
+    """Settling and precision of the open step (module contract)."""
+
+    def __init__(self, ledger: StepLedger, *, warmup_s: float | None, max_warmup_s: float) -> None:
+        self._ledger = ledger
+        self._warmup_s = warmup_s
+        self._max_warmup_s = max_warmup_s
+        self._tracker: SettleTracker | None = None
+        self._cached: tuple[int, int, StepPhase] | None = None
+        """(step index, when, phase) of the last precision aggregation."""
+
+    def open(self, step: StepSpec) -> None:
+        """Start settling a step just opened (nothing to do with a fixed warm-up)."""
+        if self._warmup_s is not None:
+            return
         # The latest finished step's lifetime (hidden holds included) sizes the trend window.
-        previous = self._finished[max(self._finished)] if self._finished else None
-        return SettleTracker(
+        previous = self._ledger.latest_finished()
+        self._tracker = SettleTracker(
             index=step.index,
             mode=step.mode,
             level=step.level,
             change_ns=step.start_ns,
-            max_warmup_s=self.max_warmup_s,
+            max_warmup_s=self._max_warmup_s,
             lifetime_hint_s=previous.e2e_s.p50 if previous is not None else None,
         )
 
-    def settle(self) -> SteadyStart | None:
-        """Decide whether the open step has settled; once it has, its window starts there.
+    def on_batch(self, arrived_ns: int, sent_by_step: dict[int, int], in_flight: int) -> None:
+        """An engine batch reached the session at `arrived_ns`."""
+        tracker = self._tracker
+        if tracker is not None:
+            tracker.on_batch(arrived_ns, sent_by_step.get(tracker.index, 0), in_flight)
 
-        Called on the frame thread (and by plans that poll); the warm-up a finished step records
-        (`warmup_s`) is then the one actually used.
-        """
-        with self._lock:
-            tracker = self._settle
-            if tracker is None or not self._steps or self._steps[-1].index != tracker.index:
-                return None
-            if tracker.result is not None:
-                return tracker.result
-            records = list(self._records.get(tracker.index, []))
-        found = tracker.decide(time.perf_counter_ns(), records)
-        if found is None:
+    def settle(self, now_ns: int) -> SteadyStart | None:
+        """Whether the open step has settled; once it has, its window starts there."""
+        tracker, last = self._tracker, self._ledger.last
+        if tracker is None or last is None or last.index != tracker.index:
             return None
-        with self._lock:
-            step = self._steps[tracker.index]
-            if step.end_ns < 0 or found.measure_start_ns < step.end_ns:
-                self._steps[tracker.index] = replace(step, measure_start_ns=found.measure_start_ns)
+        if tracker.result is not None:
+            return tracker.result
+        found = tracker.decide(now_ns, self._ledger.records.get(tracker.index, []))
+        if found is not None:
+            self._ledger.move_measure_start(tracker.index, found.measure_start_ns)
         return found
 
-    def settled(self, index: int) -> bool:
+    def settled(self, index: int, now_ns: int) -> bool:
         """Whether step `index` has settled (a fixed warm-up: once it has passed)."""
-        with self._lock:
-            tracker = self._settle
-            step = self._steps[index] if 0 <= index < len(self._steps) else None
-        if step is None:
+        specs = self._ledger.specs
+        if not 0 <= index < len(specs):
             return False
+        tracker = self._tracker
         if tracker is not None and tracker.index == index:
-            return self.settle() is not None
-        return time.perf_counter_ns() >= step.measure_start_ns
+            return self.settle(now_ns) is not None
+        return now_ns >= specs[index].measure_start_ns
 
-    def set_step_target(self, index: int, target_precision: float) -> None:
-        """Judge step `index` against this precision target when it finishes (`imprecise`)."""
-        with self._lock:
-            self._targets[index] = target_precision
+    def forget(self) -> None:
+        """Aggregate the precision and verdict afresh on the next `phase` (the SLA changed)."""
+        self._cached = None
 
-    def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
-        """The open step's precision so far and its measured requests (None while settling)."""
-        so_far = self.step_so_far()
-        if so_far is None:
-            return None, 0
-        measured = so_far.requests_ok + so_far.requests_failed
-        return step_precision(so_far, target_precision), measured
+    def so_far(self, now_ns: int, sla: Sla) -> StepResult | None:
+        """The open step's figures so far."""
+        step = self._ledger.current
+        records = self._ledger.records.get(step.index, []) if step is not None else []
+        return step_so_far(step, records, sla, now_ns)
 
-    def step_so_far(self) -> StepResult | None:
-        """The open step's figures so far (None while settling or without an open step)."""
-        now = time.perf_counter_ns()
-        with self._lock:
-            step = self._steps[-1] if self._steps else None
-            if step is None or step.end_ns >= 0 or now <= step.measure_start_ns:
-                return None
-            records = list(self._records.get(step.index, []))
-        return aggregate_step(replace(step, end_ns=now), records, self.sla)
-
-    def _phase_fields(self) -> dict[str, Any]:
-        """The frame's step phase, settling countdown, measured n, precision and verdict so far.
-
-        `for_step` names the step they are of (the load may change before the frame is built).
-        """
-        now = time.perf_counter_ns()
-        with self._lock:
-            step = self._steps[-1] if self._steps else None
+    def phase(self, now_ns: int, job_phase: str, sla: Sla) -> StepPhase:
+        """The latest step's phase fields for a frame built at `now_ns`."""
+        step = self._ledger.last
         if step is None:
-            return {}
-        phase = self._job_phase
-        if now < step.measure_start_ns:
-            return {
-                "for_step": step.index,
-                "step_phase": "settling" if phase == "measuring" else phase,
-                "settle_remaining_s": (step.measure_start_ns - now) / 1e9,
-            }
-        index, at_ns, precision, measured, verdict = self._precision_at
+            return StepPhase()
+        if now_ns < step.measure_start_ns:
+            return StepPhase(
+                step_phase="settling" if job_phase == "measuring" else job_phase,
+                settle_remaining_s=(step.measure_start_ns - now_ns) / 1e9,
+            )
+        cached = self._cached
         # At most once a second (aggregating the step so far is not free), and at once per step.
-        if index != step.index or now - at_ns >= PRECISION_EVERY_NS:
-            target = self._targets.get(step.index, DEFAULT_FRAME_TARGET)
-            so_far = self.step_so_far()
+        if cached is None or cached[0] != step.index or now_ns - cached[1] >= PRECISION_EVERY_NS:
+            target = self._ledger.targets.get(step.index, DEFAULT_FRAME_TARGET)
+            so_far = self.so_far(now_ns, sla)
             reached = step_precision(so_far, target) if so_far is not None else None
-            measured = so_far.requests_ok + so_far.requests_failed if so_far is not None else 0
-            precision = reached.worst if reached is not None else None
-            verdict = verdict_progress(so_far, self.sla) if so_far is not None else None
-            self._precision_at = (step.index, now, precision, measured, verdict)
-        return {
-            "for_step": step.index,
-            "step_phase": phase,
-            "measured_n": measured,
-            "precision": precision,
-            "verdict_progress": verdict,
-        }
-
-    def set_job_phase(self, phase: str) -> None:
-        """What frames report while a job drives the load ("holding", "auto"), or "measuring"."""
-        self._job_phase = phase
-
-    def add_stop_listener(self, listener: Callable[[], None]) -> None:
-        """Call `listener` first thing in `stop`: a job must not change the load past it."""
-        self._stop_listeners.append(listener)
-
-    def reconnect(self) -> None:
-        """Close the engine's idle connections: the next requests connect afresh (`--repeats`)."""
-        self._engine.send(Reconnect())
+            figures = StepPhase(
+                measured_n=so_far.requests_ok + so_far.requests_failed if so_far else 0,
+                precision=reached.worst if reached is not None else None,
+                verdict_progress=verdict_progress(so_far, sla) if so_far is not None else None,
+            )
+            cached = (step.index, now_ns, figures)
+            self._cached = cached
+        return replace(cached[2], step_phase=job_phase)

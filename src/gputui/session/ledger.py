@@ -1,0 +1,150 @@
+"""The step ledger: every step's spec, its records and counts, and which steps are finished.
+
+Contract: one `StepLedger` per Session, written only by the session loop (`session.loop`), so it
+holds no lock. A step opens with `open` (its spec is built where the load changed, at that
+instant) and closes with `close_current`; records arrive with `add_records` and the engine's
+per-step send counts with `set_sent`. `finish_ready` is the one place that decides a step is
+finished: it is closed *and* every request sent during it has come back *and* the engine has
+acknowledged a later step (or `force`, at the end of the run, when what is missing is
+`incomplete`). Hidden steps (`Session.hold`) are kept and finished like any other but reported
+nowhere (`visible_finished`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from gputui.engine.process import EngineStatus
+from gputui.engine.records import REASON_CANCELLED, RequestRecord
+from gputui.metrics.precision import mark_precision
+from gputui.metrics.rejudge import rejudge_step
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult, StepSpec, aggregate_step
+
+
+class StepLedger:
+    """Steps, their records and counts (module contract)."""
+
+    def __init__(self) -> None:
+        self.specs: list[StepSpec] = []
+        self.records: dict[int, list[RequestRecord]] = {}
+        self.received: Counter[int] = Counter()
+        self.sent: dict[int, int] = {}
+        self.finished: dict[int, StepResult] = {}
+        self.targets: dict[int, float] = {}
+        """Precision targets by step index (`Session.set_step_target`): judged when finished."""
+        self.hidden: set[int] = set()
+        self.cancelled = 0
+        """Requests aborted because the run was interrupted: excluded from every statistic."""
+        self.cancelled_by_step: Counter[int] = Counter()
+        self.interrupted: int | None = None
+        """The step that was running when an interrupted run stopped (it is incomplete)."""
+        self.version = 0
+        """Changes whenever a finished step is added or re-judged."""
+
+    @property
+    def current(self) -> StepSpec | None:
+        """The open step, if any."""
+        return self.specs[-1] if self.specs and self.specs[-1].end_ns < 0 else None
+
+    @property
+    def last(self) -> StepSpec | None:
+        """The latest step, open or closed."""
+        return self.specs[-1] if self.specs else None
+
+    def open(self, spec: StepSpec, *, hidden: bool) -> None:
+        """Close the open step at `spec.start_ns` and open `spec` (its index is the next one)."""
+        self.close_current(spec.start_ns)
+        if hidden:
+            self.hidden.add(spec.index)
+        self.specs.append(spec)
+
+    def close_current(self, now_ns: int) -> None:
+        """Close the open step at `now_ns`, if one is open."""
+        step = self.current
+        if step is not None:
+            # A step closed before it settled: its whole length was warm-up (none measured).
+            start = min(step.measure_start_ns, now_ns)
+            self.specs[-1] = replace(step, end_ns=now_ns, measure_start_ns=start)
+
+    def interrupt(self, now_ns: int) -> None:
+        """An interrupted run: the open step is incomplete, and closed at `now_ns`."""
+        if self.current is not None:
+            self.interrupted = self.specs[-1].index
+        self.close_current(now_ns)
+
+    def move_measure_start(self, index: int, measure_start_ns: int) -> None:
+        """The step settled: its measured window starts at `measure_start_ns` (if still inside)."""
+        step = self.specs[index]
+        if step.end_ns < 0 or measure_start_ns < step.end_ns:
+            self.specs[index] = replace(step, measure_start_ns=measure_start_ns)
+
+    def add_records(self, records: list[RequestRecord]) -> list[RequestRecord]:
+        """File the finished requests by step; returns those counted (cancelled ones are not)."""
+        kept: list[RequestRecord] = []
+        for record in records:
+            if record.error == REASON_CANCELLED:
+                self.cancelled += 1
+                self.cancelled_by_step[record.step_index] += 1
+                continue
+            self.records.setdefault(record.step_index, []).append(record)
+            self.received[record.step_index] += 1
+            kept.append(record)
+        return kept
+
+    def set_sent(self, sent_by_step: dict[int, int]) -> None:
+        """The engine's per-step send counts, as of its latest batch."""
+        self.sent = sent_by_step
+
+    def finish_ready(
+        self, status: EngineStatus | None, sla: Sla, *, force: bool
+    ) -> list[StepResult]:
+        """Finish every step now complete (module contract); returns the visible ones, in order."""
+        done: list[StepResult] = []
+        for step in self.specs:
+            if step.end_ns < 0 or step.index in self.finished:
+                continue
+            outstanding = self.sent.get(step.index, 0) - self.received[step.index]
+            acknowledged = status is not None and status.step_index > step.index
+            if not force and (outstanding > 0 or not acknowledged):
+                continue
+            incomplete = (
+                outstanding > 0
+                or self.cancelled_by_step[step.index] > 0
+                or step.index == self.interrupted
+            )
+            result = aggregate_step(
+                step, self.records.get(step.index, []), sla, incomplete=incomplete
+            )
+            if step.index in self.targets:
+                result = mark_precision(result, self.targets[step.index])
+            self.finished[step.index] = result
+            self.version += 1
+            if step.index not in self.hidden:
+                done.append(result)
+        return done
+
+    def rejudge(self, sla: Sla) -> None:
+        """Judge every finished step again by `sla` (its figures do not change)."""
+        for index, result in list(self.finished.items()):
+            records = self.records.get(index, [])
+            self.finished[index] = rejudge_step(result, self.specs[index], records, sla)
+        self.version += 1
+
+    def adopt(self, result: StepResult) -> None:
+        """Take an already aggregated step as finished (a replay feeds its steps so)."""
+        self.finished[result.index] = result
+        self.version += 1
+
+    def visible_finished(self) -> tuple[StepResult, ...]:
+        """Finished steps in order, hidden ones left out."""
+        return tuple(self.finished[i] for i in sorted(self.finished) if i not in self.hidden)
+
+    def latest_finished(self) -> StepResult | None:
+        """The most recently opened finished step, hidden ones included."""
+        return self.finished[max(self.finished)] if self.finished else None
+
+    def all_records(self) -> list[RequestRecord]:
+        """Every record counted so far, by step."""
+        return [r for i in sorted(self.records) for r in self.records[i]]

@@ -1,0 +1,377 @@
+"""The session loop: the one thread that writes a Session's state, fed through its inbox.
+
+Contract: engine batches (from the engine's reader threads), load changes, pauses, step targets,
+job phases and the run's end arrive as messages (`post`, a `queue.Queue`); questions that need
+the state (`ask`) run on the loop and answer through a future. Only this thread touches the
+`StepLedger`, the `StepProgress`, the rolling window and the counters, so none of them locks.
+After every message it swaps a frozen `Published` into `published` (readers never lock); every
+`frame_interval_s` it builds a `StatsFrame` (`session.frames.build_frame`), turns it into events
+(`session.events.EventWatcher`) and hands it to the diagnoser and `on_frame`. Finished steps go
+to their subscribers here: their events, the diagnosis, the journal and `on_step_finished`.
+
+Before `start` and after `Finish` no thread runs: messages are then handled at once in the
+caller's thread (one at a time). The load's timestamps and the engine's commands never pass
+through the inbox: the Session takes and sends them where the load changes (`session.facade`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeVar
+
+from gputui.engine.process import EngineStatus
+from gputui.engine.records import RequestRecord
+from gputui.metrics.client_state import ClientStateTracker
+from gputui.metrics.error_log import ErrorLog
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.window import RollingWindow
+from gputui.session.cpu import EngineCpu, WorkerFigures
+from gputui.session.diagnosis import StepDiagnosis
+from gputui.session.events import EventLog, EventWatcher, load_event, step_events
+from gputui.session.frames import StatsFrame, build_frame, client_lagging
+from gputui.session.ledger import StepLedger
+from gputui.session.messages import (
+    Ask,
+    Batch,
+    Command,
+    Finish,
+    JobPhaseChanged,
+    Message,
+    PauseChanged,
+    Published,
+    RunStopping,
+    StepOpened,
+    StepTargetSet,
+)
+from gputui.session.steady import StepProgress
+from gputui.snapshot.journal import JournalWriter
+from gputui.telemetry.sampler import TelemetryFrame
+
+T = TypeVar("T")
+_ASK_TIMEOUT_S = 60.0
+
+
+class SessionLoop:
+    """The one writer of a Session's state (module contract)."""
+
+    def __init__(
+        self,
+        *,
+        ledger: StepLedger,
+        progress: StepProgress,
+        window: RollingWindow,
+        sla: Sla,
+        events: EventLog,
+        diagnosis: StepDiagnosis,
+        error_log: ErrorLog,
+        client_states: ClientStateTracker,
+        worker_figures: WorkerFigures,
+        workers: int,
+        telemetry: Callable[[], TelemetryFrame | None] | None,
+        on_step_finished: Callable[[StepResult], None] | None,
+        on_frame: Callable[[StatsFrame], None] | None,
+    ) -> None:
+        self.ledger = ledger
+        self.progress = progress
+        self.window = window
+        self.events = events
+        self.diagnosis = diagnosis
+        self.error_log = error_log
+        self._client_states = client_states
+        self._worker_figures = worker_figures
+        self._workers = workers
+        self._telemetry = telemetry
+        self._on_step_finished = on_step_finished
+        self._on_frame = on_frame
+        self.sla = sla
+        self.cpu = EngineCpu()
+        self.status: EngineStatus | None = None
+        self.rtt_ns: list[int] = []
+        self.rtt_at_ns: list[int] = []
+        """When each RTT sample reached the session (per-step network share; diagnosis)."""
+        self.probes_failed = 0
+        self.paused = False
+        self.job_phase = "measuring"
+        self.target_state = "ok"
+        self.journal: JournalWriter | None = None
+        self.journal_origin_ns = 0
+        self._watcher = EventWatcher()
+        self._seq = 0
+        self._version_seen = 0
+        self._applied = 0
+        """Messages handled so far; each posted message's ticket is its place in that count."""
+        self._tickets = 0
+        self._mine = threading.local()
+        """The ticket of the last message this thread posted (`current` waits for it)."""
+        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        self._post_lock = threading.Lock()
+        """Orders what enters the inbox with the loop's start and end (never held by readers)."""
+        self._inline = threading.RLock()
+        """Serializes messages handled in the caller's thread (re-entered by a question)."""
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.published = Published(sla=sla)
+
+    # the inbox --------------------------------------------------------------------------------
+    def start(self, frame_interval_s: float | None) -> None:
+        """Run the loop on its own thread from now on (frames every `frame_interval_s`, if set)."""
+        with self._inline, self._post_lock:  # after any message handled inline so far
+            self._running = True
+        self._thread = threading.Thread(
+            target=self._run, args=(frame_interval_s,), name="gputui-session", daemon=True
+        )
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        """Wait for the loop to end (after `Finish`)."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=timeout_s)
+
+    def post(self, message: Message) -> None:
+        """Hand the loop a message (handled at once, in this thread, when no loop runs)."""
+        with self._post_lock:
+            self._tickets += 1
+            self._mine.ticket = self._tickets
+            if self._running:
+                self._inbox.put(message)
+                return
+        with self._inline:
+            self._dispatch(message)
+
+    def ask(self, question: Callable[[SessionLoop], T]) -> T:
+        """Run `question` on the loop, after everything posted before it, and return its answer."""
+        if threading.current_thread() is self._thread:
+            return question(self)
+        reply: Future[object] = Future()
+        self.post(Ask(question, reply))
+        return reply.result(timeout=_ASK_TIMEOUT_S)  # type: ignore[return-value]
+
+    def current(self) -> Published:
+        """The published state, with everything this thread posted in it (it may wait for that)."""
+        published = self.published
+        if published.applied < getattr(self._mine, "ticket", 0):
+            self.ask(lambda _loop: None)
+            published = self.published
+        return published
+
+    def _run(self, frame_interval_s: float | None) -> None:
+        interval = None if frame_interval_s is None else max(frame_interval_s, 0.1)
+        next_frame = None if interval is None else time.monotonic() + interval
+        while True:
+            timeout = None if next_frame is None else max(0.0, next_frame - time.monotonic())
+            try:
+                message: Message | None = self._inbox.get(timeout=timeout)
+            except queue.Empty:
+                message = None
+            if message is not None:
+                self._dispatch(message)
+                if isinstance(message, Finish):
+                    break
+            if next_frame is not None and interval is not None and time.monotonic() >= next_frame:
+                self._guarded(self.publish_frame)
+                next_frame = time.monotonic() + interval
+        with self._inline:  # what was posted before the end: handled here, inline from now on
+            with self._post_lock:
+                self._running = False
+            while True:
+                try:
+                    self._dispatch(self._inbox.get_nowait())
+                except queue.Empty:
+                    break
+
+    def _dispatch(self, message: Message) -> None:
+        self._applied += 1  # messages are handled in the order of their tickets
+        if isinstance(message, Ask):
+            try:
+                answer = message.question(self)
+            except Exception as exc:  # noqa: BLE001 - the asker gets it, the loop lives on
+                message.reply.set_exception(exc)
+                return
+            self._publish()  # before the answer: the asker may read what it changed
+            message.reply.set_result(answer)
+            return
+        if isinstance(message, Batch):
+            self._guarded(lambda: self._on_batch(message))
+        else:
+            self._guarded(lambda: self._on_command(message))
+        self._publish()
+
+    def _guarded(self, handle: Callable[[], None]) -> None:
+        try:
+            handle()
+        except Exception as exc:  # noqa: BLE001 - one bad message must not stop the session
+            self.events.add("error", f"session: {exc!r}")
+
+    # handlers ---------------------------------------------------------------------------------
+    def _on_batch(self, batch: Batch) -> None:
+        kept = self.ledger.add_records(batch.records)
+        self.error_log.add(kept)
+        self.window.add(kept)
+        self.ledger.set_sent(batch.sent_by_step)
+        self.cpu.update(batch.status)
+        self.status = batch.status
+        self.progress.on_batch(batch.arrived_ns, batch.sent_by_step, batch.status.in_flight)
+        for sample in batch.rtt:
+            if sample is None:
+                self.probes_failed += 1
+            else:
+                self.rtt_ns.append(sample)
+                self.rtt_at_ns.append(batch.arrived_ns)
+        self.deliver(self.ledger.finish_ready(self.status, self.sla, force=False))
+
+    def _on_command(self, command: Command) -> None:
+        if isinstance(command, StepOpened):
+            spec = command.spec
+            self.ledger.open(spec, hidden=command.hidden)
+            self.progress.open(spec)
+            if self.journal is not None:
+                self.journal.journal.add_load(spec, self.journal_origin_ns, hidden=command.hidden)
+            if not command.hidden:
+                self.events.add(*load_event(spec.mode, spec.level))
+        elif isinstance(command, RunStopping):
+            if command.interrupted:
+                self.ledger.interrupt(command.now_ns)
+            else:
+                self.ledger.close_current(command.now_ns)
+        elif isinstance(command, PauseChanged):
+            self.paused = command.paused
+        elif isinstance(command, JobPhaseChanged):
+            self.job_phase = command.phase
+        elif isinstance(command, StepTargetSet):
+            self.ledger.targets[command.index] = command.target_precision
+        else:
+            if command.status is not None:
+                self.status = command.status
+            self.deliver(self.ledger.finish_ready(self.status, self.sla, force=True))
+
+    def deliver(self, finished: list[StepResult]) -> None:
+        """Hand finished steps to their subscribers: events, diagnosis, journal, the callback."""
+        for result in finished:
+            for kind, text in step_events(result):
+                self.events.add(kind, text)
+            hidden = result.index in self.ledger.hidden
+            diagnosis = None if hidden else self.diagnosis.on_step(result)
+            if self.journal is not None:
+                self.journal.add_step(result, diagnosis)
+            if self._on_step_finished is not None:
+                self._on_step_finished(result)
+
+    def change_sla(self, sla: Sla) -> None:
+        """Judge the open and later steps by `sla`, and the finished ones again now."""
+        self.sla = sla
+        self.ledger.rejudge(sla)
+        self.progress.forget()  # the open step's verdict: next frame
+        self._publish()
+
+    def feed_step(self, result: StepResult) -> None:
+        """Take an already aggregated step as finished (a replay) and deliver it."""
+        self.ledger.adopt(result)
+        self.deliver([result])
+        self._publish()
+
+    def open_step(self) -> tuple[StepSpec | None, list[RequestRecord], Sla]:
+        """The open step, a copy of its records and the SLA (to aggregate off the loop)."""
+        step = self.ledger.current
+        records = self.ledger.records.get(step.index, []) if step is not None else []
+        return step, list(records), self.sla
+
+    def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
+        """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
+        pairs = zip(self.rtt_ns, self.rtt_at_ns, strict=True)
+        return [r for r, t in pairs if lo_ns <= t < hi_ns]
+
+    # frames -----------------------------------------------------------------------------------
+    def publish_frame(self) -> None:
+        """Build the frame of now, publish it, turn it into events and hand it on."""
+        self.progress.settle(time.perf_counter_ns())
+        now = time.perf_counter_ns()
+        step = self.ledger.last
+        if step is None:
+            return
+        phase = self.progress.phase(now, self.job_phase, self.sla)
+        self._seq += 1
+        cpus, waits = self._worker_figures(self.cpu.percent, self.cpu.run_wait_percent)
+        busiest = max(cpus)
+        known = [w for w in waits if w is not None]
+        wait = max(known) if known else None
+        lagging = client_lagging(busiest, self.status)
+        frame = build_frame(
+            seq=self._seq,
+            step=step,
+            now_ns=now,
+            window=self.window.stats(now),
+            phase=phase,
+            status=self.status,
+            client_cpu_percent=self.cpu.percent,
+            busiest_cpu_percent=busiest,
+            run_wait_percent=wait,
+            client_state=self._client_states.update(busiest, wait, lagging=lagging),
+            rtt_last_s=self.rtt_ns[-1] / 1e9 if self.rtt_ns else None,
+            steps_finished=len(self.ledger.finished),
+            workers=self._workers,
+            paused=self.paused,
+        )
+        self.show_frame(frame)
+        diagnoser = self.diagnosis.diagnoser
+        if diagnoser is not None:
+            diagnoser.on_frame(frame)
+        if self._on_frame is not None:
+            self._on_frame(frame)
+
+    def show_frame(self, frame: StatsFrame) -> None:
+        """Publish `frame` as the latest and turn what changed since the last into events."""
+        self.observe(frame)
+        self._publish(frame)
+
+    def observe(self, frame: StatsFrame) -> None:
+        """Turn what changed since the last frame into events, and the target state they imply."""
+        telemetry = self._telemetry() if self._telemetry is not None else None
+        seen, self.target_state = self._watcher.observe(frame, telemetry, self.target_state)
+        for kind, text in seen:
+            self.events.add(kind, text)
+        for text in self.error_log.new_messages():
+            self.events.add("error", text)
+
+    def _publish(self, frame: StatsFrame | None = None) -> None:
+        before = self.published
+        finished = before.finished
+        if self.ledger.version != self._version_seen:  # rebuilt only when a step finished
+            finished, self._version_seen = self.ledger.visible_finished(), self.ledger.version
+        self.published = Published(
+            sla=self.sla,
+            specs=tuple(self.ledger.specs),
+            finished=finished,
+            finished_count=len(self.ledger.finished),
+            frame=frame if frame is not None else before.frame,
+            status=self.status,
+            cancelled=self.ledger.cancelled,
+            probes_failed=self.probes_failed,
+            client_cpu_percent=self.cpu.percent,
+            client_run_wait_percent=self.cpu.run_wait_percent,
+            target_state=self.target_state,
+            journal_path=self.journal.path if self.journal is not None else None,
+            applied=self._applied,
+        )
+
+    # the journal ------------------------------------------------------------------------------
+    def attach_journal(self, writer: JournalWriter, origin_ns: int) -> None:
+        """Journal every step from now on, and the steps so far at once."""
+        for spec in self.ledger.specs:
+            writer.journal.add_load(spec, origin_ns, hidden=spec.index in self.ledger.hidden)
+        diagnoses = self.diagnosis.diagnoses()
+        for result in self.ledger.visible_finished():
+            writer.add_step(result, diagnoses.get(result.index))
+        self.journal, self.journal_origin_ns = writer, origin_ns
+        self._publish()
+
+    def detach_journal(self) -> JournalWriter | None:
+        """Stop journalling here; the writer is returned for its owner to close."""
+        writer, self.journal = self.journal, None
+        self._publish()
+        return writer

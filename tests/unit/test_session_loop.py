@@ -1,0 +1,115 @@
+"""The session loop is the one writer: load changes never wait for it, readers never lock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from gputui.engine.client import ClientConfig
+from gputui.engine.commands import Load
+from gputui.engine.handle import BatchCallback
+from gputui.engine.load import RequestShape
+from gputui.engine.process import EngineConfig
+from gputui.engine.target import parse_target
+from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepResult
+from gputui.session import Session
+from tests.unit.test_session_engine import FakeEngine, _records
+
+CONFIG = EngineConfig(
+    client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
+    shape=RequestShape(16, 8),
+)
+
+
+def _session(
+    on_step_finished: Callable[[StepResult], None] | None = None,
+) -> tuple[Session, FakeEngine]:
+    engines: list[FakeEngine] = []
+
+    def build(on_batch: BatchCallback) -> FakeEngine:
+        engines.append(FakeEngine(on_batch))
+        return engines[-1]
+
+    session = Session(
+        CONFIG,
+        Sla(1.0, 0.1, 0.1),
+        warmup_s=0.0,
+        engine=build,
+        on_step_finished=on_step_finished,
+    )
+    return session, engines[0]
+
+
+def test_a_load_change_is_sent_at_once_while_the_loop_is_busy() -> None:
+    release = threading.Event()
+    delivered: list[int] = []
+
+    def slow_subscriber(result: StepResult) -> None:  # runs on the loop: holds it up
+        delivered.append(result.index)
+        release.wait(5.0)
+
+    session, engine = _session(slow_subscriber)
+    session.start(frame_interval_s=None)
+    first = session.set_load("concurrency", 2)
+    engine.deliver(_records(first.start_ns, 0, 3), {0: 3})
+    session.set_load("concurrency", 4)
+    reader = threading.Thread(target=engine.deliver, args=([], {0: 3, 1: 0}))
+    reader.start()  # the reader's batch finishes step 0: the loop is now in the subscriber
+    deadline = time.monotonic() + 5.0
+    while not delivered and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert delivered == [0]
+    started = time.perf_counter()
+    third = session.set_load("concurrency", 8)
+    assert time.perf_counter() - started < 0.05  # did not wait for the busy loop
+    assert engine.commands[-1] == Load("concurrency", 8.0, third.index)
+    assert third.index == 2
+    other: list[float] = []
+    watcher = threading.Thread(target=lambda: other.append(_timed(session.finished_steps)))
+    watcher.start()  # a thread that posted nothing reads the published state: no waiting
+    watcher.join(5.0)
+    assert other and other[0] < 0.05
+    release.set()
+    reader.join(5.0)
+    assert session.current_step == third  # its own change: read once the loop has it
+    session.stop(cancel=True, drain_timeout_s=0.0)
+    assert [s.index for s in session.finished_steps()] == [0, 1, 2]
+
+
+def _timed(read: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    read()
+    return time.perf_counter() - started
+
+
+def test_subscribers_on_the_loop_may_read_the_session() -> None:
+    """A subscriber runs on the loop thread: its reads answer there, with no deadlock."""
+    seen: list[tuple[int, int]] = []
+    holder: list[Session] = []
+
+    def reads(result: StepResult) -> None:
+        session = holder[0]
+        seen.append((len(session.step_specs()), len(session.all_records())))
+
+    session, engine = _session(reads)
+    holder.append(session)
+    session.start(frame_interval_s=None)
+    first = session.set_load("concurrency", 2)
+    engine.deliver(_records(first.start_ns, 0, 4), {0: 4})
+    session.set_load("concurrency", 3)
+    engine.deliver([], {0: 4, 1: 0})
+    assert [s.index for s in session.finished_steps()] == [0]
+    assert seen == [(2, 4)]
+    session.stop(cancel=True, drain_timeout_s=0.0)
+
+
+def test_before_start_messages_are_handled_in_the_callers_thread() -> None:
+    session, engine = _session()
+    step = session.set_load("rate", 5)
+    assert session.current_step == step and session.step_specs() == [step]
+    assert engine.commands == [Load("rate", 5.0, 0)]
+    session.stop(cancel=True, drain_timeout_s=0.0)
+    (spec,) = session.step_specs()
+    assert spec.end_ns >= spec.start_ns and session.finished_steps()[0].incomplete
