@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import textwrap
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.metrics.json_read import number
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult

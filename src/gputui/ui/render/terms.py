@@ -7,7 +7,7 @@ range when the capacity's throughput interval is wide, the point otherwise.
 
 from __future__ import annotations
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.metrics.sla_terms import CostRange, cost_range, sla_text
 from gputui.metrics.verdict_progress import verdict_needs_text
 from gputui.ui.render.spans import Line

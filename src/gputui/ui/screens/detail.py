@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
-from gputui.frontends.live import LiveView
+from gputui.frontends.view import LiveView
 from gputui.ui.render.events import all_events_lines
 from gputui.ui.widgets.key_footer import KeyFooter
 from gputui.ui.widgets.live_panels import EventLog, StepsTable
