@@ -274,6 +274,7 @@ SNAPSHOT_DATA = {
     "gputui.snapshot": 2,
     "gputui.snapshot.models": 2,
     "gputui.snapshot.sections": 2,
+    "gputui.snapshot.step_models": 2,
     "gputui.snapshot.store": 2,
     "gputui.snapshot.journal": 2,
 }

@@ -7,28 +7,25 @@ says so instead of silently ranking them. Every number comes from the snapshot a
 qualified capacity was judged against its own SLA); the cost, planning and equal-throughput
 figures use `metrics.cost`, never a formula of their own. Sections added by newer minors
 (`hardware`, `telemetry`, `price_per_hour`) are read defensively: absent or malformed means
-"unknown"/None, never an error. `sweep_curve` is the one reading of a run's sweep that the
-tables, the HTML charts and the TUI's overlay share. Pure functions: no I/O beyond `load_named`.
+"unknown"/None, never an error. Pure functions; naming, loading and pricing the runs live in
+`snapshot.compare_inputs` (its `load_named` is the one I/O) and the sweep curve, shared with the
+HTML charts and the TUI's overlay, in `snapshot.sweep_curves`; this module re-exports their names.
 Uncertainty (issue 16): rows carry the intervals at the qualified level, the cost range and the
 significance of differences from the first row (`snapshot.compare_uncertainty`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 from gputui.errors import UsageError
-from gputui.metrics.capacity import level_text, majority_mode
 from gputui.metrics.confidence import Interval
 from gputui.metrics.cost import (
     cost_per_million_output_tokens,
     cost_per_million_output_tokens_ci,
     demand_output_tokens_per_s,
-    interpolate_at_throughput,
     servers_needed,
 )
 from gputui.metrics.sla import error_rate
@@ -39,17 +36,17 @@ from gputui.snapshot.comparable import (
     sla_text,
     workload_name,
 )
+from gputui.snapshot.compare_inputs import (
+    NamedSnapshot,
+    load_named,
+    name_snapshots,
+    parse_prices,
+    stored_price,
+)
 from gputui.snapshot.compare_uncertainty import capacity_intervals, significance
 from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
-from gputui.snapshot.models import (
-    KneeModel,
-    SlaBounds,
-    Snapshot,
-    Step,
-    step_reasoning_share,
-    step_ttfat,
-)
-from gputui.snapshot.store import load_snapshot
+from gputui.snapshot.models import SlaBounds, Snapshot, Step, step_reasoning_share, step_ttfat
+from gputui.snapshot.sweep_curves import AtThroughputRow, SweepCurve, at_throughput, sweep_curve
 
 __all__ = [
     "AtThroughputRow",
@@ -59,116 +56,15 @@ __all__ = [
     "GpuSummary",
     "NamedSnapshot",
     "SweepCurve",
+    "at_throughput",
     "build_comparison",
     "load_named",
+    "name_snapshots",
     "parse_prices",
     "sla_text",
+    "stored_price",
     "sweep_curve",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class NamedSnapshot:
-    """A snapshot and the name it goes by in a comparison (its label, else its file name)."""
-
-    name: str
-    snapshot: Snapshot
-    path: Path | None = None
-
-
-def load_named(paths: Sequence[str | os.PathLike[str]]) -> list[NamedSnapshot]:
-    """Load each file (SnapshotError on the first bad one) and give each a unique name."""
-    loaded = [(Path(p), load_snapshot(p)) for p in paths]
-    return name_snapshots([(snap, path) for path, snap in loaded])
-
-
-def name_snapshots(items: Sequence[tuple[Snapshot, Path | None]]) -> list[NamedSnapshot]:
-    """Label (else file stem); a name used twice gets its file name, then a counter."""
-    base = [snap.label or (path.stem if path else "snapshot") for snap, path in items]
-    names: list[str] = []
-    for i, (name, (_, path)) in enumerate(zip(base, items, strict=True)):
-        candidate = name
-        if base.count(name) > 1 and path is not None and path.stem != name:
-            candidate = f"{name} ({path.name})"
-        n = 2
-        unique = candidate
-        while unique in names or (unique != base[i] and unique in base):
-            unique = f"{candidate} #{n}"
-            n += 1
-        names.append(unique)
-    return [
-        NamedSnapshot(name, snap, path) for name, (snap, path) in zip(names, items, strict=True)
-    ]
-
-
-def parse_prices(specs: Sequence[str], named: Sequence[NamedSnapshot]) -> dict[str, float]:
-    """`--price LABEL=PER_HOUR` values by snapshot name; UsageError for a bad or unknown one."""
-    prices: dict[str, float] = {}
-    for spec in specs:
-        key, sep, value = spec.rpartition("=")
-        if not sep or not key:
-            raise UsageError(f"--price {spec!r}: expected LABEL=PER_HOUR, e.g. a100=7")
-        try:
-            price = float(value)
-        except ValueError:
-            raise UsageError(f"--price {spec!r}: {value!r} is not a number") from None
-        if not price >= 0 or price == float("inf"):
-            raise UsageError(f"--price {spec!r}: the price must be a finite number >= 0")
-        matches = [n.name for n in named if key in _aliases(n)]
-        if not matches:
-            known = ", ".join(n.name for n in named)
-            raise UsageError(f"--price {spec!r}: no snapshot is named {key!r} (names: {known})")
-        for name in matches:
-            prices[name] = price
-    return prices
-
-
-def _aliases(named: NamedSnapshot) -> set[str]:
-    names = {named.name}
-    if named.snapshot.label:
-        names.add(named.snapshot.label)
-    if named.path is not None:
-        names |= {named.path.name, named.path.stem, str(named.path)}
-    return names
-
-
-@dataclass(frozen=True, slots=True)
-class SweepCurve:
-    """A run's sweep as curves over load: one point per level (the last complete step there)."""
-
-    levels: tuple[float, ...]
-    output_tokens_per_s: tuple[float, ...]
-    ttft_p95_s: tuple[float | None, ...]
-    tpot_p95_s: tuple[float | None, ...]
-    knee: KneeModel | None
-    mode: StepMode | None
-    """"concurrency" or "rate" (the unit of `levels`); None when no step is complete."""
-
-
-def sweep_curve(snapshot: Snapshot) -> SweepCurve:
-    """The curve to plot or overlay: complete steps of the knee's (else capacity's) mode."""
-    steps = snapshot.steps
-    mode = (
-        snapshot.knee.mode
-        if snapshot.knee is not None
-        else snapshot.capacity.mode
-        if snapshot.capacity is not None
-        else majority_mode(steps)
-    )
-    last: dict[float, Step] = {}
-    for step in steps:
-        if step.mode == mode and not step.incomplete:
-            last[step.level] = step
-    picked = [last[level] for level in sorted(last)]
-    knee = snapshot.knee if snapshot.knee is not None and snapshot.knee.mode == mode else None
-    return SweepCurve(
-        levels=tuple(s.level for s in picked),
-        output_tokens_per_s=tuple(s.output_tokens_per_s for s in picked),
-        ttft_p95_s=tuple(s.ttft_s.p95 for s in picked),
-        tpot_p95_s=tuple(s.tpot_s.p95 for s in picked),
-        knee=knee,
-        mode=mode,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,52 +84,6 @@ class Demand:
     def target_output_tokens_per_s(self) -> float:
         """The demand plus headroom: what the fleet must carry."""
         return self.output_tokens_per_s * (1.0 + self.headroom)
-
-
-AtStatus = Literal["ok", "cannot reach", "not measured", "no steps"]
-
-
-@dataclass(frozen=True, slots=True)
-class AtThroughputRow:
-    """A run read at one output throughput (equal-throughput comparison)."""
-
-    output_tokens_per_s: float
-    status: AtStatus
-    level: float | None = None
-    mode: StepMode | None = None
-    ttft_p95_s: float | None = None
-    tpot_p95_s: float | None = None
-    detail: str = ""
-    """Why there is no reading, e.g. "peak 812.3 out tok/s"."""
-
-
-def at_throughput(curve: SweepCurve, target: float) -> AtThroughputRow:
-    """P95 TTFT, P95 TPOT and load level where the rising sweep reaches `target` tok/s."""
-    if not curve.levels:
-        return AtThroughputRow(target, "no steps", detail="no complete step")
-    ttft = interpolate_at_throughput(
-        curve.levels, curve.output_tokens_per_s, curve.ttft_p95_s, target
-    )
-    if ttft is None:
-        lowest = curve.output_tokens_per_s[0]
-        if target < lowest:
-            where = level_text(curve.mode or "concurrency", curve.levels[0])
-            return AtThroughputRow(
-                target, "not measured", detail=f"lowest step gives {lowest:.1f} ({where})"
-            )
-        peak = max(curve.output_tokens_per_s)
-        return AtThroughputRow(target, "cannot reach", detail=f"peak {peak:.1f} out tok/s")
-    tpot = interpolate_at_throughput(
-        curve.levels, curve.output_tokens_per_s, curve.tpot_p95_s, target
-    )
-    return AtThroughputRow(
-        target,
-        "ok",
-        level=ttft.level,
-        mode=curve.mode,
-        ttft_p95_s=ttft.value,
-        tpot_p95_s=tpot.value if tpot is not None else None,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,15 +158,6 @@ class Comparison:
     currency: str | None = None
     demand: Demand | None = None
     at_output_tokens_per_s: float | None = None
-
-
-def stored_price(snapshot: Snapshot) -> float | None:
-    """The `price_per_hour` that `gputui run --price-per-hour` saved, if it is a usable number."""
-    value = getattr(snapshot, "price_per_hour", None)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    price = float(value)
-    return price if 0 <= price < float("inf") else None
 
 
 def _capacity_step(snapshot: Snapshot) -> Step | None:
