@@ -6,8 +6,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from gputui.engine.client import ClientConfig, StreamingClient, Timeouts, needs_counting
+from gputui.engine.client import ClientConfig, StreamingClient, Timeouts
 from gputui.engine.records import RequestRecord
+from gputui.engine.request_outcome import needs_counting
 from gputui.engine.target import parse_target
 from tests.support.fixtures import REAL_SERVERS, split_response, sse_events
 from tests.support.replay import Part, chunked, fixed, replay

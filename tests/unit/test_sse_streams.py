@@ -9,7 +9,6 @@ import numpy as np
 import orjson
 import pytest
 
-from gputui.engine.client import with_event_counts
 from gputui.engine.event_tokens import (
     EventCounter,
     EventCounterSpec,
@@ -17,6 +16,7 @@ from gputui.engine.event_tokens import (
     reconcile,
 )
 from gputui.engine.records import RequestRecord
+from gputui.engine.request_outcome import with_event_counts
 from gputui.engine.sse import StreamReader
 from gputui.metrics.request_metrics import itl_counts, record_columns, request_metrics
 

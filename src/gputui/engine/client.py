@@ -18,6 +18,9 @@ Tokens per event (see engine.event_tokens): with `continuous_usage` the request 
 `event_counter` the texts of a finished request's events are counted when its usage total says
 that some event carried more than one token; without one (or when it fails) that usage total is
 spread evenly over the events (`usage_spread`). None of these runs per event.
+
+The request's bytes are built in `engine.client_config` (`ClientConfig` and `Timeouts` are
+re-exported here), and a finished exchange is judged into its record in `engine.request_outcome`.
 """
 
 from __future__ import annotations
@@ -26,22 +29,20 @@ import asyncio
 import ssl
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Final, TypedDict
+from dataclasses import replace
+from typing import Final
 
-import numpy as np
-import numpy.typing as npt
-import orjson
-
-from gputui import __version__
+from gputui.engine.client_config import (
+    ClientConfig,
+    Timeouts,
+    host_header,
+    request_body,
+    request_head,
+)
 from gputui.engine.event_tokens import (
-    METHOD_CONTINUOUS,
-    METHOD_EVENTS,
     METHOD_TOKENIZER,
     METHOD_USAGE_SPREAD,
     EventCounter,
-    EventCounterSpec,
-    counts_from_running,
     reconcile,
     spread_usage,
 )
@@ -49,57 +50,21 @@ from gputui.engine.http import ConnectionPool, Exchange
 from gputui.engine.records import (
     REASON_CANCELLED,
     REASON_CONNECT,
-    REASON_EMPTY_BODY,
     REASON_STALL,
     REASON_TIMEOUT,
-    REASON_TRUNCATED,
     RequestRecord,
-    http_reason,
 )
-from gputui.engine.sse import StreamReader, error_message
-from gputui.engine.target import Endpoint, Target
+from gputui.engine.request_outcome import (
+    RecordCommon,
+    judge_exchange,
+    needs_counting,
+    with_event_counts,
+)
+from gputui.engine.sse import StreamReader
+
+__all__ = ["ClientConfig", "StreamingClient", "Timeouts"]
 
 _WATCHDOG_PERIOD_S: Final = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """Client timeouts; defaults suit LLM serving, where a long queue is a finding, not an error."""
-
-    connect_s: float = 10.0
-    """TCP (and TLS) connection setup; a server that takes longer is down or drowning."""
-    request_s: float = 600.0
-    """Whole request, from sending to the last byte: room for a long queue and a long output."""
-    stall_s: float = 60.0
-    """Longest silence between body bytes once the body has started (not before the first)."""
-
-
-class _RecordCommon(TypedDict):
-    """The fields every `RequestRecord` of one `send` shares, whatever its outcome."""
-
-    request_id: int
-    step_index: int
-    requested_output_tokens: int
-    queued_ns: int | None
-    requested_input_tokens: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClientConfig:
-    """Everything the client needs to build requests (picklable: it crosses into the engine)."""
-
-    target: Target
-    model: str
-    endpoint: Endpoint = "completions"
-    api_key: str | None = field(default=None, repr=False)
-    """Never logged, never saved: `repr=False` keeps it out of tracebacks and reprs."""
-    extra_body: dict[str, object] = field(default_factory=dict)
-    timeouts: Timeouts = Timeouts()
-    include_usage: bool = True
-    continuous_usage: bool = False
-    """Ask for `stream_options.continuous_usage_stats` (a running usage on every event)."""
-    event_counter: EventCounterSpec | None = None
-    """Counts event texts when a request's usage total disagrees with its number of events."""
 
 
 class StreamingClient:
@@ -115,17 +80,7 @@ class StreamingClient:
             ssl_context=ssl_context,
             connect_timeout_s=config.timeouts.connect_s,
         )
-        host = target.host if target.port in (80, 443) else f"{target.host}:{target.port}"
-        head = (
-            f"POST {target.endpoint_path(config.endpoint)} HTTP/1.1\r\n"
-            f"Host: {host}\r\n"
-            f"User-Agent: gputui/{__version__}\r\n"
-            "Accept: text/event-stream\r\n"
-            "Content-Type: application/json\r\n"
-        )
-        if config.api_key:
-            head += f"Authorization: Bearer {config.api_key}\r\n"
-        self._head = head.encode("latin-1")
+        self._head = request_head(config)
         self._active: dict[Exchange, int] = {}
         self._watchdog: asyncio.Task[None] | None = None
         self._counter: EventCounter | None = None
@@ -142,7 +97,7 @@ class StreamingClient:
             )
             path = target.root_prefix + config.event_counter.tokenize_path
             spec = replace(config.event_counter, tokenize_path=path)
-            self._counter = EventCounter(spec, counter_pool, host, config.model)
+            self._counter = EventCounter(spec, counter_pool, host_header(target), config.model)
 
     def close_idle(self) -> None:
         """Close the idle pooled connections: the next requests connect afresh."""
@@ -162,26 +117,7 @@ class StreamingClient:
         extra_body: Mapping[str, object] | None = None,
     ) -> bytes:
         """The JSON request body (the run's extra body, then the request's, override defaults)."""
-        config = self._config
-        if config.endpoint == "responses":
-            return responses_body(config, prompt, max_tokens, messages, extra_body)
-        body: dict[str, object] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
-        if config.endpoint == "chat":
-            body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
-        elif messages:
-            body["prompt"] = "\n\n".join(str(m.get("content", "")) for m in messages)
-        else:
-            body["prompt"] = prompt
-        if config.include_usage:
-            body["stream_options"] = (
-                {"include_usage": True, "continuous_usage_stats": True}
-                if config.continuous_usage
-                else {"include_usage": True}
-            )
-        body.update(config.extra_body)
-        if extra_body:
-            body.update(extra_body)
-        return orjson.dumps(body)
+        return request_body(self._config, prompt, max_tokens, messages, extra_body)
 
     async def send(
         self,
@@ -201,9 +137,9 @@ class StreamingClient:
         `keep_text` keeps the answer in `output_text` (a conversation re-sends it next turn).
         """
         self._ensure_watchdog()
-        body = self.build_body(prompt, max_tokens, messages=messages, extra_body=extra_body)
+        body = request_body(self._config, prompt, max_tokens, messages, extra_body)
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
-        common: _RecordCommon = {
+        common: RecordCommon = {
             "request_id": request_id,
             "step_index": step_index,
             "requested_output_tokens": max_tokens,
@@ -249,7 +185,9 @@ class StreamingClient:
             ):
                 continue  # a kept-alive connection the server had closed: retry on a new one
             self._pool.release(connection, reusable=exchange.keep_alive and not exchange.error)
-            record = _record(exchange, reader, sent_ns, connect_ns, common, keep_text=keep_text)
+            record = judge_exchange(
+                exchange, reader, sent_ns, connect_ns, common, keep_text=keep_text
+            )
             if needs_counting(record):  # once per request: most streams need no counting
                 if self._counter is not None:
                     record = await self._count_events(record, reader)
@@ -306,140 +244,3 @@ class StreamingClient:
         self._pool.close()
         if self._counter is not None:
             self._counter.close()
-
-
-def responses_body(
-    config: ClientConfig,
-    prompt: str,
-    max_tokens: int,
-    messages: Sequence[Mapping[str, object]] | None,
-    extra_body: Mapping[str, object] | None,
-) -> bytes:
-    """A /v1/responses request: `input` and `max_output_tokens`; usage always comes at the end.
-
-    No `stream_options`: the Responses API has none (its final `response.completed` event carries
-    the usage), so its tokens per event are counted from the event texts (`event_counter`).
-    """
-    body: dict[str, object] = {
-        "model": config.model,
-        "input": list(messages) if messages else prompt,
-        "max_output_tokens": max_tokens,
-        "stream": True,
-    }
-    body.update(config.extra_body)
-    if extra_body:
-        body.update(extra_body)
-    return orjson.dumps(body)
-
-
-def _record(
-    exchange: Exchange,
-    reader: StreamReader,
-    sent_ns: int,
-    connect_ns: int | None,
-    common: _RecordCommon,
-    *,
-    keep_text: bool = False,
-) -> RequestRecord:
-    """Judge a finished exchange: ok, or failed with exactly one reason.
-
-    The answer goes in `output_text` only with `keep_text`: texts kept for counting stay here.
-    """
-    end_ns = exchange.now_ns if exchange.error is None else time.perf_counter_ns()
-    status = exchange.status_code
-    error, detail = exchange.error, exchange.error_detail
-    if error is None and status is not None and status >= 300:
-        error, detail = http_reason(status), _http_error_detail(status, bytes(exchange.body))
-    if error is None:
-        reader.end_of_body(end_ns)
-        if reader.error is not None:
-            error, detail = reader.error, reader.error_detail
-        elif reader.events == 0:
-            error, detail = REASON_EMPTY_BODY, "200 with an empty body"
-        elif reader.finish_reason is None:
-            error = REASON_TRUNCATED
-            detail = "[DONE] without a finish_reason" if reader.done else "stream ended unfinished"
-    stamps = np.array(reader.token_ns, dtype=np.int64)
-    from_usage = reader.output_tokens is not None
-    record = RequestRecord(
-        sent_ns=sent_ns,
-        end_ns=end_ns,
-        ok=error is None,
-        first_token_ns=reader.first_token_ns,
-        token_ns=stamps,
-        output_tokens=reader.output_tokens if reader.output_tokens is not None else len(stamps),
-        input_tokens=reader.input_tokens,
-        tokens_from_usage=from_usage,
-        connect_ns=connect_ns,
-        status_code=status,
-        error=error,
-        error_detail=detail,
-        finish_reason=reader.finish_reason,
-        response_model=reader.model,
-        cached_input_tokens=reader.cached_input_tokens,
-        server_timings=reader.timings,
-        first_answer_ns=reader.first_answer_ns,
-        reasoning_tokens=len(reader.reasoning_events)
-        if reader.reasoning_tokens is None
-        else reader.reasoning_tokens,
-        reasoning_from_usage=reader.reasoning_tokens is not None,
-        output_text="".join(reader.texts) if keep_text and reader.texts is not None else None,
-        **common,
-    )
-    counts = counts_from_running(reader.running, len(reader.token_ns))
-    if counts is not None:
-        return with_event_counts(record, counts, METHOD_CONTINUOUS, reader)
-    return record
-
-
-def needs_counting(record: RequestRecord) -> bool:
-    """An ok request whose usage total says some event carried several tokens, not yet counted.
-
-    One token more than events after a natural stop is the EOS token the server counted.
-    """
-    if not (
-        record.ok
-        and record.event_tokens_method == METHOD_EVENTS
-        and record.tokens_from_usage
-        and record.token_ns.size > 0
-    ):
-        return False
-    extra = record.output_tokens - int(record.token_ns.size)
-    return extra > 1 or (extra == 1 and record.finish_reason != "stop")
-
-
-def with_event_counts(
-    record: RequestRecord, counts: npt.NDArray[np.int32], method: str, reader: StreamReader
-) -> RequestRecord:
-    """The record with per-event token counts; events that carried no token are merged away.
-
-    Thinking tokens are counted from the events (unless the usage gave them); all counts of 1 are
-    kept as None, the same meaning at no cost.
-    """
-    stamps = record.token_ns
-    reasoning = record.reasoning_tokens
-    if not record.reasoning_from_usage and reader.reasoning_events:
-        reasoning = int(counts[reader.reasoning_events].sum())
-    empty = counts == 0
-    if empty.any():
-        stamps, counts = stamps[~empty], counts[~empty]
-    event_tokens = None if (counts == 1).all() else counts
-    return replace(
-        record,
-        token_ns=stamps,
-        event_tokens=event_tokens,
-        event_tokens_method=method,
-        reasoning_tokens=reasoning,
-    )
-
-
-def _http_error_detail(status: int, body: bytes) -> str:
-    """The server's own words for an HTTP error, on one line."""
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        text = " ".join(body.decode("utf-8", errors="replace").split())[:200]
-        return f"HTTP {status}: {text}" if text else f"HTTP {status}"
-    if isinstance(obj, dict):
-        return f"HTTP {status}: {error_message(obj, limit=400)}"  # vLLM's run to ~340 chars
-    return f"HTTP {status}"
