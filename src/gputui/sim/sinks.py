@@ -17,6 +17,9 @@ With `stream_options.continuous_usage_stats` each event also carries the running
 do. Styled streams (reasoning, tool calls, several tokens per event, speculative decoding) are
 `styled_sink.StyledStreamSink`.
 
+The non-streaming answer is `buffered_sink.BufferedSink`; what both share (token texts, finish
+reasons, `SinkBase`) is in `sink_base`. This module re-exports those names.
+
 Finish rules: the `max_tokens`-th token carries "length" and ends the response; `emit_tokens(...,
 finish_reason=r)` puts `r` on its last token and ends the response; `finish(r)` after tokens that
 carried no reason sends vLLM's empty-text chunk with `r` (what vLLM sends on EOS) and ends.
@@ -27,19 +30,34 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Final, TypedDict
+from typing import Final
 
 import orjson
 
 from gputui.jsontypes import JsonObject
-from gputui.sim.http_responses import json_response
+from gputui.sim.buffered_sink import BufferedSink
+from gputui.sim.sink_base import (
+    FINISH_LENGTH,
+    FINISH_STOP,
+    TOKEN_TEXTS,
+    SinkBase,
+    SinkCommon,
+    http_chunk,
+    output_text,
+    usage_counts,
+)
 from gputui.sim.truth import RequestTruth, TruthRecorder
 
-TOKEN_TEXTS: Final = tuple(b" tok%03d" % i for i in range(1000))
-"""The text of output token k is TOKEN_TEXTS[k % 1000]."""
-
-FINISH_LENGTH: Final = "length"
-FINISH_STOP: Final = "stop"
+__all__ = [
+    "FINISH_LENGTH",
+    "FINISH_STOP",
+    "TOKEN_TEXTS",
+    "BufferedSink",
+    "SinkCommon",
+    "StreamSink",
+    "http_chunk",
+    "output_text",
+]
 
 _STREAM_HEADERS: Final = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
@@ -48,118 +66,7 @@ _STREAM_HEADERS: Final = (
 _DONE_AND_END: Final = b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
 
 
-def http_chunk(payload: bytes) -> bytes:
-    """One HTTP/1.1 chunk (size line, payload, CRLF)."""
-    return b"%x\r\n%s\r\n" % (len(payload), payload)
-
-
-def output_text(n_tokens: int) -> str:
-    """The full output of `n_tokens` tokens, for non-streaming responses."""
-    return b"".join(TOKEN_TEXTS[k % len(TOKEN_TEXTS)] for k in range(n_tokens)).decode()
-
-
-def _usage(prompt_tokens: int, completion_tokens: int, cached: int | None = None) -> JsonObject:
-    usage: JsonObject = {
-        "prompt_tokens": prompt_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-        "completion_tokens": completion_tokens,
-    }
-    if cached is not None:
-        usage["prompt_tokens_details"] = {"cached_tokens": cached}
-    return usage
-
-
-class SinkCommon(TypedDict):
-    """The fields every sink takes, built once per request by the server."""
-
-    request_id: int
-    chat: bool
-    model: str
-    prompt_tokens: int
-    max_tokens: int
-    keep_alive: bool
-
-
-class _SinkBase:
-    """Counting, finish bookkeeping and truth totals shared by both sinks."""
-
-    __slots__ = (
-        "_closed",
-        "_created",
-        "_emitted",
-        "_id",
-        "_max_tokens",
-        "_model",
-        "_on_done",
-        "_prompt_tokens",
-        "_transport",
-        "_truth",
-        "cached_tokens",
-        "chat",
-        "request_id",
-    )
-
-    def __init__(
-        self,
-        transport: asyncio.Transport,
-        truth: TruthRecorder,
-        on_done: Callable[[], None],
-        *,
-        request_id: int,
-        chat: bool,
-        model: str,
-        prompt_tokens: int,
-        max_tokens: int,
-    ) -> None:
-        self._transport = transport
-        self._truth = truth
-        self._on_done = on_done
-        self.request_id = request_id
-        self.chat = chat
-        self._model = model
-        self._prompt_tokens = prompt_tokens
-        self._max_tokens = max_tokens
-        self._emitted = 0
-        self._closed = False
-        self.cached_tokens: int | None = None
-        """Prompt tokens served from a prefix cache (set by a profile that has one)."""
-        self._id = f"{'chatcmpl' if chat else 'cmpl'}-{request_id:08x}{time.perf_counter_ns():016x}"
-        self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
-
-    @property
-    def closed(self) -> bool:
-        """True once the client went away or the response is complete."""
-        return self._closed
-
-    def abort(self) -> None:
-        """The connection was lost: stop writing (the server counts the cancel)."""
-        self._closed = True
-
-    @property
-    def transport(self) -> asyncio.Transport:
-        """The connection's transport (fault injection resets it)."""
-        return self._transport
-
-    def write(self, data: bytes) -> None:
-        """Write raw bytes into the response (fault injection); nothing once closed."""
-        if not self._closed:
-            self._transport.write(data)
-
-    def end_with(self, data: bytes) -> None:
-        """End the response with raw bytes; a faulted end, so not counted as completed."""
-        if self._closed:
-            return
-        self._closed = True
-        self._transport.write(data)
-        self._on_done()
-
-    def _complete(self) -> None:
-        self._closed = True
-        self._truth.requests_completed += 1
-        self._on_done()
-
-
-class StreamSink(_SinkBase):
+class StreamSink(SinkBase):
     """Server-sent events for `stream: true`."""
 
     __slots__ = (
@@ -351,7 +258,7 @@ class StreamSink(_SinkBase):
             )
         )
         if self._include_usage:
-            counts = _usage(self._prompt_tokens, self._emitted, self.cached_tokens)
+            counts = usage_counts(self._prompt_tokens, self._emitted, self.cached_tokens)
             if self._reasoning_budget:
                 counts["completion_tokens_details"] = {"reasoning_tokens": self._reasoning_sent}
             usage: JsonObject = {
@@ -364,77 +271,4 @@ class StreamSink(_SinkBase):
             }
             end = http_chunk(b"data: " + orjson.dumps(usage) + b"\n\n") + end
         self._transport.write(end)
-        self._complete()
-
-
-class BufferedSink(_SinkBase):
-    """One JSON response for `stream: false`, written when the profile finishes."""
-
-    __slots__ = ("_keep_alive",)
-
-    def __init__(
-        self,
-        transport: asyncio.Transport,
-        truth: TruthRecorder,
-        on_done: Callable[[], None],
-        *,
-        request_id: int,
-        chat: bool,
-        model: str,
-        prompt_tokens: int,
-        max_tokens: int,
-        keep_alive: bool,
-    ) -> None:
-        super().__init__(
-            transport,
-            truth,
-            on_done,
-            request_id=request_id,
-            chat=chat,
-            model=model,
-            prompt_tokens=prompt_tokens,
-            max_tokens=max_tokens,
-        )
-        self._keep_alive = keep_alive
-
-    def emit_tokens(
-        self,
-        count: int = 1,
-        finish_reason: str | None = None,
-        *,
-        one_write: bool = False,  # noqa: ARG002 (the whole response is one write anyway)
-        one_event: bool = False,  # noqa: ARG002 (idem)
-    ) -> None:
-        """Count `count` more tokens; the text is generated at the end."""
-        if self._closed:
-            return
-        emitted = min(self._emitted + count, self._max_tokens)
-        self._truth.tokens += emitted - self._emitted
-        self._emitted = emitted
-        if finish_reason is not None:
-            self.finish(finish_reason)
-        elif emitted >= self._max_tokens:
-            self.finish(FINISH_LENGTH)
-
-    def finish(self, finish_reason: str) -> None:
-        """Write the whole response."""
-        if self._closed:
-            return
-        text = output_text(self._emitted)
-        choice: JsonObject
-        if self.chat:
-            message: JsonObject = {"role": "assistant", "content": text, "tool_calls": []}
-            choice = {"index": 0, "message": message, "logprobs": None}
-        else:
-            choice = {"index": 0, "text": text, "logprobs": None}
-        choice.update(finish_reason=finish_reason, stop_reason=None)
-        body = {
-            "id": self._id,
-            "object": "chat.completion" if self.chat else "text_completion",
-            "created": self._created,
-            "model": self._model,
-            "choices": [choice],
-            "usage": _usage(self._prompt_tokens, self._emitted, self.cached_tokens),
-        }
-        self._transport.write(json_response(200, body, keep_alive=self._keep_alive))
         self._complete()
