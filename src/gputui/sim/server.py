@@ -23,12 +23,12 @@ Faults (see `faults.py`): every valid completion request draws one from the serv
 fault wraps the request's sink in a `FaultySink`, and `slow_start` hands the request to the profile
 late. Requests without a fault take exactly the path they take without `--faults`.
 
-Request rules: any model name is accepted and answered with the served name; `prompt` may be a
-string, a list of strings (billed as one prompt: their tokens are summed) or token ids; chat
-`messages` are billed as the tokens of their concatenated text contents (no chat template);
-`max_tokens` (chat: also `max_completion_tokens`) defaults to 16; `stream_options` present means
-usage is included unless `include_usage` is false (vLLM's default), and
-`continuous_usage_stats: true` puts the running usage on every event.
+Request rules (`request_rules.py`): any model name is accepted and answered with the served
+name; `prompt` may be a string, a list of strings (billed as one prompt: their tokens are summed)
+or token ids; chat `messages` are billed as the tokens of their concatenated text contents (no
+chat template); `max_tokens` (chat: also `max_completion_tokens`) defaults to 16;
+`stream_options` present means usage is included unless `include_usage` is false (vLLM's
+default), and `continuous_usage_stats: true` puts the running usage on every event.
 """
 
 from __future__ import annotations
@@ -41,9 +41,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Final, cast
 
-import orjson
-
-from gputui.jsontypes import JsonObject, JsonOutObject, JsonValue
+from gputui.jsontypes import JsonObject, JsonOutObject
 from gputui.sim.faults import (
     HTTP_FAULTS,
     SLOW_START,
@@ -58,62 +56,20 @@ from gputui.sim.http_responses import error_response, http_response, json_respon
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
+from gputui.sim.request_rules import (
+    RequestError,
+    json_object,
+    output_lengths,
+    prompt_token_count,
+)
 from gputui.sim.responses_sink import responses_as_chat, responses_sink
 from gputui.sim.sinks import BufferedSink, SinkCommon, StreamSink
 from gputui.sim.stream_style import StreamStyle
 from gputui.sim.styled_sink import StyledStreamSink
-from gputui.sim.tokenizer import encode
 from gputui.sim.truth import TruthRecorder
 
 DEFAULT_MODEL_NAME: Final = "sim-model"
 DEFAULT_MAX_MODEL_LEN: Final = 32768
-DEFAULT_MAX_TOKENS: Final = 16
-
-
-class RequestError(ValueError):
-    """A request the API rejects with HTTP 400; the message goes to the client."""
-
-
-def _text_of(content: JsonValue) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(
-            cast(str, p["text"]) for p in content if isinstance(p, dict) and "text" in p
-        )
-    return ""
-
-
-def prompt_token_count(body: JsonObject, *, chat: bool) -> tuple[int, list[int]]:
-    """Prompt tokens and their ids for a completions/chat/tokenize body (RequestError if absent)."""
-    if chat:
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise RequestError("'messages' must be a non-empty list")
-        text = " ".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
-        ids = encode(text)
-        return len(ids), ids
-    prompt = body.get("prompt")
-    if isinstance(prompt, str):
-        ids = encode(prompt)
-    elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-        ids = [i for p in prompt if isinstance(p, str) for i in encode(p)]
-    elif isinstance(prompt, list) and prompt and all(isinstance(p, int) for p in prompt):
-        ids = [p for p in prompt if isinstance(p, int)]
-    elif isinstance(prompt, list) and prompt and all(isinstance(p, list) for p in prompt):
-        ids = [i for p in prompt if isinstance(p, list) for i in p if isinstance(i, int)]
-    else:
-        raise RequestError("'prompt' must be a string, a list of strings or a list of token ids")
-    return len(ids), ids
-
-
-def _int_field(body: JsonObject, name: str, default: int, minimum: int) -> int:
-    value = body.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise RequestError(f"'{name}' must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 class SimServer:
@@ -192,14 +148,16 @@ class SimServer:
     def _start_completion(
         self, conn: HttpConnection, request: ParsedRequest, *, chat: bool, responses: bool = False
     ) -> None:
-        body = _json_object(request.body)
+        body = json_object(request.body)
         if responses:
             as_chat = responses_as_chat(body)
             if as_chat is None:
                 raise RequestError("'input' must be a non-empty string or list of messages")
             body = as_chat
         prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
-        max_tokens, min_tokens = self._output_lengths(body, prompt_tokens, chat=chat)
+        max_tokens, min_tokens = output_lengths(
+            body, prompt_tokens, chat=chat, max_model_len=self.max_model_len
+        )
         if self.on_first_completion is not None:
             first, self.on_first_completion = self.on_first_completion, None
             first()
@@ -241,23 +199,6 @@ class SimServer:
             asyncio.get_running_loop().call_later(delay_s, partial(self._start_late, late, sink))
         else:
             self.profile.start(sim_request, sink)
-
-    def _output_lengths(
-        self, body: JsonObject, prompt_tokens: int, *, chat: bool
-    ) -> tuple[int, int]:
-        """The request's max_tokens and min_tokens; a context overflow is vLLM's 400."""
-        max_tokens = _int_field(body, "max_tokens", DEFAULT_MAX_TOKENS, 1)
-        if chat:  # vLLM: max_completion_tokens wins over the deprecated max_tokens
-            max_tokens = _int_field(body, "max_completion_tokens", max_tokens, 1)
-        min_tokens = _int_field(body, "min_tokens", 0, 0)
-        if prompt_tokens + max_tokens > self.max_model_len:
-            raise RequestError(
-                f"This model's maximum context length is {self.max_model_len} tokens. However, you "
-                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
-                f"{max_tokens} in the completion). Please reduce the length of the messages or "
-                "completion."
-            )
-        return max_tokens, min_tokens
 
     def _sink(
         self,
@@ -347,7 +288,7 @@ class SimServer:
         return http_response(200, b"", b"application/json", keep_alive=keep_alive)
 
     def _tokenize(self, body: bytes, keep_alive: bool) -> bytes:
-        parsed = _json_object(body)
+        parsed = json_object(body)
         _, ids = prompt_token_count(parsed, chat="messages" in parsed)
         reply: JsonOutObject = {
             "count": len(ids),
@@ -387,16 +328,6 @@ class SimServer:
         self.truth.reset()
         self.faults.reset()
         return json_response(200, {"reset": True}, keep_alive=keep_alive)
-
-
-def _json_object(body: bytes) -> JsonObject:
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise RequestError(f"Invalid JSON body: {exc}") from None
-    if not isinstance(parsed, dict):
-        raise RequestError("The request body must be a JSON object")
-    return parsed
 
 
 def _not_allowed(allowed: str, keep_alive: bool) -> bytes:
