@@ -1,5 +1,7 @@
 """GPU and model datasheets: the one place their figures live, each with its source.
 
+Data, not logic: the one deliberate exception to the ~400-line module limit (issue 22).
+
 Contract: `GPUS` and `MODELS` map a CLI name to a frozen spec; `get_gpu` / `get_model` raise
 `CatalogError` (a `KeyError`) that lists the valid names. Everything downstream (the KV
 calculator, the simulator's roofline and thermal model, telemetry's headroom, the node checks)
