@@ -1,5 +1,8 @@
 """Turn a Session into a Snapshot (the file a run leaves behind): `save_session` is the one path.
 
+It reads the session only through `snapshot.source.MeasuredSession`, so this package does not
+import `session`.
+
 The TUI's `s`, its quit and `gputui run` all save through `save_session`, so a snapshot has the
 same sections whichever front end wrote it (hardware and telemetry from the sampler, price and
 precision from the settings).
@@ -35,7 +38,6 @@ from gputui.metrics.repeats import RepeatSpread
 from gputui.metrics.sla import Sla
 from gputui.metrics.sla_terms import TermsChange
 from gputui.metrics.validation import ValidationHold
-from gputui.session import Session
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.journal_telemetry import JournalTelemetry
 from gputui.snapshot.models import (
@@ -57,6 +59,7 @@ from gputui.snapshot.sections import (
     TelemetrySection,
     ValidationSection,
 )
+from gputui.snapshot.source import MeasuredSession
 from gputui.snapshot.store import save_snapshot
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.telemetry.snapshot_sections import sections_from_sampler
@@ -112,7 +115,7 @@ class RunInfo:
     """SLA and price changes made mid-session (the TUI's settings dialog), oldest first."""
 
 
-def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
+def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
     """The snapshot of everything the session measured."""
     results = session.finished_steps()
     knee = knee_from_steps(results, mode=info.mode) if results else None
@@ -159,7 +162,7 @@ def build_snapshot(session: Session, info: RunInfo) -> Snapshot:
     return snapshot.model_copy(update=extra)
 
 
-def _network(session: Session, info: RunInfo) -> Network:
+def _network(session: MeasuredSession, info: RunInfo) -> Network:
     return Network(
         rtt_s=Stats.from_summary(session.rtt_summary()),
         probe_path=info.probe_path,
@@ -167,7 +170,7 @@ def _network(session: Session, info: RunInfo) -> Network:
     )
 
 
-def _client(session: Session, info: RunInfo) -> Client:
+def _client(session: MeasuredSession, info: RunInfo) -> Client:
     status = session.status
     return Client(
         cpu_s=status.cpu_s if status else 0.0,
@@ -184,7 +187,7 @@ JOURNAL_SECTIONS_INTERVAL_NS: Final = 5_000_000_000
 
 
 def journal_lines(
-    session: Session, info: RunInfo, sampler: TelemetrySampler | None
+    session: MeasuredSession, info: RunInfo, sampler: TelemetrySampler | None
 ) -> Callable[[], list[dict[str, object]]]:
     """What a session's journal records besides its requests and steps (`Session.open_journal`).
 
@@ -233,7 +236,7 @@ def _knee_model(knee: Knee | None, info: RunInfo) -> KneeModel | None:
 
 
 def session_snapshot(
-    session: Session, info: RunInfo, sampler: TelemetrySampler | None = None
+    session: MeasuredSession, info: RunInfo, sampler: TelemetrySampler | None = None
 ) -> Snapshot:
     """The snapshot with every section: `hardware` and `telemetry` come from the sampler."""
     if sampler is not None and info.hardware is None:
@@ -243,7 +246,7 @@ def session_snapshot(
 
 
 def assemble_session(
-    session: Session,
+    session: MeasuredSession,
     info: RunInfo,
     sampler: TelemetrySampler | None,
     *,
@@ -259,7 +262,7 @@ def assemble_session(
 
 
 def save_session(
-    session: Session,
+    session: MeasuredSession,
     info: RunInfo,
     sampler: TelemetrySampler | None,
     path: Path,
