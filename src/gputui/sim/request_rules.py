@@ -1,7 +1,7 @@
 """The simulator's request rules: what a completions, chat or tokenize body may hold (vLLM's).
 
 Contract: every function either returns the value the server schedules or raises `RequestError`,
-whose message the server answers with HTTP 400 (OpenAI-style JSON). Any model name is accepted;
+whose message the server answers with HTTP 400 (OpenAI-style JSON). Every model name is accepted;
 `prompt` may be a string, a list of strings (billed as one prompt: their tokens are summed) or
 token ids; chat `messages` are billed as the tokens of their concatenated text contents (no chat
 template); `max_tokens` (chat: also `max_completion_tokens`, which wins) defaults to 16, and a
