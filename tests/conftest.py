@@ -15,6 +15,7 @@ import pytest
 
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import SimProcess, start_background
+from tests.support import alone
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,13 @@ def pytest_configure(config: pytest.Config) -> None:
     _required()
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout: waiting is not running
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Under xdist, an `alone` test runs with the other worker idle (tests/support/alone.py)."""
+    with alone.held(item.get_closest_marker("alone") is not None):
+        yield
+
+
 REAL_SERVER_FOLDERS = ("realvllm", "realserver")
 """Folders whose tests share one real server each and time it: under xdist they all run on one
 worker, one after another (the other worker still runs other tests beside them)."""
@@ -77,4 +85,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         parts = item.nodeid.split("::", 1)[0].split("/")
         real = any(p in REAL_SERVER_FOLDERS for p in parts[:-1])
+        if real:  # a real server's timings and cache under a neighbour's load mean nothing
+            item.add_marker(pytest.mark.alone)
         item.add_marker(pytest.mark.xdist_group("real-servers" if real else "/".join(parts)))

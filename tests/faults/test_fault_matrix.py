@@ -18,7 +18,8 @@ from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import start_background
 from tests.faults.harness import ALL_AT_ONCE, check_run, gputui_run, sim_stats
 
-pytestmark = pytest.mark.timeout(120)
+# latency bounds on the ok requests: no neighbour
+pytestmark = [pytest.mark.timeout(120), pytest.mark.alone]
 
 FIXED = FixedProfileSpec(ttft_ms=20, itl_ms=2, served_model_name="sim")
 """20 ms to the first token and 2 ms per token: 16 tokens take ~50 ms."""

@@ -7,10 +7,14 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from gputui.control.repeats import reset_prefix_cache
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot
+
+pytestmark = pytest.mark.alone  # settling and precision read timings: no neighbour
 
 GPUTUI = [sys.executable, "-m", "gputui"]
 ACCEPTANCE = [

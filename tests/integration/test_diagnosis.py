@@ -26,6 +26,8 @@ from gputui.snapshot.store import load_snapshot
 from gputui.telemetry.histogram_recorder import HistogramRecorder
 from gputui.telemetry.latency_histograms import summarize_histogram
 
+pytestmark = pytest.mark.alone  # verdicts and the TTFT split read timings: no neighbour
+
 A100 = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")
 
 

@@ -29,6 +29,8 @@ from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import SimProcess, start_background
 from gputui.snapshot.store import load_snapshot
 
+pytestmark = pytest.mark.alone  # it measures the CPU itself: no neighbour
+
 CLIENT_CORE, SERVER_CORE = 0, 1
 HOG_PRECEDENCE = 10
 """The client runs at this nice level beside the hogs (nice 0), as a busy host's processes

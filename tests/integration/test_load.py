@@ -66,6 +66,7 @@ async def test_open_loop_rate_over_20_seconds() -> None:
     assert 0.9 < cv < 1.1, cv  # exponential gaps have a coefficient of variation of 1
 
 
+@pytest.mark.alone  # inter-arrival spread in ms
 @pytest.mark.parametrize(
     ("kind", "burstiness", "cv_range"),
     [("constant", 1.0, (0.0, 0.15)), ("gamma", 0.25, (1.6, 2.4))],

@@ -19,6 +19,8 @@ from gputui.snapshot.store import load_snapshot
 from gputui.ui.command import live_controller
 from tests.support.saved import saved
 
+pytestmark = pytest.mark.alone  # the TUI and run must both reach a capacity in time
+
 GPUTUI = [sys.executable, "-m", "gputui"]
 STEP_S = 2.5
 """Long enough for the 59+ requests a P95 needs to pass its SLA with confidence (issue 16)."""

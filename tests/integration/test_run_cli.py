@@ -250,6 +250,7 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
     assert snap.target.backend == "gputui-sim"
 
 
+@pytest.mark.alone  # precision steps and the bisection read timings
 def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
     from gputui.sim.gpu_profile import GpuProfileSpec
     from gputui.sim.runner import start_background

@@ -38,6 +38,7 @@ def azure_trace(path: Path, n: int, seconds: float) -> list[float]:
     return [int(x * 1e6) / 1e6 for x in t.tolist()]
 
 
+@pytest.mark.alone  # dispatch lateness in ms
 def test_trace_replay_keeps_the_trace_clock(fixed_sim: SimProcess, tmp_path: Path) -> None:
     trace = tmp_path / "azure.csv"
     offsets = azure_trace(trace, REQUESTS, SECONDS)

@@ -127,6 +127,7 @@ def test_a_second_tui_session_reads_nothing_from_the_firsts_cache(tmp_path: Path
     assert reused.workload.prompt_isolation == "off (--reuse-prompts)"
 
 
+@pytest.mark.alone  # a cache-hit race under load
 def test_a_cold_session_served_from_cache_is_warned_about_on_screen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

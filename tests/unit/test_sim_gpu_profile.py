@@ -123,6 +123,7 @@ def test_start_requires_bind(profile: GpuProfile) -> None:
         profile.start(req(1), FakeSink(asyncio.new_event_loop()))
 
 
+@pytest.mark.alone  # token gaps in ms
 async def test_streams_every_token_with_roofline_timing(profile: GpuProfile) -> None:
     loop = asyncio.get_running_loop()
     profile.bind(loop)

@@ -1,0 +1,58 @@
+"""Tests that must not share the CPUs: a lock across pytest-xdist's workers.
+
+The suite runs on two workers (`-n 2`), and most of it does not mind a neighbour. A test marked
+`alone` times something a second busy process would distort (a client-overhead split, a
+bottleneck verdict, a real server's cache under load), so it waits until the other worker's
+current test ends and holds the other worker off until it is done.
+
+The lock is a writer-preferring reader-writer lock on two files: every test holds the main lock
+shared, an `alone` test holds it exclusive; an `alone` test first takes the turnstile, which every
+other test passes through before it takes its shared hold, so a waiting `alone` test is never
+starved by a stream of ordinary ones. Without xdist nothing is locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def lock_paths() -> tuple[Path, Path] | None:
+    """The turnstile and the main lock of this xdist run, or None outside xdist."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return None
+    base = Path(tempfile.gettempdir()) / f"gputui-tests-{run}"
+    return base.with_suffix(".turnstile"), base.with_suffix(".lock")
+
+
+@contextlib.contextmanager
+def _flocked(path: Path, operation: int) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, operation)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def held(alone: bool) -> Iterator[None]:
+    """Hold the lock for one test: exclusive when `alone`, else shared."""
+    paths = lock_paths()
+    if paths is None:
+        yield
+        return
+    turnstile, main = paths
+    if alone:
+        with _flocked(turnstile, fcntl.LOCK_EX), _flocked(main, fcntl.LOCK_EX):
+            yield
+        return
+    with _flocked(turnstile, fcntl.LOCK_EX):
+        pass  # waits here while an `alone` test is waiting or running
+    with _flocked(main, fcntl.LOCK_SH):
+        yield
