@@ -62,11 +62,27 @@ def pytest_configure(config: pytest.Config) -> None:
     _required()
 
 
+_HOLDER = alone.Holder()
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout: waiting is not running
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Under xdist, an `alone` test runs with the other worker idle (tests/support/alone.py)."""
-    with alone.held(item.get_closest_marker("alone") is not None):
+    _HOLDER.before(_alone(item))
+    try:
         yield
+    finally:
+        keep = nextitem is not None and _alone(item) and _alone(nextitem)
+        _HOLDER.after(keep and _group(item) == _group(nextitem))
+
+
+def _alone(item: pytest.Item) -> bool:
+    return item.get_closest_marker("alone") is not None
+
+
+def _group(item: pytest.Item | None) -> str | None:
+    marker = None if item is None else item.get_closest_marker("xdist_group")
+    return None if marker is None else str(marker.args[0] if marker.args else "")
 
 
 REAL_SERVER_FOLDERS = ("realvllm", "realserver")

@@ -8,7 +8,10 @@ current test ends and holds the other worker off until it is done.
 The lock is a writer-preferring reader-writer lock on two files: every test holds the main lock
 shared, an `alone` test holds it exclusive; an `alone` test first takes the turnstile, which every
 other test passes through before it takes its shared hold, so a waiting `alone` test is never
-starved by a stream of ordinary ones. Without xdist nothing is locked.
+starved by a stream of ordinary ones. Consecutive `alone` tests of one group (a real server's
+folder, a module) keep the exclusive hold between them (`Holder`), so the server or simulator
+they share never idles beside the other worker's tests, nor theirs beside it. Without xdist
+nothing is locked.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 
@@ -56,3 +60,24 @@ def held(alone: bool) -> Iterator[None]:
         pass  # waits here while an `alone` test is waiting or running
     with _flocked(main, fcntl.LOCK_SH):
         yield
+
+
+class Holder:
+    """One worker's hold, kept from one test to the next while both are `alone` in one group."""
+
+    def __init__(self) -> None:
+        self._stack: ExitStack | None = None
+
+    def before(self, alone: bool) -> None:
+        """Take the hold this test needs, unless the previous test kept it for this one."""
+        if self._stack is not None:
+            return
+        self._stack = ExitStack()
+        self._stack.enter_context(held(alone))
+
+    def after(self, keep: bool) -> None:
+        """Release the hold, or `keep` it for the next test."""
+        if keep or self._stack is None:
+            return
+        stack, self._stack = self._stack, None
+        stack.close()
