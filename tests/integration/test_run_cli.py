@@ -269,7 +269,7 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
                 "--max-level",
                 "8",
                 "--step-seconds",
-                "8",  # enough requests (~85 at concurrency 4) for a two-sided P95 interval
+                "10",  # enough requests (~70 at concurrency 2) for a two-sided P95 interval
                 "--warmup-seconds",
                 "0.5",
                 "--seconds",
