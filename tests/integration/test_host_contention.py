@@ -32,7 +32,7 @@ from gputui.snapshot.store import load_snapshot
 pytestmark = pytest.mark.alone  # it measures the CPU itself: no neighbour
 
 CLIENT_CORE, SERVER_CORE = 0, 1
-HOG_PRECEDENCE = 10
+HOG_PRECEDENCE = 19
 """The client runs at this nice level beside the hogs (nice 0), as a busy host's processes
 take precedence over it: its wait then dwarfs its work whatever else runs on the machine."""
 HOG_SECONDS = 25.0
