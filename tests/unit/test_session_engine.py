@@ -6,86 +6,19 @@ import time
 from collections.abc import Callable
 
 from gputui.control.auto import AutoControl
-from gputui.engine.client import ClientConfig
-from gputui.engine.commands import Command, Load
-from gputui.engine.handle import BatchCallback
-from gputui.engine.load import RequestShape
-from gputui.engine.process import EngineConfig, EngineStatus
-from gputui.engine.records import RequestRecord
-from gputui.engine.target import parse_target
-from gputui.metrics.sla import Sla
-from gputui.session import Session
-from tests.support.records import MS, T0, rec
-
-
-class FakeEngine:
-    """An engine that keeps the commands it is sent; the test plays its reader thread."""
-
-    def __init__(self, on_batch: BatchCallback) -> None:
-        self.on_batch = on_batch
-        self.commands: list[Command] = []
-        self.started = False
-
-    def start(self) -> None:
-        self.started = True
-
-    def wait_ready(self, timeout_s: float) -> bool:
-        return self.started
-
-    def send(self, command: Command) -> None:
-        self.commands.append(command)
-
-    def stop(self, *, cancel: bool, timeout_s: float) -> EngineStatus | None:
-        return None
-
-    def deliver(self, records: list[RequestRecord], sent_by_step: dict[int, int]) -> None:
-        status = EngineStatus(
-            in_flight=0,
-            step_index=max(sent_by_step),
-            cpu_s=0.0,
-            wall_s=1.0,
-            loop_lag_max_ms=0.0,
-            connections_opened=1,
-            uvloop=False,
-            paused=False,
-        )
-        self.on_batch(records, sent_by_step, status, [None] * len(records))
-
-
-def _records(after_ns: int, step: int, count: int) -> list[RequestRecord]:
-    """`count` good requests of `step`, 10 ms apart, each sent after `after_ns`."""
-    base_ms = (after_ns - T0) / MS + 1.0
-    return [
-        rec(
-            sent_ms=base_ms + 10 * i,
-            end_ms=base_ms + 10 * i + 50,
-            tokens_ms=[base_ms + 10 * i + 20 + t for t in range(8)],
-            step=step,
-        )
-        for i in range(count)
-    ]
+from gputui.engine.commands import Load
+from tests.support.fake_engine import records_after, session_on_fake_engine
 
 
 def test_a_session_runs_its_steps_on_an_injected_engine() -> None:
-    engines: list[FakeEngine] = []
-
-    def build(on_batch: BatchCallback) -> FakeEngine:
-        engines.append(FakeEngine(on_batch))
-        return engines[-1]
-
-    config = EngineConfig(
-        client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
-        shape=RequestShape(16, 8),
-    )
-    session = Session(config, Sla(1.0, 0.1, 0.1), warmup_s=0.0, engine=build)
-    (engine,) = engines
+    session, engine = session_on_fake_engine()
     session.start(frame_interval_s=None)
     first = session.set_load("concurrency", 2)
     assert engine.commands == [Load("concurrency", 2.0, 0)]
     time.sleep(0.1)  # the six requests below were sent and back within the step
-    engine.deliver(_records(first.start_ns, 0, 6), {0: 6})
+    engine.deliver(records_after(first.start_ns, 0, 6), {0: 6})
     second = session.set_load("concurrency", 4)  # closes step 0: all its 6 requests are back
-    engine.deliver(_records(second.start_ns, 1, 3), {0: 6, 1: 3})
+    engine.deliver(records_after(second.start_ns, 1, 3), {0: 6, 1: 3})
     (step,) = session.finished_steps()
     assert (step.index, step.level, step.requests_ok, step.requests_failed) == (0, 2.0, 6, 0)
     time.sleep(0.1)
@@ -104,18 +37,7 @@ def _wait(condition: Callable[[], object], timeout_s: float) -> bool:
 
 def test_a_job_that_ends_by_itself_says_so_without_any_frame() -> None:
     """No frames at all: the owner still learns that the hold ended (control.auto's `on_end`)."""
-    engines: list[FakeEngine] = []
-
-    def build(on_batch: BatchCallback) -> FakeEngine:
-        engines.append(FakeEngine(on_batch))
-        return engines[-1]
-
-    config = EngineConfig(
-        client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
-        shape=RequestShape(16, 8),
-    )
-    session = Session(config, Sla(1.0, 0.1, 0.1), warmup_s=0.0, engine=build)
-    (engine,) = engines
+    session, engine = session_on_fake_engine()
     ended: list[str] = []
     jobs = AutoControl(session, max_step_s=0.2, on_end=ended.append)
     session.start(frame_interval_s=None)
@@ -132,18 +54,7 @@ def test_a_job_that_ends_by_itself_says_so_without_any_frame() -> None:
 
 
 def test_cancelling_a_job_returns_at_once_and_no_load_change_follows() -> None:
-    engines: list[FakeEngine] = []
-
-    def build(on_batch: BatchCallback) -> FakeEngine:
-        engines.append(FakeEngine(on_batch))
-        return engines[-1]
-
-    config = EngineConfig(
-        client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
-        shape=RequestShape(16, 8),
-    )
-    session = Session(config, Sla(1.0, 0.1, 0.1), warmup_s=0.0, engine=build)
-    (engine,) = engines
+    session, engine = session_on_fake_engine()
     jobs = AutoControl(session, max_step_s=0.05)
     session.start(frame_interval_s=None)
     session.set_load("concurrency", 1)

@@ -6,40 +6,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from gputui.engine.client import ClientConfig
 from gputui.engine.commands import Load
-from gputui.engine.handle import BatchCallback
-from gputui.engine.load import RequestShape
-from gputui.engine.process import EngineConfig
-from gputui.engine.target import parse_target
-from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session import Session
-from tests.unit.test_session_engine import FakeEngine, _records
-
-CONFIG = EngineConfig(
-    client=ClientConfig(target=parse_target("http://127.0.0.1:9"), model="m"),
-    shape=RequestShape(16, 8),
-)
-
-
-def _session(
-    on_step_finished: Callable[[StepResult], None] | None = None,
-) -> tuple[Session, FakeEngine]:
-    engines: list[FakeEngine] = []
-
-    def build(on_batch: BatchCallback) -> FakeEngine:
-        engines.append(FakeEngine(on_batch))
-        return engines[-1]
-
-    session = Session(
-        CONFIG,
-        Sla(1.0, 0.1, 0.1),
-        warmup_s=0.0,
-        engine=build,
-        on_step_finished=on_step_finished,
-    )
-    return session, engines[0]
+from tests.support.fake_engine import records_after, session_on_fake_engine
 
 
 def test_a_load_change_is_sent_at_once_while_the_loop_is_busy() -> None:
@@ -50,10 +20,10 @@ def test_a_load_change_is_sent_at_once_while_the_loop_is_busy() -> None:
         delivered.append(result.index)
         release.wait(5.0)
 
-    session, engine = _session(slow_subscriber)
+    session, engine = session_on_fake_engine(slow_subscriber)
     session.start(frame_interval_s=None)
     first = session.set_load("concurrency", 2)
-    engine.deliver(_records(first.start_ns, 0, 3), {0: 3})
+    engine.deliver(records_after(first.start_ns, 0, 3), {0: 3})
     session.set_load("concurrency", 4)
     reader = threading.Thread(target=engine.deliver, args=([], {0: 3, 1: 0}))
     reader.start()  # the reader's batch finishes step 0: the loop is now in the subscriber
@@ -84,7 +54,7 @@ def _timed(read: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def test_subscribers_on_the_loop_may_read_the_session() -> None:
+def test_subscribers_on_the_loop_may_read_thesession_on_fake_engine() -> None:
     """A subscriber runs on the loop thread: its reads answer there, with no deadlock."""
     seen: list[tuple[int, int]] = []
     holder: list[Session] = []
@@ -93,11 +63,11 @@ def test_subscribers_on_the_loop_may_read_the_session() -> None:
         session = holder[0]
         seen.append((len(session.step_specs()), len(session.all_records())))
 
-    session, engine = _session(reads)
+    session, engine = session_on_fake_engine(reads)
     holder.append(session)
     session.start(frame_interval_s=None)
     first = session.set_load("concurrency", 2)
-    engine.deliver(_records(first.start_ns, 0, 4), {0: 4})
+    engine.deliver(records_after(first.start_ns, 0, 4), {0: 4})
     session.set_load("concurrency", 3)
     engine.deliver([], {0: 4, 1: 0})
     assert [s.index for s in session.finished_steps()] == [0]
@@ -106,7 +76,7 @@ def test_subscribers_on_the_loop_may_read_the_session() -> None:
 
 
 def test_before_start_messages_are_handled_in_the_callers_thread() -> None:
-    session, engine = _session()
+    session, engine = session_on_fake_engine()
     step = session.set_load("rate", 5)
     assert session.current_step == step and session.step_specs() == [step]
     assert engine.commands == [Load("rate", 5.0, 0)]
