@@ -23,7 +23,7 @@ import pytest
 
 from gputui.engine.schedstat import cpu_pressure, run_wait_s
 from gputui.metrics.bottleneck import bottleneck, verdict_line
-from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED, client_state
+from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED, STALLED, client_state
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.sim.fixed import FixedProfileSpec
 from gputui.sim.runner import SimProcess, start_background
@@ -48,8 +48,9 @@ def test_the_rule_tells_a_waiting_client_from_a_busy_one() -> None:
     assert client_state(0.7, 20.0, lagging=True) == HOST_CONTENDED  # measured: see module doc
     assert client_state(97.0, 3.0, lagging=True) == CLIENT_BOUND
     assert client_state(60.0, 40.0, lagging=True) == CLIENT_BOUND  # ran more than it waited
-    assert client_state(3.0, 5.0, lagging=True) == CLIENT_BOUND  # under HOST_WAIT_PCT
-    assert client_state(3.0, None, lagging=True) == CLIENT_BOUND  # no schedstat: as before
+    assert client_state(3.0, 5.0, lagging=True) == STALLED  # neither busy nor waiting: a pause
+    assert client_state(3.0, None, lagging=True) == STALLED  # no schedstat: low CPU is no limit
+    assert client_state(80.0, None, lagging=True) == CLIENT_BOUND
     assert client_state(3.0, 80.0, lagging=False) is None
 
 

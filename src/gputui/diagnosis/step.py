@@ -42,6 +42,7 @@ from gputui.diagnosis.window import (
     server_window,
 )
 from gputui.engine.records import RequestRecord
+from gputui.engine.schedstat import steal_ticks
 from gputui.metrics.bottleneck import bottleneck, verdict_line
 from gputui.metrics.json_read import number
 from gputui.metrics.prefix_cache import cold_warning, step_meter
@@ -141,6 +142,8 @@ class StepDiagnoser:
             float(getattr(frame, "busiest_worker_cpu_percent", 0.0)),
             float(getattr(frame, "loop_lag_max_ms", 0.0)),
             getattr(frame, "client_run_wait_percent", None),
+            float(getattr(frame, "gc_pause_max_ms", 0.0)),
+            steal_ticks(),
         )
         with self._lock:
             self._frames.append(item)

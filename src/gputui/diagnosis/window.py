@@ -10,8 +10,9 @@ for `metrics.bottleneck.StepEvidence` or JSON-ready dicts for the snapshot:
   share of samples with a power/thermal reason active under `THROTTLE_CLOCK_RATIO` of the maximum
   clock, and the reasons seen;
 - `client_window(frames, records, lo, hi)`: the busiest engine process's CPU and the event loop's
-  worst lag from the session's frames, and the p95 dispatch lateness (sent - scheduled) of
-  open-loop requests;
+  worst lag from the session's frames, its longest GC pause and the host's steal time, the p95
+  dispatch lateness (sent - scheduled - connection setup) of open-loop requests and the
+  connections the step opened;
 - `server_latency_from_histograms` / `server_latency_from_timings`: `steps[].server_latency`;
 - `server_percentiles_line(latency)`: its p50 (p95) for the step's verdict line, each a bound
   where its bucket was too coarse (`telemetry.latency_histograms.bucket_bound`).
@@ -46,6 +47,10 @@ class ClientFrame:
     loop_lag_ms: float
     run_wait_pct: float | None = None
     """The engine processes' run-queue wait, % of wall time (engine.schedstat)."""
+    gc_pause_ms: float = 0.0
+    """The engine's longest garbage collection in the frame's interval."""
+    steal: tuple[int, int] | None = None
+    """The host's (steal, all) CPU ticks so far (engine.schedstat.steal_ticks)."""
 
 
 class ServerWindow(TypedDict, total=False):
@@ -79,6 +84,11 @@ class ClientWindow(TypedDict):
     client_cpu_max_pct: float | None
     loop_lag_max_ms: float | None
     dispatch_late_p95_ms: float | None
+    gc_pause_max_ms: float | None
+    steal_pct: float | None
+    new_connections: int
+    connect_mean_ms: float | None
+    """`new_connections`: opened by the step's requests, its warm-up's included."""
 
 
 class SaturationEvidence(TypedDict):
@@ -161,13 +171,20 @@ def gpu_window(
 def client_window(
     frames: Sequence[ClientFrame], records: Sequence[RequestRecord], lo_ns: int, hi_ns: int
 ) -> ClientWindow:
-    """The client's own health inside [lo, hi]."""
+    """The client's own health inside [lo, hi].
+
+    Dispatch lateness is sent - scheduled less the connection's setup (`sent_ns` is stamped once
+    connected): a new connection, or a far server's handshake, is not the client being late; the
+    connections opened are counted apart.
+    """
     inside = [f for f in frames if lo_ns <= f.t_ns <= hi_ns]
+    sent = [r for r in records if lo_ns <= r.sent_ns < hi_ns and r.error != "connect"]
     late = [
-        (r.sent_ns - r.queued_ns) / 1e6
-        for r in records
-        if r.queued_ns is not None and lo_ns <= r.sent_ns < hi_ns
+        (r.sent_ns - r.queued_ns - (r.connect_ns or 0)) / 1e6
+        for r in sent
+        if r.queued_ns is not None
     ]
+    setups = [r.connect_ns / 1e6 for r in records if r.connect_ns is not None]
     waits = [f.run_wait_pct for f in inside if f.run_wait_pct is not None]
     return ClientWindow(
         client_cpu_mean_pct=float(np.mean([f.busiest_cpu_pct for f in inside])) if inside else None,
@@ -175,7 +192,18 @@ def client_window(
         client_cpu_max_pct=max(f.busiest_cpu_pct for f in inside) if inside else None,
         loop_lag_max_ms=max(f.loop_lag_ms for f in inside) if inside else None,
         dispatch_late_p95_ms=float(np.percentile(late, 95)) if late else None,
+        gc_pause_max_ms=max(f.gc_pause_ms for f in inside) if inside else None,
+        steal_pct=_steal_pct([f.steal for f in inside if f.steal is not None]),
+        new_connections=len(setups),
+        connect_mean_ms=float(np.mean(setups)) if setups else None,
     )
+
+
+def _steal_pct(ticks: Sequence[tuple[int, int]]) -> float | None:
+    """The host's steal time between the first and last reading, % of all CPU time."""
+    if len(ticks) < 2 or ticks[-1][1] <= ticks[0][1]:
+        return None
+    return 100.0 * (ticks[-1][0] - ticks[0][0]) / (ticks[-1][1] - ticks[0][1])
 
 
 _FIRST_TOKEN = ("ttft", "itl")

@@ -62,6 +62,7 @@ def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
         paused=any(s.paused for s in statuses),
         error=next((s.error for s in statuses if s.error), None),
         run_wait_s=None,  # per worker: `WorkerBook.run_wait_percent`
+        gc_pause_max_ms=max(s.gc_pause_max_ms for s in statuses),
     )
 
 

@@ -37,7 +37,7 @@ from gputui.engine.http import ConnectionPool
 from gputui.engine.load import LoadController, RequestShape
 from gputui.engine.probe import RttProbe
 from gputui.engine.records import RequestRecord
-from gputui.engine.schedstat import run_wait_s
+from gputui.engine.schedstat import GcPauses, run_wait_s
 from gputui.engine.workload import WorkloadSpec
 
 
@@ -81,6 +81,8 @@ class EngineStatus:
     """Why the engine stopped on its own (an unknown command), if it did."""
     run_wait_s: float | None = None
     """Time its threads waited for a CPU so far (engine.schedstat); None where unmeasured."""
+    gc_pause_max_ms: float = 0.0
+    """Longest garbage collection since the last batch: a loop lag it explains is a GC pause."""
 
 
 BatchMessage = tuple[
@@ -135,6 +137,7 @@ class _Engine:
         self._records: list[RequestRecord] = []
         self._rtt: list[int | None] = []
         self._lag_max_ns = 0
+        self._gc = GcPauses()
         self._started_ns = time.perf_counter_ns()
         self._stop_requested: asyncio.Future[bool] | None = None
         self.error: str | None = None
@@ -177,6 +180,7 @@ class _Engine:
         for task in background:
             task.cancel()
         await self._client.aclose()
+        self._gc.close()
         self._flush()
         self._conn.send(("stopped", self._status()))
 
@@ -242,6 +246,7 @@ class _Engine:
     def _status(self) -> EngineStatus:
         lag_ms = self._lag_max_ns / 1e6
         self._lag_max_ns = 0
+        gc_ms = self._gc.take_max_ns() / 1e6
         return EngineStatus(
             in_flight=self._load.in_flight,
             step_index=self._load.step_index,
@@ -253,6 +258,7 @@ class _Engine:
             paused=self._load.paused,
             error=self.error,
             run_wait_s=run_wait_s(),
+            gc_pause_max_ms=gc_ms,
         )
 
     async def _lag(self) -> None:

@@ -13,12 +13,15 @@ The rules run in this order and the first that holds is the verdict:
    errors with the server's first message ("http_400 x 976: 'This model's maximum ...'").
 1. `client` or `host-contended`: the load generator's busiest process >= CLIENT_CPU_PCT, or its
    event loop was late by >= CLIENT_LAG_MS, or requests left >= CLIENT_DISPATCH_LATE_MS (p95)
-   after their scheduled time. Its timings then include its own queueing: `suspect` is set
-   (whatever the verdict), and the verdict is `client` (client-bound: add workers) or, when the
-   engine waited in the run queue more than it ran (`metrics.client_state`), `host-contended`
-   (other processes hold the CPUs: more workers will not help), unless the server's own gauges
-   show it queueing (rule 4's KV, preemption or backlog evidence does not depend on the client's
-   clock). `client_state` says which of the two, whatever the verdict.
+   after their scheduled time (connection setup excluded: new connections are their own line).
+   `metrics.client_state` says why: `client` (client-bound) only when its CPU is near a core
+   (>= CLIENT_BOUND_CPU_PCT on average: add workers), `host-contended` when the engine waited in
+   the run queue more than it ran (other processes hold the CPUs: more workers will not help);
+   either sets `suspect` (its timings include its own queueing) and decides unless the server's
+   own gauges show it queueing (rule 4's KV, preemption or backlog evidence does not depend on
+   the client's clock). A lag with low CPU and low wait is `stalled`: a pause (a GC, steal time,
+   a blocking call), said in the evidence; it decides nothing and is not suspect, so the rules
+   below name the bound. `client_state` says which of the three, whatever the verdict.
 2. `throttled`: the GPU ran under THROTTLE_CLOCK_RATIO of its maximum clock with a power or
    thermal reason (NVML bits 0x04, 0x08, 0x20, 0x40, 0x80) active in >= THROTTLE_SHARE of the
    window's samples. The step is "measured while throttled", and so is a capacity taken from it.
@@ -52,7 +55,15 @@ import math
 from collections.abc import Mapping
 from typing import Final
 
-from gputui.metrics.client_state import HOST_CONTENDED, client_state, state_evidence
+from gputui.metrics.client_state import (
+    CLIENT_BOUND,
+    CLIENT_BOUND_CPU_PCT,
+    HOST_CONTENDED,
+    STALLED,
+    client_state,
+    stall_evidence,
+    state_evidence,
+)
 from gputui.metrics.error_log import errors_text
 from gputui.metrics.json_read import number
 from gputui.metrics.saturation import (
@@ -242,26 +253,67 @@ def _errors_rule(e: StepEvidence, found: _Findings) -> bool:
 def _client_rule(
     e: StepEvidence, found: _Findings, *, server_queued: bool
 ) -> tuple[list[str], str | None]:
-    """1. client: the load generator's own limits; returns them and the client's state."""
+    """1. client: the load generator's own limits; returns the suspect signs and the state."""
     client = []
+    cpu_mean = e.client_cpu_max_pct if e.client_cpu_mean_pct is None else e.client_cpu_mean_pct
     if e.client_cpu_max_pct is not None and e.client_cpu_max_pct >= CLIENT_CPU_PCT:
         client.append(f"client CPU {e.client_cpu_max_pct:.0f} % (bound {CLIENT_CPU_PCT:.0f} %)")
+    late_signs = []
     if e.loop_lag_max_ms is not None and e.loop_lag_max_ms >= CLIENT_LAG_MS:
-        client.append(f"client loop lag {e.loop_lag_max_ms:.0f} ms (bound {CLIENT_LAG_MS:.0f} ms)")
+        late_signs.append(
+            f"client loop lag {e.loop_lag_max_ms:.0f} ms (bound {CLIENT_LAG_MS:.0f} ms)"
+        )
     late = e.dispatch_late_p95_ms
     if late is not None and late >= CLIENT_DISPATCH_LATE_MS:
-        client.append(f"dispatch late p95 {late:.0f} ms (bound {CLIENT_DISPATCH_LATE_MS:.0f} ms)")
-    state = client_state(e.client_cpu_mean_pct, e.client_run_wait_pct, lagging=bool(client))
-    if state is not None and not server_queued:
+        late_signs.append(
+            f"dispatch late p95 {late:.0f} ms (bound {CLIENT_DISPATCH_LATE_MS:.0f} ms, "
+            "connection setup excluded)"
+        )
+    client += late_signs
+    # A CPU peak alone, with the mean under a core's worth, delayed nothing worth a state.
+    busy = bool(client) and (bool(late_signs) or (cpu_mean or 0.0) >= CLIENT_BOUND_CPU_PCT)
+    state = client_state(cpu_mean, e.client_run_wait_pct, lagging=busy)
+    if state in (CLIENT_BOUND, HOST_CONTENDED) and not server_queued:
         found.decide("host-contended" if state == HOST_CONTENDED else "client")
     if state is not None:
         found.lines += client
-        found.lines.append(state_evidence(state, e.client_cpu_mean_pct, e.client_run_wait_pct))
+        if state == STALLED:
+            found.lines.append(
+                stall_evidence(
+                    e.loop_lag_max_ms,
+                    cpu_mean,
+                    e.client_run_wait_pct,
+                    gc_pause_ms=e.gc_pause_max_ms,
+                    steal_pct=e.steal_pct,
+                )
+            )
+        else:
+            found.lines.append(state_evidence(state, cpu_mean, e.client_run_wait_pct))
         if e.host_cpu_pressure_pct is not None:
             found.lines.append(
                 f"host CPU pressure {e.host_cpu_pressure_pct:.0f} % (PSI some avg10)"
             )
-    return client, state
+    connections = _connections_text(e, noted=state is not None)
+    if connections:
+        found.lines.append(connections)
+    suspect = client if state in (CLIENT_BOUND, HOST_CONTENDED) else []
+    return suspect, state
+
+
+def _connections_text(e: StepEvidence, *, noted: bool) -> str | None:
+    """'12 new connections (setup mean 41 ms, not counted as dispatch lateness)' or None.
+
+    Said beside a client finding, or when opening them took as long as the dispatch bound.
+    """
+    opened, setup = e.new_connections, e.connect_mean_ms
+    if not opened or setup is None:
+        return None
+    if not noted and setup < CLIENT_DISPATCH_LATE_MS:
+        return None
+    return (
+        f"{opened} new connection{'s' if opened != 1 else ''} (setup mean {setup:.1f} ms, "
+        "not counted as dispatch lateness)"
+    )
 
 
 def _throttle_rule(e: StepEvidence, found: _Findings) -> bool:

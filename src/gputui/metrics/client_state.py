@@ -1,17 +1,23 @@
-"""Client-bound or host-contended: why the load generator was late, and what would help.
+"""Client-bound, host-contended or stalled: why the load generator was late, and what would help.
 
-The engine's loop lagging (or its CPU near a core) makes a step's timings suspect either way; the
-remedy depends on the cause. `client_state(cpu, wait, lagging)` decides from the engine process's
-CPU use and its run-queue wait (`engine.schedstat`), both in % of wall time:
+The engine's loop lagging (or its CPU near a core) may delay the client's stamps; the remedy
+depends on the cause. `client_state(cpu, wait, lagging)` decides from the engine process's CPU
+use and its run-queue wait (`engine.schedstat`), both in % of wall time:
 
 - `HOST_CONTENDED`: it waited for a CPU at least `HOST_WAIT_PCT` of the time, and longer than it
   ran: other processes hold the CPUs, so more `--workers` would only add waiters;
-- `CLIENT_BOUND`: otherwise (its own work fills its core; also when the wait is not measured, as
-  on systems without schedstat): add `--workers`;
+- `CLIENT_BOUND`: its own work fills its core: it ran >= `CLIENT_BOUND_CPU_PCT` of the time on
+  average, and ran plus waited >= `CLIENT_DEMAND_PCT` (a core's worth of demand, most of it its
+  own): add `--workers`;
+- `STALLED`: late with neither (low CPU, low or unmeasured wait): the loop was paused, not
+  busy, by a garbage collection, by steal time (a hypervisor ran another guest on our CPU) or a
+  blocking call (`stall_evidence` names what the tool saw); more workers would not help;
 - None when nothing was late (`lagging` False).
 
 Measured here (2 cores, a busy loop pinned to the client's core): a light client ran 0.7 % and
-waited 20 % of the time, its loop 25 ms late; a client at its own limit runs far more than it waits.
+waited 20 % of the time, its loop 25 ms late; a client at its own limit runs far more than it waits
+(64 streams at ITL 0 on one worker: 95-100 % CPU). A client that only opened connections or sat
+on a shared host read 1-3 % CPU with its loop 20 ms late: a stall, not a saturated client.
 """
 
 from __future__ import annotations
@@ -23,23 +29,36 @@ from typing import Final
 
 HOST_WAIT_PCT: Final = 10.0
 """100 ms per second in the run queue: events are then routinely tens of ms late."""
+CLIENT_BOUND_CPU_PCT: Final = 50.0
+"""The engine's mean CPU under which its own work is never the limit (a core is 100)."""
+CLIENT_DEMAND_PCT: Final = 70.0
+"""Its CPU plus its run-queue wait from which it wants about a whole core."""
+GC_EXPLAINS: Final = 0.5
+"""A GC pause at least this share of the loop's lag explains it."""
+STEAL_VISIBLE_PCT: Final = 1.0
+"""Steal time from which it is named as a cause (% of the host's CPU time)."""
 CLIENT_BOUND: Final = "client-bound"
 HOST_CONTENDED: Final = "host-contended"
+STALLED: Final = "stalled"
 
 ADVICE: Final[dict[str, str]] = {
     CLIENT_BOUND: "the client's own CPU is the limit: add --workers",
     HOST_CONTENDED: "other processes hold the CPUs: more --workers will not help; "
     "free the host (or run gputui on another)",
+    STALLED: "not a saturated client (more --workers will not help)",
 }
 
 
 def client_state(cpu_pct: float | None, wait_pct: float | None, *, lagging: bool) -> str | None:
-    """CLIENT_BOUND, HOST_CONTENDED or None (module contract)."""
+    """CLIENT_BOUND, HOST_CONTENDED, STALLED or None (module contract)."""
     if not lagging:
         return None
     if wait_pct is not None and wait_pct >= HOST_WAIT_PCT and wait_pct > (cpu_pct or 0.0):
         return HOST_CONTENDED
-    return CLIENT_BOUND
+    cpu = cpu_pct or 0.0
+    if cpu >= CLIENT_BOUND_CPU_PCT and cpu + (wait_pct or 0.0) >= CLIENT_DEMAND_PCT:
+        return CLIENT_BOUND
+    return STALLED
 
 
 class ClientStateTracker:
@@ -72,6 +91,36 @@ def state_evidence(state: str, cpu_pct: float | None, wait_pct: float | None) ->
         else f"run-queue wait {wait_pct:.0f} % ({wait_pct * 10:.0f} ms/s)"
     )
     return f"{state}: {cpu}, {wait}: {ADVICE[state]}"
+
+
+def stall_cause(lag_ms: float, gc_pause_ms: float | None, steal_pct: float | None) -> str:
+    """What paused the loop, as far as the tool can see: a GC pause, steal time, else a call."""
+    if gc_pause_ms is not None and gc_pause_ms >= GC_EXPLAINS * lag_ms:
+        return f"a garbage collection of {gc_pause_ms:.0f} ms"
+    if steal_pct is not None and steal_pct >= STEAL_VISIBLE_PCT:
+        return f"steal time {steal_pct:.0f} % (the hypervisor ran another guest on our CPUs)"
+    return "a blocking call (no GC pause or steal time explains it)"
+
+
+def stall_evidence(
+    lag_ms: float | None,
+    cpu_pct: float | None,
+    wait_pct: float | None,
+    *,
+    gc_pause_ms: float | None = None,
+    steal_pct: float | None = None,
+) -> str:
+    """'stalled: loop 21 ms late with client CPU 3 %, run-queue wait 2 % (20 ms/s): ...'."""
+    lag = lag_ms or 0.0
+    cpu = "-" if cpu_pct is None else f"{cpu_pct:.0f} %"
+    wait = "not measured" if wait_pct is None else f"{wait_pct:.0f} % ({wait_pct * 10:.0f} ms/s)"
+    gc = "" if gc_pause_ms is None else f", longest GC {gc_pause_ms:.1f} ms"
+    steal = "" if steal_pct is None else f", steal {steal_pct:.1f} %"
+    return (
+        f"{STALLED}: loop up to {lag:.0f} ms late with client CPU {cpu}, run-queue wait {wait}"
+        f"{gc}{steal}: a pause, likely {stall_cause(lag, gc_pause_ms, steal_pct)}; "
+        f"{ADVICE[STALLED]}; stamps near it may be up to {lag:.0f} ms late"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,8 @@ is thin) or None. The causes, each with the evidence that names it (domain.md se
   (>= GPU_BUSY_PCT) and decode used under `bottleneck.BANDWIDTH_HIGH` of the bandwidth: the
   batch's FLOPs, not its bytes, set the step time.
 - `network` / `client`: weaker signs than the first rules need (RTT >= NETWORK_SHARE_LOW of
-  TTFT; client CPU >= CLIENT_CPU_LOW %), taken only when the step fails or has saturated.
+  TTFT; the client's mean CPU >= CLIENT_CPU_LOW %), taken only when the step fails or
+  has saturated.
 
 A failing or saturated step (`sla_failed`, or output tok/s grew < SATURATED_GAIN per doubling)
 that none of these names gets the most likely cause with `low_confidence` set: the part of TTFT
@@ -229,7 +230,7 @@ def _weak_signs(e: StepEvidence) -> Finding | None:
             (f"network {_ms(_part(b, 'network_s'))} is {_pct(_part(b, 'network_share'))} of TTFT",),
             low_confidence=True,
         )
-    cpu = e.client_cpu_max_pct
+    cpu = e.client_cpu_max_pct if e.client_cpu_mean_pct is None else e.client_cpu_mean_pct
     if cpu is not None and cpu >= CLIENT_CPU_LOW:
         return Finding(
             "client", (f"client CPU {cpu:.0f} % while the step failed",), low_confidence=True

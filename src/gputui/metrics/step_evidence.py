@@ -69,3 +69,11 @@ class StepEvidence:
     """Mean run-queue wait of the engine processes, % of wall time (engine.schedstat)."""
     host_cpu_pressure_pct: float | None = None
     """PSI "some avg10" of the host's CPUs at the step's end."""
+    gc_pause_max_ms: float | None = None
+    """The client's longest garbage collection in the window (a stall it explains)."""
+    steal_pct: float | None = None
+    """The host's steal time in the window, % of its CPU time (/proc/stat)."""
+    new_connections: int | None = None
+    """Connections the step's requests opened (setup is not dispatch lateness)."""
+    connect_mean_ms: float | None = None
+    """Their mean setup time."""

@@ -49,6 +49,8 @@ class StatsFrame:
     """The engine processes' largest run-queue wait, % of wall time (engine.schedstat)."""
     host_contended: bool = False
     """The client is late because other processes hold the CPUs (metrics.client_state)."""
+    gc_pause_max_ms: float = 0.0
+    """The engine's longest garbage collection in the last interval (a stall it can name)."""
     step_phase: str = "measuring"
     """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`)
     or "auto" (`start_auto` runs the sweep)."""
@@ -99,6 +101,7 @@ def build_frame(
         client_saturated=client_state == CLIENT_BOUND,
         client_run_wait_percent=run_wait_percent,
         host_contended=client_state == HOST_CONTENDED,
+        gc_pause_max_ms=status.gc_pause_max_ms if status else 0.0,
         step_phase=phase.step_phase,
         settle_remaining_s=phase.settle_remaining_s,
         measured_n=phase.measured_n,
