@@ -12,6 +12,7 @@ from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.precision import StepPrecision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.verdict import Verdict
 from tests.support.steps import make_step
 
 
@@ -48,6 +49,9 @@ class FakeSession:
         self.precision: tuple[StepPrecision | None, int] = (None, 0)
         self.precision_asks = 0
         self.so_far: StepResult | None = None
+        self.records: list[RequestRecord] = []
+        """The open step's records so far (`open_step_records`)."""
+        self.verdicts: dict[int, tuple[Verdict, str]] = {}
         self.result_for: Callable[[StepSpec], StepResult] = self._plain
 
     @property
@@ -82,6 +86,12 @@ class FakeSession:
 
     def set_step_target(self, index: int, target_precision: float) -> None:
         self.targets[index] = target_precision
+
+    def set_step_verdict(self, index: int, verdict: Verdict, basis: str) -> None:
+        self.verdicts[index] = (verdict, basis)
+
+    def open_step_records(self) -> tuple[StepSpec | None, list[RequestRecord]]:
+        return self.current_step, list(self.records)
 
     def settled(self, index: int) -> bool:
         return self.is_settled

@@ -16,6 +16,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.window import RollingWindow
 from gputui.session import StatsFrame
 from gputui.sim.runner import SimProcess
+from gputui.snapshot.store import load_snapshot
 from gputui.ui.app import AppOptions, make_app
 from gputui.ui.command import live_controller
 from gputui.ui.widgets.live_panels import SessionHeader
@@ -157,3 +158,47 @@ async def test_gputui_tui_step_flags_bound_the_hold(fixed_sim: SimProcess, tmp_p
             assert held.duration_s < 5.0  # not the 300 s a hold runs without the flag
     finally:
         controller.stop(save=False)
+
+
+async def test_a_hold_then_a_load_key_keeps_every_finished_step(
+    fixed_sim: SimProcess, tmp_path: Path
+) -> None:
+    """`h` ends on its looks or its limit, opens no step by itself; `+` after it loses nothing.
+
+    The saved file numbers its steps 0, 1, 2 (the hold's carry-on takes no number), and the held
+    step is saved with the verdict the hold ended on, as the event log said it.
+    """
+    controller = _controller(fixed_sim.url, tmp_path, max_step_s=4.0)
+    app = make_app(controller, AppOptions(snapshot_dir=tmp_path))
+    app.animation_level = "none"
+    controller.start()
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = controller.view
+            await wait_for(pilot, lambda: _frame(controller).level == 1)
+            await pilot.press("plus")
+            await wait_for(pilot, lambda: _frame(controller).level == 2)
+            await pilot.press("h")
+            assert controller.control == "holding"
+            await wait_for(pilot, lambda: controller.control == "operator", timeout_s=20.0)
+            held = view().steps[-1]
+            assert held.level == 2 and held.verdict_basis is not None
+            assert held.duration_s < 6.0  # its 4 s limit (or a look before it)
+            # No step opened by itself: the header says so, and nothing is measured.
+            await wait_for(pilot, lambda: _frame(controller).step_phase == "unmeasured")
+            header = app.screen.query_one(SessionHeader)
+            await wait_for(pilot, lambda: "no step open" in header.render_line(0).text)
+            ended = [e.text for e in view().events if e.text.startswith("hold ended")]
+            assert ended and f"step {len(view().steps)} {held.verdict_basis}" in ended[-1]
+            await pilot.press("plus")
+            await wait_for(pilot, lambda: _frame(controller).level == 4)
+            await wait_for(pilot, lambda: _frame(controller).measured_n > 0)
+    finally:
+        path = controller.stop(save=True)
+    assert path is not None
+    saved = load_snapshot(path)
+    assert [s.index for s in saved.steps] == list(range(len(saved.steps)))
+    assert [s.level for s in saved.steps] == [1, 2, 4]  # every finished step, none hidden
+    kept = saved.steps[1]
+    assert kept.sla_verdict == held.sla_verdict
+    assert (kept.model_extra or {}).get("verdict_basis") == held.verdict_basis

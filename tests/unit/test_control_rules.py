@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gputui.control.rules import (
     DEFAULT_MAX_HOLD_S,
     DEFAULT_MAX_STEP_S,
@@ -11,9 +13,9 @@ from gputui.control.rules import (
     hold_limits,
     step_limits,
 )
+from gputui.engine.records import RequestRecord
 from gputui.metrics.precision import StepPrecision
 from tests.support.driven import FakeSession, rejections
-from tests.support.steps import make_step
 
 S = 1_000_000_000
 T0 = 10 * S
@@ -98,15 +100,75 @@ def test_a_step_that_cannot_reach_59_requests_ends_once_its_throughput_is_precis
     assert _at(rules, session, index, 10.0) == "reached its maximum, 10 s"
 
 
-def test_the_hold_waits_for_a_decided_verdict_too() -> None:
-    session = FakeSession()
+def _hold(session: FakeSession) -> tuple[StepRules, int]:
+    """A hold whose step measures from T0 (the records below are stamped from there)."""
     rules, index = _open(session, hold_limits(0.05, None))
-    session.precision = (_precision(0.04), 80)
-    session.so_far = make_step(4, requests_ok=0)  # nothing back yet: inconclusive
-    assert _at(rules, session, index, 0.0) is None
-    assert _at(rules, session, index, 2.0) is None
-    session.so_far = make_step(4, ttft_p95_s=0.1, tpot_p95_s=0.01)
-    assert _at(rules, session, index, 3.0) == "precise to ±5 % and decided"
+    session.specs[-1] = replace(session.specs[-1], start_ns=T0, measure_start_ns=T0)
+    return rules, index
+
+
+def _records(step: int, ttft_s: list[float], start_ns: int = T0) -> list[RequestRecord]:
+    """Requests of `step` sent 10 ms apart from `start_ns`, each 8 tokens at 10 ms TPOT."""
+    out = []
+    for i, ttft in enumerate(ttft_s):
+        sent = start_ns + i * 10_000_000
+        first = sent + round(ttft * S)
+        out.append(
+            RequestRecord(
+                request_id=i,
+                step_index=step,
+                sent_ns=sent,
+                first_token_ns=first,
+                end_ns=first + 7 * 10_000_000,
+                ok=True,
+                output_tokens=8,
+            )
+        )
+    return out
+
+
+def test_the_hold_looks_only_at_120_240_480_and_960_requests() -> None:
+    session = FakeSession()  # P95 TTFT <= 0.5 s, P95 TPOT <= 50 ms
+    rules, index = _hold(session)
+    session.precision = (_precision(0.08), 0)  # not precise yet
+    session.records = _records(index, [0.1] * 119)
+    assert _at(rules, session, index, 10.0) is None  # 119 requests: no look, whatever they say
+    assert session.verdicts[index] == ("inconclusive", "no look yet (the first at 120 requests)")
+    session.records = _records(index, [0.1] * 130)
+    # The 130th was sent at 1.29 s: with the 1 s guard only the first 120 or so count at 2.3 s.
+    assert _at(rules, session, index, 2.3) is None  # look 1: a pass, but not precise: go on
+    assert session.verdicts[index] == ("pass", "pass at look 1 of 4 (n=120, 0.625 % each side)")
+    session.precision = (_precision(0.04), 0)
+    assert _at(rules, session, index, 3.0) is None  # precise now, but no look is due
+    session.records = _records(index, [0.1] * 240)
+    assert _at(rules, session, index, 4.0) == (
+        "pass at look 2 of 4 (n=240, 0.625 % each side), precise to ±5 %"
+    )
+
+
+def test_a_look_reads_the_first_requests_sent_and_fails_a_slow_server() -> None:
+    session = FakeSession()
+    rules, index = _hold(session)
+    session.precision = (_precision(0.04), 0)
+    slow = _records(index, [0.6] * 120)  # every TTFT over the 0.5 s bound
+    # 20 fast ones sent later have finished too: the look still reads the first 120 sent.
+    session.records = _records(index, [0.01] * 20, start_ns=T0 + 2 * S)[::-1] + slow
+    assert _at(rules, session, index, 4.0) == (
+        "fail at look 1 of 4 (n=120, 0.625 % each side), precise to ±5 %"
+    )
+
+
+def test_the_hold_ends_at_its_last_look_undecided() -> None:
+    session = FakeSession()
+    rules, index = _hold(session)
+    session.precision = (_precision(0.04), 0)
+    # TTFT spread around the bound: the 0.5 s bound sits at the sample's 95th percentile.
+    spread = [0.5 * (k % 100 + 1) / 95 for k in range(960)]
+    session.records = _records(index, spread)
+    reasons = [_at(rules, session, index, 20.0 + k) for k in range(4)]
+    assert reasons[:3] == [None, None, None]  # looks 1-3: inconclusive
+    assert reasons[3] == "inconclusive at look 4 of 4 (n=960, 0.625 % each side): its last look"
+    assert session.verdicts[index][0] == "inconclusive"
 
 
 def test_a_flooded_or_closed_step_ends_at_once() -> None:

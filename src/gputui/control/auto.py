@@ -17,11 +17,13 @@ from gputui.control.plans import HoldStep, KneeSweepPlan
 from gputui.control.rules import hold_limits, step_limits
 from gputui.control.runner import Plan, PlanRunner
 from gputui.engine.load import LoadMode
+from gputui.engine.records import RequestRecord
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.knee_sweep import KneeDecision
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, StepPrecision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.verdict import Verdict
 
 if TYPE_CHECKING:
     from gputui.session import Session
@@ -172,6 +174,9 @@ class _JobView:
     def step_so_far(self) -> StepResult | None:
         return self._session.step_so_far()
 
+    def open_step_records(self) -> tuple[StepSpec | None, list[RequestRecord]]:
+        return self._session.open_step_records()
+
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
         with self._guard:
             self._check()
@@ -186,6 +191,11 @@ class _JobView:
         with self._guard:
             self._check()
             self._session.set_step_target(index, target_precision)
+
+    def set_step_verdict(self, index: int, verdict: Verdict, basis: str) -> None:
+        with self._guard:
+            self._check()
+            self._session.set_step_verdict(index, verdict, basis)
 
     def _check(self) -> None:
         if self._stop.is_set():

@@ -6,10 +6,13 @@ Contract:
   within it (`metrics.precision`, asked at most once a second and never before `min_measured_s`
   measured), or at `max_s` (the whole step, settling included; the Session then marks it
   `imprecise`). A step that cannot reach a two-sided P95 interval (59 requests) by `max_s` ends as
-  soon as its output tok/s is precise (imprecise all the same). `until_decided` (the TUI's hold)
-  asks for a decided SLA verdict as well as precision. Without a target: settling (bounded by the
-  Session's warm-up), then `step_s`. Every step also ends once closed elsewhere or flooded with
-  rejections (they measure nothing).
+  soon as its output tok/s is precise (imprecise all the same). Without a target: settling
+  (bounded by the Session's warm-up), then `step_s`. Every step also ends once closed elsewhere
+  or flooded with rejections (they measure nothing). `until_decided` (the TUI's hold) runs by
+  `HoldLooks` instead: it looks at its SLA verdict only at `metrics.hold_looks.HOLD_LOOKS` requests
+  (the 2.5 % error split between the looks) and ends at the first look that is decided while the
+  step is precise, at the last look, or at `max_s`, whichever comes first; the step is saved with
+  its latest look's verdict (before the first: inconclusive).
 - Each rule's `check` says why the open step should end now, or None: the first reason ends it.
 - Every step-length default lives here: `DEFAULT_MAX_STEP_S`, `DEFAULT_MAX_HOLD_S`.
 """
@@ -22,8 +25,15 @@ from typing import Protocol
 
 from gputui.control.driven import DrivenSession
 from gputui.metrics.confidence import min_n_two_sided
+from gputui.metrics.hold_looks import (
+    HOLD_LOOKS,
+    Look,
+    due_look,
+    in_send_order,
+    look_sample,
+    take_look,
+)
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION, StepPrecision
-from gputui.metrics.verdict_progress import verdict_progress
 
 DEFAULT_MAX_STEP_S = 40.0
 """The longest a step runs for precision unless `--max-step-seconds` says: both front ends."""
@@ -43,7 +53,7 @@ class StepLimits:
     min_measured_s: float = 2.0
     """No step stops on precision before measuring this long (a lucky early window)."""
     until_decided: bool = False
-    """Precise is not enough: the SLA verdict so far must be a pass or a fail (the TUI's hold)."""
+    """The TUI's hold: ended by `HoldLooks` (decided at a look and precise, or its last look)."""
 
 
 def step_limits(
@@ -69,7 +79,7 @@ def step_limits(
 
 
 def hold_limits(target_precision: float, max_step_s: float | None) -> StepLimits:
-    """The TUI's hold: precise and decided, within `max_step_s` (else 5 minutes)."""
+    """The TUI's hold: decided at a look and precise, within `max_step_s` (else 5 minutes)."""
     max_s = DEFAULT_MAX_HOLD_S if max_step_s is None else max_step_s
     return StepLimits(target_precision, max_s, max_s, until_decided=True)
 
@@ -135,24 +145,54 @@ class FixedLength:
         return None
 
 
-class Decided:
-    """The TUI hold's extra condition: the open step's SLA verdict so far is a pass or a fail."""
+class HoldLooks:
+    """The hold's rule: its verdict only at pre-set request counts (module contract).
 
-    def holds(self, step: OpenStep) -> bool:
-        so_far = step.session.step_so_far()
-        return so_far is not None and verdict_progress(so_far, step.session.sla).decided
+    Each look reads the first n measured requests in the order sent (`hold_looks.in_send_order`)
+    and is told to the session as the step's verdict, so the header and the saved step agree.
+    """
+
+    def __init__(self, target: float, looks: Sequence[int] = HOLD_LOOKS) -> None:
+        self.target = target
+        self.looks = tuple(looks)
+        self.latest: Look | None = None
+        self._told = False
+
+    def check(self, step: OpenStep) -> str | None:
+        session = step.session
+        if not self._told:  # before the first look the hold has decided nothing
+            self._told = True
+            basis = f"no look yet (the first at {self.looks[0]} requests)"
+            session.set_step_verdict(step.index, "inconclusive", basis)
+        spec, records = session.open_step_records()
+        if spec is None or spec.index != step.index:
+            return None
+        ordered = in_send_order(records, spec.measure_start_ns, step.now_ns)
+        taken = 0 if self.latest is None else self.latest.number
+        number = due_look(len(ordered), taken, self.looks)
+        if number is None:
+            return None
+        sample = look_sample(ordered[: self.looks[number - 1]])
+        look = take_look(number, sample, session.sla, self.looks)
+        self.latest = look
+        session.set_step_verdict(step.index, look.verdict, look.text())
+        if look.last:
+            return f"{look.text()}: its last look"
+        if not look.decided:
+            return None
+        reached, _ = session.current_precision(self.target)
+        if reached is not None and reached.precise:
+            return f"{look.text()}, precise to ±{self.target * 100:g} %"
+        return None
 
 
 class TargetPrecision:
-    """Precise to `target` (and `decided`, when given), or hopeless by `max_s` (gated)."""
+    """Precise to `target`, or hopeless by `max_s` (gated)."""
 
-    def __init__(
-        self, target: float, max_s: float, min_measured_s: float, decided: Decided | None = None
-    ) -> None:
+    def __init__(self, target: float, max_s: float, min_measured_s: float) -> None:
         self.target = target
         self.max_s = max_s
         self.min_measured_s = min_measured_s
-        self.decided = decided
         self._checked_ns = 0
 
     def check(self, step: OpenStep) -> str | None:
@@ -165,8 +205,8 @@ class TargetPrecision:
         reached, n = step.session.current_precision(self.target)
         if reached is None:
             return None
-        if reached.precise and (self.decided is None or self.decided.holds(step)):
-            return f"precise to ±{self.target * 100:g} %" + (" and decided" if self.decided else "")
+        if reached.precise:
+            return f"precise to ±{self.target * 100:g} %"
         left_s = (step.opened_ns + int(self.max_s * 1e9) - step.now_ns) / 1e9
         if _hopeless(reached, n, measured_s, left_s):
             return "too few requests for a P95 interval by its maximum; output tok/s is precise"
@@ -219,10 +259,13 @@ class StepRules:
             # Without a target the step measures `step_s` once settled (the settling is bounded).
             bound_s = _settle_bound_s(session) + limits.step_s
             measuring = FixedLength(limits.step_s)
+        elif limits.until_decided:
+            bound_s = limits.max_s
+            measuring = HoldLooks(target)
+            session.set_step_target(index, target)
         else:
             bound_s = limits.max_s
-            decided = Decided() if limits.until_decided else None
-            measuring = TargetPrecision(target, limits.max_s, limits.min_measured_s, decided)
+            measuring = TargetPrecision(target, limits.max_s, limits.min_measured_s)
             session.set_step_target(index, target)
         return cls([Closed(), MaxLength(bound_s), Flooded(), Settled(measuring)])
 

@@ -364,6 +364,10 @@ class LiveController:
         """Take a job's last mode and level as the operator's (called under the lock)."""
         self._mode, self._level = mode, level
 
+    def measure_again(self) -> None:
+        """Open a step at the load as it is (no step is open after a hold)."""
+        self._apply()
+
     def ready_for(self, what: str) -> bool:
         """Whether a job may start now (connected, not paused); says why not in an event."""
         if self._running and self.connected and not self._paused:

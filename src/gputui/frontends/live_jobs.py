@@ -20,6 +20,7 @@ from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
 from gputui.metrics.outcome import hold_outcome
 from gputui.session import Session
+from gputui.session.steady import UNMEASURED
 
 
 class LoadHost(Protocol):
@@ -31,6 +32,10 @@ class LoadHost(Protocol):
 
     def follow_step(self, mode: LoadMode, level: float) -> None:
         """Take a job's last mode and level as the operator's (called under the lock)."""
+        ...
+
+    def measure_again(self) -> None:
+        """Open a step at the load as it is (no step is open after a hold)."""
         ...
 
     def ready_for(self, what: str) -> bool:
@@ -74,6 +79,9 @@ class LiveJobs:
         if self._control == "auto":
             self.cancel_auto()  # hold where the sweep has got to
         target = self._settings.target_precision
+        frame = self._session.latest
+        if frame is not None and frame.step_phase == UNMEASURED:
+            self._host.measure_again()  # after a hold no step is open: the operator opens one
         self._control = "holding"  # before the job starts: it may end at once
         level = self._host.load_level()
         self._event("info", f"holding {level:g} until ±{target * 100:g} % and decided")

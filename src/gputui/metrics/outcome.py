@@ -56,11 +56,20 @@ class HeldStep(Protocol):
     @property
     def precision(self) -> dict[str, float | None] | None: ...
 
+    @property
+    def verdict_basis(self) -> str | None: ...
+
 
 def hold_outcome(step: HeldStep | None, number: int) -> str:
-    """The event that ends a hold: precise, or timed out at its longest (and how precise)."""
+    """The event that ends a hold: its verdict (its latest look), precise or timed out."""
     if step is None:
         return "hold ended: operator control"
+    if step.verdict_basis:  # the verdict the step is saved with: "pass at look 2 of 4 (...)"
+        precise = "not precise" if step.imprecise else "precise"
+        return (
+            f"hold ended after {step.duration_s:.0f} s: step {number} {step.verdict_basis}, "
+            f"{precise}; no step open (+ - to measure)"
+        )
     if step.imprecise:
         reached = [v for v in (step.precision or {}).values() if v is not None]
         worst = f", worst ±{max(reached) * 100:.1f} %" if reached else ", intervals still open"

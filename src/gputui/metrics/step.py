@@ -136,6 +136,9 @@ class StepResult:
     error_messages: dict[str, list[str]] | None = None
     """Per failure reason, the server's first distinct messages (`metrics.error_log`), over all
     the step's requests (warm-up included: a flooded step may end before it measured any)."""
+    verdict_basis: str | None = None
+    """Set when `sla_verdict` is not the intervals' own: a hold's latest look
+    (`metrics.hold_looks`), e.g. 'pass at look 2 of 4 (n=240, 0.625 % each side)'."""
     ended_early: str | None = None
     """Why the step ended early: flooded with rejections (`metrics.error_log.flood_reason`)."""
 

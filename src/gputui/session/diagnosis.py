@@ -50,27 +50,28 @@ class StepDiagnosis:
         diagnoser = self.diagnoser
         return dict(diagnoser.diagnoses) if diagnoser is not None else {}
 
-    def on_step(self, result: StepResult) -> Diagnosis | None:
-        """The step's diagnosis, and its verdict's event when the verdict changed."""
-        diagnosis = self._diagnose(result)
+    def on_step(self, result: StepResult, number: int | None = None) -> Diagnosis | None:
+        """The step's diagnosis, and its verdict's event (the step `number`) when it changed."""
+        diagnosis = self._diagnose(result, number)
         if diagnosis is None:
             return None
         if diagnosis.prefix_cache_warning:  # a step meant to be cold was served from the cache
             self._events.add("warning", diagnosis.prefix_cache_warning)
         verdict = diagnosis.bottleneck
         if verdict is not None:
-            event = verdict_event(result, verdict, self._last_verdict)
+            event = verdict_event(result, verdict, self._last_verdict, number)
             if event is not None:
                 self._events.add(*event)
             self._last_verdict = verdict["verdict"]
         return diagnosis
 
-    def _diagnose(self, result: StepResult) -> Diagnosis | None:
+    def _diagnose(self, result: StepResult, number: int | None) -> Diagnosis | None:
         diagnoser = self.diagnoser
         if diagnoser is None:
             return None
         try:
             return diagnoser.diagnose(result)
         except Exception as exc:  # noqa: BLE001 - the reader thread must live on
-            self._events.add("warning", f"step {result.index + 1}: not diagnosed ({exc})")
+            shown = result.index + 1 if number is None else number
+            self._events.add("warning", f"step {shown}: not diagnosed ({exc})")
             return None

@@ -77,18 +77,24 @@ def load_event(mode: LoadMode, level: float) -> Event:
     return "info", f"load {level:g} {unit}"
 
 
-def step_events(step: StepResult) -> list[Event]:
-    """A finished step's warnings, and whether it missed the SLA."""
-    events: list[Event] = [
-        ("warning", f"step {step.index + 1}: {line}") for line in step_warnings(step)
-    ]
+def step_events(step: StepResult, number: int | None = None) -> list[Event]:
+    """A finished step's warnings, and whether it missed the SLA.
+
+    `number` is the step's number as the Steps table shows it (`StepLedger.number`: hidden
+    carry-on steps take none); without it, the index + 1.
+    """
+    shown = step.index + 1 if number is None else number
+    events: list[Event] = [("warning", f"step {shown}: {line}") for line in step_warnings(step)]
     if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
-        events.append(("sla", f"step {step.index + 1} ({step.level:g}) missed the SLA"))
+        events.append(("sla", f"step {shown} ({step.level:g}) missed the SLA"))
     return events
 
 
 def verdict_event(
-    step: StepResult, bottleneck: Mapping[str, object], previous: str | None
+    step: StepResult,
+    bottleneck: Mapping[str, object],
+    previous: str | None,
+    number: int | None = None,
 ) -> Event | None:
     """'step 4 (32): bound by queue (was decode-bandwidth)' when the verdict changed; else None.
 
@@ -107,7 +113,8 @@ def verdict_event(
     tail = f" [{', '.join(flags)}]" if flags else ""
     warn = ("client", "host-contended", "throttled", "errors")
     kind: EventKind = "warning" if verdict in warn else "info"
-    return kind, f"step {step.index + 1} ({step.level:g}): bound by {verdict}{was}{tail}"
+    shown = step.index + 1 if number is None else number
+    return kind, f"step {shown} ({step.level:g}): bound by {verdict}{was}{tail}"
 
 
 def contended_text(frame: StatsFrame) -> str:

@@ -38,6 +38,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.step_diagnosis import StepDiagnosis as Diagnosis
 from gputui.metrics.summary import Summary, summarize
+from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import RollingWindow
 from gputui.session.cpu import worker_figures
 from gputui.session.diagnosis import StepDiagnosis
@@ -46,7 +47,13 @@ from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: calle
 from gputui.session.ledger import StepLedger
 from gputui.session.loads import LoadChanges
 from gputui.session.loop import SessionLoop
-from gputui.session.messages import Batch, Finish, JobPhaseChanged, StepTargetSet
+from gputui.session.messages import (
+    Batch,
+    Finish,
+    JobPhaseChanged,
+    StepTargetSet,
+    StepVerdictSet,
+)
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S
 from gputui.session.steady import StepProgress, step_so_far
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
@@ -188,6 +195,15 @@ class Session:
     def set_step_target(self, index: int, target_precision: float) -> None:
         """Judge step `index` against this precision target when it finishes (`imprecise`)."""
         self._loop.post(StepTargetSet(index, target_precision))
+
+    def set_step_verdict(self, index: int, verdict: Verdict, basis: str) -> None:
+        """Step `index` is saved with this verdict (a hold's latest look), saying why."""
+        self._loop.post(StepVerdictSet(index, verdict, basis))
+
+    def open_step_records(self) -> tuple[StepSpec | None, list[RequestRecord]]:
+        """The open step and a copy of its records so far (a hold's looks read them)."""
+        step, records, _ = self._loop.ask(lambda loop: loop.open_step())
+        return step, records
 
     def settled(self, index: int) -> bool:
         """Whether step `index` has settled (a fixed warm-up: once it has passed)."""

@@ -52,8 +52,8 @@ class StatsFrame:
     gc_pause_max_ms: float = 0.0
     """The engine's longest garbage collection in the last interval (a stall it can name)."""
     step_phase: str = "measuring"
-    """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`)
-    or "auto" (`start_auto` runs the sweep)."""
+    """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`),
+    "auto" (`start_auto` runs the sweep) or "unmeasured" (no step open: after a hold)."""
     settle_remaining_s: float | None = None
     """While settling: seconds until the maximum warm-up opens the window anyway."""
     measured_n: int = 0

@@ -21,6 +21,7 @@ from gputui.metrics.precision import mark_precision
 from gputui.metrics.rejudge import rejudge_step
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
+from gputui.metrics.verdict import Verdict
 
 
 class StepLedger:
@@ -34,6 +35,8 @@ class StepLedger:
         self.finished: dict[int, StepResult] = {}
         self.targets: dict[int, float] = {}
         """Precision targets by step index (`Session.set_step_target`): judged when finished."""
+        self.verdicts: dict[int, tuple[Verdict, str]] = {}
+        """Verdicts set from outside by step index (a hold's looks): they replace the intervals'."""
         self.hidden: set[int] = set()
         self.cancelled = 0
         """Requests aborted because the run was interrupted: excluded from every statistic."""
@@ -119,6 +122,9 @@ class StepLedger:
             )
             if step.index in self.targets:
                 result = mark_precision(result, self.targets[step.index])
+            if step.index in self.verdicts:
+                verdict, basis = self.verdicts[step.index]
+                result = replace(result, sla_verdict=verdict, verdict_basis=basis)
             self.finished[step.index] = result
             self.version += 1
             if step.index not in self.hidden:
@@ -129,7 +135,10 @@ class StepLedger:
         """Judge every finished step again by `sla` (its figures do not change)."""
         for index, result in list(self.finished.items()):
             records = self.records.get(index, [])
-            self.finished[index] = rejudge_step(result, self.specs[index], records, sla)
+            rejudged = rejudge_step(result, self.specs[index], records, sla)
+            # New bounds: a hold's looks judged the old ones; the intervals judge the new.
+            self.finished[index] = replace(rejudged, verdict_basis=None)
+        self.verdicts.clear()
         self.version += 1
 
     def adopt(self, result: StepResult) -> None:
@@ -140,6 +149,16 @@ class StepLedger:
     def visible_finished(self) -> tuple[StepResult, ...]:
         """Finished steps in order, hidden ones left out."""
         return tuple(self.finished[i] for i in sorted(self.finished) if i not in self.hidden)
+
+    def number(self, index: int) -> int:
+        """Step `index`'s number on every screen and in every file: 1 + the visible steps before.
+
+        Hidden carry-on steps (a hold's, a plan's between two steps) take no number, so the
+        event log, the Steps table and a saved snapshot (`snapshot.assemble.renumbered`) agree.
+        """
+        if not any(s.index == index for s in self.specs):
+            return index + 1  # a replayed step (`adopt`): its file numbered it already
+        return 1 + sum(1 for s in self.specs if s.index < index and s.index not in self.hidden)
 
     def latest_finished(self) -> StepResult | None:
         """The most recently opened finished step, hidden ones included."""

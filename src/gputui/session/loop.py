@@ -47,8 +47,9 @@ from gputui.session.messages import (
     RunStopping,
     StepOpened,
     StepTargetSet,
+    StepVerdictSet,
 )
-from gputui.session.steady import StepProgress
+from gputui.session.steady import UNMEASURED, StepPhase, StepProgress
 from gputui.snapshot.journal import JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame
 
@@ -245,6 +246,8 @@ class SessionLoop:
             self.job_phase = command.phase
         elif isinstance(command, StepTargetSet):
             self.ledger.targets[command.index] = command.target_precision
+        elif isinstance(command, StepVerdictSet):
+            self.ledger.verdicts[command.index] = (command.verdict, command.basis)
         else:
             if command.status is not None:
                 self.status = command.status
@@ -253,10 +256,11 @@ class SessionLoop:
     def deliver(self, finished: list[StepResult]) -> None:
         """Hand finished steps to their subscribers: events, diagnosis, journal, the callback."""
         for result in finished:
-            for kind, text in step_events(result):
+            number = self.ledger.number(result.index)
+            for kind, text in step_events(result, number):
                 self.events.add(kind, text)
             hidden = result.index in self.ledger.hidden
-            diagnosis = None if hidden else self.diagnosis.on_step(result)
+            diagnosis = None if hidden else self.diagnosis.on_step(result, number)
             if self.journal is not None:
                 self.journal.add_step(result, diagnosis)
             if self._on_step_finished is not None:
@@ -295,6 +299,8 @@ class SessionLoop:
         if step is None:
             return
         phase = self.progress.phase(now, self.job_phase, self.sla)
+        if step.index in self.ledger.hidden and self.job_phase == "measuring":
+            phase = StepPhase(step_phase=UNMEASURED)  # after a hold: the load runs, no step
         self._seq += 1
         cpus, waits = self._worker_figures(self.cpu.percent, self.cpu.run_wait_percent)
         busiest = max(cpus)

@@ -2,8 +2,8 @@
 
 Contract: the loop's inbox takes a `Batch` (an engine reader thread's finished requests), the
 commands (`StepOpened`, `RunStopping`, `PauseChanged`, `JobPhaseChanged`, `StepTargetSet`,
-`Finish`) and questions (`Ask`); all are frozen. After each, the loop swaps in a new `Published`,
-which any thread reads without a lock.
+`StepVerdictSet`, `Finish`) and questions (`Ask`); all are frozen. After each, the loop swaps in
+a new `Published`, which any thread reads without a lock.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from gputui.engine.process import EngineStatus
 from gputui.engine.records import RequestRecord
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.verdict import Verdict
 from gputui.session.frames import StatsFrame
 
 
@@ -92,6 +93,16 @@ class StepTargetSet:
 
 
 @dataclass(frozen=True, slots=True)
+class StepVerdictSet:
+    """Step `index`'s verdict is this one (a hold's latest look), whatever its intervals say."""
+
+    index: int
+    verdict: Verdict
+    basis: str
+    """Why: 'pass at look 2 of 4 (n=240, 0.625 % each side)' (`metrics.hold_looks`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Finish:
     """The engine has stopped (its last status, if any): finish every step; the loop ends."""
 
@@ -107,5 +118,13 @@ class Ask:
     reply: Future[object]
 
 
-Command = StepOpened | RunStopping | PauseChanged | JobPhaseChanged | StepTargetSet | Finish
+Command = (
+    StepOpened
+    | RunStopping
+    | PauseChanged
+    | JobPhaseChanged
+    | StepTargetSet
+    | StepVerdictSet
+    | Finish
+)
 Message = Batch | Command | Ask

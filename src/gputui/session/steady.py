@@ -28,6 +28,11 @@ DEFAULT_FRAME_TARGET = 0.05
 """The precision the frame reports against when the step has no target of its own."""
 
 
+UNMEASURED = "unmeasured"
+"""The frame's `step_phase` after a hold (or between a plan's steps): the load runs on, but no
+step is open; the next load key opens one."""
+
+
 @dataclass(frozen=True, slots=True)
 class StepPhase:
     """The open step's phase fields of a frame (`session.frames.StatsFrame`)."""

@@ -60,6 +60,7 @@ from gputui.snapshot.sections import (
     ValidationSection,
 )
 from gputui.snapshot.source import MeasuredSession
+from gputui.snapshot.step_models import renumbered
 from gputui.snapshot.store import save_snapshot
 from gputui.telemetry.sampler import TelemetrySampler
 from gputui.telemetry.snapshot_sections import sections_from_sampler
@@ -258,7 +259,23 @@ def assemble_session(
         snapshot = finish(snapshot)
     if session.diagnoser is not None:  # the steps' diagnoses and the knee's explanation
         snapshot = session.diagnoser.attach(snapshot)
-    return snapshot
+    return renumbered_snapshot(snapshot)
+
+
+def renumbered_snapshot(snapshot: Snapshot) -> Snapshot:
+    """Steps indexed 0, 1, 2 ... as the screens number them (`step_models.renumbered`).
+
+    Done last, once the diagnoses (keyed by the session's step index) are attached; the
+    validation hold's `step_index` follows its step.
+    """
+    old = sorted(s.index for s in snapshot.steps)
+    steps = renumbered(snapshot.steps)
+    update: dict[str, object] = {"steps": steps}
+    validation = snapshot.validation
+    if validation is not None and validation.step_index in old:
+        new_index = old.index(validation.step_index)
+        update["validation"] = validation.model_copy(update={"step_index": new_index})
+    return snapshot.model_copy(update=update)
 
 
 def save_session(

@@ -45,6 +45,7 @@ from gputui.snapshot.models import (
     step_from_result,
 )
 from gputui.snapshot.sections import HardwareSection, PlanSection, TelemetrySection
+from gputui.snapshot.step_models import renumbered
 from gputui.snapshot.store import save_snapshot
 
 _SectionT = TypeVar("_SectionT", bound=BaseModel)
@@ -312,7 +313,7 @@ def recover(path: Path, folder: Path) -> Path | None:
         target=Target.model_validate(header["target"]),
         workload=Workload.model_validate(header["workload"]),
         sla=sla,
-        steps=tuple(steps),
+        steps=renumbered(steps),  # as numbered on screen: hidden carry-on steps take none
         plan=PlanSection.model_validate(header["plan"])
         if isinstance(header.get("plan"), dict)
         else None,

@@ -9,6 +9,8 @@ keys they do not know (`extra="allow"`). `step_from_result` is the one way a fin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from gputui.metrics.step import StepMode, StepResult
@@ -173,7 +175,8 @@ def step_from_result(result: StepResult) -> Step:
 
     Optional keys (absent when they do not apply, so older readers see nothing new):
     `event_tokens_method`, and for streams with thinking `ttfat_s` and `reasoning_share`; on
-    steps run to a precision target, `imprecise` and `precision` (metric: relative half-width).
+    steps run to a precision target, `imprecise` and `precision` (metric: relative half-width); on
+    a held step, `verdict_basis` (its `sla_verdict` is the hold's latest look's).
     """
     step = _step_core(result)
     extra: dict[str, object] = {}
@@ -185,6 +188,8 @@ def step_from_result(result: StepResult) -> Step:
     if result.imprecise is not None:
         extra["imprecise"] = result.imprecise
         extra["precision"] = dict(result.precision or {})
+    if result.verdict_basis is not None:
+        extra["verdict_basis"] = result.verdict_basis
     return step.model_copy(update=extra) if extra else step
 
 
@@ -236,4 +241,16 @@ def _step_core(result: StepResult) -> Step:
         requests_warmup=result.requests_warmup,
         error_messages=result.error_messages,
         ended_early=result.ended_early,
+    )
+
+
+def renumbered(steps: Sequence[Step]) -> tuple[Step, ...]:
+    """The steps in order, indexed 0, 1, 2 ... (every saved and recovered snapshot).
+
+    A session's hidden carry-on steps (after a hold, between a plan's steps) took indices in
+    between; a file numbers only the steps it holds, as the Steps table and the event log do.
+    """
+    ordered = sorted(steps, key=lambda s: s.index)
+    return tuple(
+        s if s.index == k else s.model_copy(update={"index": k}) for k, s in enumerate(ordered)
     )

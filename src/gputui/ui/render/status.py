@@ -7,6 +7,7 @@ from collections import Counter
 
 from gputui.frontends.view import LiveView
 from gputui.session import StatsFrame
+from gputui.session.steady import UNMEASURED
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
 from gputui.ui.render.terms import terms_parts
@@ -65,7 +66,11 @@ def header_groups(view: LiveView) -> list[Group]:
         groups.append((0, [(state, dot_role), *tail]))
     elif view.paused:
         groups.append((0, [("❚❚ paused", "warn")]))
-    if frame is not None:
+    if frame is not None and frame.step_phase == UNMEASURED and view.control == "operator":
+        # After a hold: the load runs on, but no step is open until a load key opens one.
+        groups.append((0, [("no step open", "warn"), (" (+ - to measure)", "dim")]))
+        groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))
+    elif frame is not None:
         step: Line = [("step ", "label"), (f"{len(view.steps) + 1}", "")]
         step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
         groups.append((0, step))

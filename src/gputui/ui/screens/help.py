@@ -30,8 +30,11 @@ KEYS = (
     ("b", "fire a burst of requests on top of the load"),
     (
         "h",
-        "hold this level until its step is precise (±5 %) and its SLA verdict is decided, at "
-        "most 5 min; load keys end it",
+        "hold this step: its SLA verdict is looked at only at 120, 240, 480 and 960 requests "
+        "(the 2.5 % error split between the looks); it ends at the first look that is pass or "
+        "fail while precise (±5 %), else at the 960th request or after 5 min "
+        "(--max-step-seconds), whichever is first, and is saved with that look's verdict; no "
+        "step opens after it until a load key; load keys end it",
     ),
     ("a", "auto sweep from here: ×2 to a miss, then bisect; load keys end it"),
     ("s", "save a snapshot of the finished steps (asks for a label); the session goes on"),
@@ -43,7 +46,7 @@ KEYS = (
     ),
     ("w", "write this session's HTML report beside the saved sessions (the event log says where)"),
     ("x", "clear the saved sessions overlaid on the sweep chart"),
-    ("e", "every event, whole (repeats folded), on a screen of its own; esc goes back"),
+    ("l", "every event, whole (repeats folded), on a screen of its own; esc goes back"),
     ("t", "every finished step, on a screen of its own; esc goes back"),
     ("q", "stop the load, save the snapshot, exit (SIGHUP and SIGTERM do the same)"),
     ("pgup / pgdn", "scroll the panels when they are stacked (small terminals)"),
