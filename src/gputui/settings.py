@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from gputui.workloads.counters import CounterMode
     from gputui.workloads.scenario import Scenario
 
-Endpoint = Literal["completions", "chat", "responses"]
+Endpoint = Literal["completions", "chat", "responses", "messages"]
 
 DEFAULTS: Final[dict[str, Any]] = {
     "endpoint": "completions",

@@ -32,16 +32,17 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -
         )
     target.add_argument(
         "--endpoint",
-        choices=("completions", "chat", "responses"),
+        choices=("completions", "chat", "responses", "messages"),
         default=None,
-        help="request kind: /v1/completions, /v1/chat/completions or /v1/responses "
-        "(default: the scenario's, else completions)",
+        help="request kind: /v1/completions, /v1/chat/completions, /v1/responses or "
+        "Anthropic's /v1/messages (default: the scenario's, else completions)",
     )
     target.add_argument(
         "--api-key-env",
         default=None,
         metavar="VAR",
-        help="environment variable holding the API key (never logged or saved)",
+        help="environment variable holding the API key (never logged or saved); sent as a "
+        "bearer token, and with --endpoint messages also as x-api-key",
     )
     target.add_argument(
         "--scenario",

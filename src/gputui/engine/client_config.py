@@ -4,7 +4,9 @@ Contract: `ClientConfig` is everything the client needs to build requests and is
 crosses into the engine process); the API key is never in its repr. `request_head` is built once
 per client and `request_body` once per request (never per event): the run's extra body, then the
 request's, override the defaults. `/v1/responses` takes `input` and `max_output_tokens` and no
-`stream_options` (`responses_body`). Re-exported by `engine.client`.
+`stream_options` (`responses_body`); Anthropic's `/v1/messages` takes `system` apart and no
+`stream_options` (`messages_api.messages_body`), and its key also as `x-api-key` with
+`anthropic-version`. Re-exported by `engine.client`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import orjson
 
 from gputui import __version__
 from gputui.engine.event_tokens import EventCounterSpec
+from gputui.engine.messages_api import ANTHROPIC_VERSION, messages_body
 from gputui.engine.target import Endpoint, Target
 
 
@@ -64,6 +67,10 @@ def request_head(config: ClientConfig) -> bytes:
         "Accept: text/event-stream\r\n"
         "Content-Type: application/json\r\n"
     )
+    if config.endpoint == "messages":
+        head += f"anthropic-version: {ANTHROPIC_VERSION}\r\n"
+        if config.api_key:
+            head += f"x-api-key: {config.api_key}\r\n"
     if config.api_key:
         head += f"Authorization: Bearer {config.api_key}\r\n"
     return head.encode("latin-1")
@@ -79,6 +86,9 @@ def request_body(
     """The JSON request body (the run's extra body, then the request's, override defaults)."""
     if config.endpoint == "responses":
         return responses_body(config, prompt, max_tokens, messages, extra_body)
+    if config.endpoint == "messages":
+        overrides = (config.extra_body, extra_body)
+        return messages_body(config.model, prompt, max_tokens, messages, overrides)
     body: dict[str, object] = {"model": config.model, "max_tokens": max_tokens, "stream": True}
     if config.endpoint == "chat":
         body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]

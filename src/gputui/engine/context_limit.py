@@ -2,8 +2,9 @@
 
 Contract: `context_limit(entry, ...)` reads the limit from what preflight already fetched: the
 model's entry in /v1/models (`max_model_len`: vLLM, SGLang, the simulator; `meta.n_ctx`:
-llama-server), and only for llama.cpp, whose older builds list no `meta`, one GET of /props
-(`default_generation_settings.n_ctx`) with a short timeout. It returns None where no server says.
+llama-server) and the server's own identity (engine.identity: llama.cpp /props `n_ctx`, TGI /info
+`max_total_tokens` and `max_input_tokens`, SGLang /server_info `context_length` and
+`max_req_input_len`). It returns None where no server says.
 `check_context(limit, need)` raises `ContextTooLong` (one line, exit 2) when the longest request
 of the workload (its longest input plus its longest output, the whole history for the last turn
 of a conversation) would not fit: vLLM answers such requests HTTP 400 (input too long) or cuts
@@ -14,12 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import httpx
+from typing import Protocol
 
 from gputui.errors import UsageError
 
-_PROPS_TIMEOUT_S = 2.0
+
+class ServerIdentityLike(Protocol):
+    """What `context_limit` needs of an `engine.identity.ServerIdentity` (which imports this)."""
+
+    def context_limit(self) -> ContextLimit | None:
+        """The limit the server itself states."""
+        ...
 
 
 class ContextTooLong(UsageError):
@@ -33,6 +39,8 @@ class ContextLimit:
     tokens: int
     source: str
     """e.g. "/v1/models max_model_len", "/props n_ctx"."""
+    input_tokens: int | None = None
+    """A separate bound on the input alone (TGI `max_input_tokens`, SGLang `max_req_input_len`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,11 @@ class ContextNeed:
     def total(self) -> int:
         """Tokens the longest request holds: every turn's input and output."""
         return self.turns * (self.input_tokens + self.output_tokens)
+
+    @property
+    def longest_input(self) -> int:
+        """The input of the longest request: the last turn re-sends every earlier turn."""
+        return self.total - self.output_tokens
 
 
 def _positive_int(value: object) -> int | None:
@@ -81,30 +94,44 @@ def limit_from_props(props: object) -> ContextLimit | None:
 
 
 def context_limit(
-    payload: object, model: str, *, backend: str, props_url: str, headers: dict[str, str]
+    payload: object, model: str, identity: ServerIdentityLike | None
 ) -> ContextLimit | None:
-    """The served model's context length (see the module contract); None when nobody says."""
+    """The served model's context length (see the module contract); None when nobody says.
+
+    The /v1/models entry and the server's own identity may both say: the smaller total counts,
+    and an input bound comes from the identity.
+    """
+    listed: ContextLimit | None = None
     entries = payload.get("data") if isinstance(payload, dict) else None
     for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, dict) and str(entry.get("id")) == model:
-            found = limit_from_entry(entry)
-            if found is not None:
-                return found
-    if backend != "llamacpp":
-        return None
-    try:
-        response = httpx.get(props_url, headers=headers, timeout=_PROPS_TIMEOUT_S)
-        return limit_from_props(response.json()) if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
+            listed = limit_from_entry(entry)
+            if listed is not None:
+                break
+    own = identity.context_limit() if identity is not None else None
+    if listed is None or own is None:
+        return listed or own
+    if own.tokens < listed.tokens:
+        return own
+    return (
+        ContextLimit(listed.tokens, listed.source, own.input_tokens) if own.input_tokens else listed
+    )
 
 
 def check_context(limit: ContextLimit | None, need: ContextNeed | None) -> None:
     """Raise ContextTooLong when the longest request would not fit (nothing known: no check)."""
-    if limit is None or need is None or need.total <= limit.tokens:
+    if limit is None or need is None:
         return
     turns = f" over {need.turns} turns (each re-sends the history)" if need.turns > 1 else ""
     what = f" ({need.what})" if need.what else ""
+    if limit.input_tokens is not None and need.longest_input > limit.input_tokens:
+        raise ContextTooLong(
+            f"the longest request's input is {need.longest_input} tokens{turns}{what}, over the "
+            f"server's input limit of {limit.input_tokens} tokens ({limit.source}); shorten "
+            "the input"
+        )
+    if need.total <= limit.tokens:
+        return
     raise ContextTooLong(
         f"the longest request needs {need.total} tokens: input {need.input_tokens} + output "
         f"{need.output_tokens}{turns}{what}, over the server's context of {limit.tokens} tokens "

@@ -8,6 +8,8 @@ import httpx
 
 from gputui.engine.backend import OPENAI_COMPATIBLE, UNCHECKED, Backend, detect_backend
 from gputui.engine.context_limit import ContextLimit, context_limit
+from gputui.engine.identity import ServerIdentity
+from gputui.engine.identity_probe import probe_identity
 from gputui.engine.target import Target
 from gputui.errors import ModelNotServed, ServerUnreachable
 
@@ -29,6 +31,8 @@ class PreflightResult:
     """The model to request: the one asked for, or the only one the server serves."""
     context: ContextLimit | None = None
     """The model's context length, where the server states it (engine.context_limit)."""
+    identity: ServerIdentity | None = None
+    """What the server says it is: version, limits, settings (engine.identity)."""
 
 
 def preflight(
@@ -81,11 +85,13 @@ def preflight(
     if backend.name == OPENAI_COMPATIBLE:
         metrics = _metrics_text(f"{target.base_url}{target.root_prefix}/metrics", headers)
         backend = detect_backend(server_header, payload, metrics)
-    props_url = f"{target.base_url}{target.root_prefix}/props"
-    context = context_limit(
-        payload, model, backend=backend.name, props_url=props_url, headers=headers
+    identity = probe_identity(target.base_url + target.root_prefix, backend.name, headers=headers)
+    if identity is not None and backend.name == OPENAI_COMPATIBLE:
+        backend = Backend(identity.engine, f"{identity.sources[0]} answered as {identity.engine}")
+    context = context_limit(payload, model, identity)
+    return PreflightResult(
+        models, probe_path, server_header, backend, model, context, identity=identity
     )
-    return PreflightResult(models, probe_path, server_header, backend, model, context)
 
 
 def _metrics_text(url: str, headers: dict[str, str]) -> str | None:

@@ -25,6 +25,9 @@ rule lives here (see ../shared/docs/reference.md §5):
   thinking; `response.completed` (also when cut by `max_output_tokens`: status "incomplete"),
   `response.incomplete` or `response.failed` ends it with the usage (`input_tokens`,
   `output_tokens`, their details) and a status, read as `stop`, `length` or a failure; no `[DONE]`;
+- Anthropic's Messages API (/v1/messages, engine.messages_api): every `content_block_delta` with
+  text is a token event (`thinking_delta` is thinking; `signature_delta` is none), the input
+  comes on `message_start`, the output count and `stop_reason` on `message_delta`;
 - an `{"error": ...}` object (or a flat `{"object": "error"}` or `{"type": "error"}`) inside a 200
   stream is a failure;
 - bytes that are not JSON are a failure (`malformed_event`), never a crash; an empty `data:`
@@ -37,6 +40,9 @@ from typing import Final
 
 import orjson
 
+from gputui.engine.messages_api import MESSAGE_EVENTS, delta_text
+from gputui.engine.messages_api import chat_usage as messages_usage
+from gputui.engine.messages_api import finish_reason as messages_finish
 from gputui.engine.records import REASON_ERROR_EVENT, REASON_MALFORMED_EVENT, ServerTimings
 from gputui.engine.responses_api import (
     ANSWER_DELTAS,
@@ -45,7 +51,16 @@ from gputui.engine.responses_api import (
     chat_usage,
     finish_reason,
 )
+from gputui.engine.sse_fields import (
+    error_message,
+    excerpt,
+    float_or_none,
+    int_or_none,
+    tool_call_text,
+)
 from gputui.jsontypes import JsonObject, JsonValue
+
+__all__ = ["StreamReader", "error_message"]
 
 _DATA: Final = b"data: "
 _DONE: Final = b"[DONE]"
@@ -179,10 +194,10 @@ class StreamReader:
             elif field == b"event":
                 event_type = value
             elif field not in (b"id", b"retry"):
-                self._fail(REASON_MALFORMED_EVENT, f"not an SSE line: {_excerpt(line)}")
+                self._fail(REASON_MALFORMED_EVENT, f"not an SSE line: {excerpt(line)}")
                 return
         if event_type == b"error":
-            self._fail(REASON_ERROR_EVENT, _excerpt(b"\n".join(data_lines)))
+            self._fail(REASON_ERROR_EVENT, excerpt(b"\n".join(data_lines)))
             return
         if data_lines:
             self._payload(b"\n".join(data_lines), now_ns)
@@ -197,23 +212,23 @@ class StreamReader:
         try:
             obj = orjson.loads(payload)
         except orjson.JSONDecodeError:
-            self._fail(REASON_MALFORMED_EVENT, f"not JSON: {_excerpt(payload)}")
+            self._fail(REASON_MALFORMED_EVENT, f"not JSON: {excerpt(payload)}")
             return
         if type(obj) is not dict:
-            self._fail(REASON_MALFORMED_EVENT, f"not a JSON object: {_excerpt(payload)}")
+            self._fail(REASON_MALFORMED_EVENT, f"not a JSON object: {excerpt(payload)}")
             return
         choices = obj.get("choices")
         if choices:
             # A field of the wrong type is a malformed event (a verdict, never an exception).
             choice = choices[0] if type(choices) is list else None
             if type(choice) is not dict:
-                self._fail(REASON_MALFORMED_EVENT, f"bad choices: {_excerpt(payload)}")
+                self._fail(REASON_MALFORMED_EVENT, f"bad choices: {excerpt(payload)}")
                 return
             delta = choice.get("delta")
             answer = True
             if delta:
                 if type(delta) is not dict:
-                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(payload)}")
+                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {excerpt(payload)}")
                     return
                 text = delta.get("content")
                 if not text:
@@ -223,12 +238,12 @@ class StreamReader:
                     else:
                         calls = delta.get("tool_calls")
                         if calls:
-                            text = _tool_call_text(calls)
+                            text = tool_call_text(calls)
             else:
                 text = choice.get("text")
             finish = choice.get("finish_reason")
             if (text and type(text) is not str) or (finish and type(finish) is not str):
-                self._fail(REASON_MALFORMED_EVENT, f"bad text or finish: {_excerpt(payload)}")
+                self._fail(REASON_MALFORMED_EVENT, f"bad text or finish: {excerpt(payload)}")
                 return
             if text:
                 stamps = self.token_ns
@@ -256,9 +271,13 @@ class StreamReader:
                 self.finish_reason = finish
         else:
             kind = obj.get("type")
-            if type(kind) is str and kind.startswith("response."):
-                self._response_event(kind, obj, now_ns)
-                return
+            if type(kind) is str:
+                if kind.startswith("response."):
+                    self._response_event(kind, obj, now_ns)
+                    return
+                if kind in MESSAGE_EVENTS:
+                    self._message_event(kind, obj, now_ns)
+                    return
             usage = obj.get("usage")
         if self.model is None:
             model = obj.get("model")
@@ -281,7 +300,7 @@ class StreamReader:
                 if type(text) is str:
                     self._token(text, now_ns, answer=answer)
                 else:
-                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {_excerpt(orjson.dumps(obj))}")
+                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {excerpt(orjson.dumps(obj))}")
             return
         response = obj.get("response")
         if type(response) is not dict:
@@ -299,6 +318,38 @@ class StreamReader:
             self._fail(REASON_ERROR_EVENT, error_message(response))
         else:
             self.finish_reason = finish_reason(response)
+
+    def _message_event(self, kind: str, obj: JsonObject, now_ns: int) -> None:
+        """One event of Anthropic's Messages API: a content delta, the message's state or end."""
+        if kind == "content_block_delta":
+            delta = obj.get("delta")
+            text, answer = delta_text(delta) if type(delta) is dict else (None, True)
+            if text:
+                if type(text) is str:
+                    self._token(text, now_ns, answer=answer)
+                else:
+                    self._fail(REASON_MALFORMED_EVENT, f"bad delta: {excerpt(orjson.dumps(obj))}")
+            return
+        if kind == "message_start":
+            message = obj.get("message")
+            if type(message) is not dict:
+                return
+            model = message.get("model")
+            if self.model is None and type(model) is str:
+                self.model = model
+            usage = message.get("usage")
+            if type(usage) is dict:  # the input only: the output count here is a placeholder
+                self._usage({**messages_usage(usage), "completion_tokens": None})
+        elif kind == "message_delta":
+            delta = obj.get("delta")
+            stop = delta.get("stop_reason") if type(delta) is dict else None
+            if type(stop) is str:
+                self.finish_reason = messages_finish(stop)
+            usage = obj.get("usage")
+            if type(usage) is dict:
+                self._usage(messages_usage(usage))
+        elif kind == "message_stop":
+            self.done = True
 
     def _token(self, text: str, now_ns: int, *, answer: bool) -> None:
         """A token event outside the chat and completions hot path."""
@@ -336,62 +387,13 @@ class StreamReader:
         if type(timings) is not dict:
             return
         self.timings = ServerTimings(
-            prompt_n=_int(timings.get("prompt_n")),
-            cache_n=_int(timings.get("cache_n")),
-            prompt_ms=_float(timings.get("prompt_ms")),
-            predicted_n=_int(timings.get("predicted_n")),
-            predicted_ms=_float(timings.get("predicted_ms")),
+            prompt_n=int_or_none(timings.get("prompt_n")),
+            cache_n=int_or_none(timings.get("cache_n")),
+            prompt_ms=float_or_none(timings.get("prompt_ms")),
+            predicted_n=int_or_none(timings.get("predicted_n")),
+            predicted_ms=float_or_none(timings.get("predicted_ms")),
         )
 
     def _fail(self, reason: str, detail: str) -> None:
         self.error = reason
         self.error_detail = detail
-
-
-def error_message(obj: JsonObject, limit: int = 200) -> str:
-    """One line from an OpenAI-style error object (nested `error` or flat `object: error`)."""
-    inner = obj.get("error", obj)
-    if isinstance(inner, dict):
-        message = inner.get("message") or inner.get("msg") or inner.get("detail")
-        if message:
-            return _one_line(str(message), limit)
-    elif inner:
-        return _one_line(str(inner), limit)
-    return _one_line(orjson.dumps(obj).decode(errors="replace"), limit)
-
-
-def _tool_call_text(calls: JsonValue) -> str | None:
-    """A tool-call delta's generated text: its argument fragments, else the function's name.
-
-    A chunk that only names the call is still output (the name is generated), so it is an event.
-    """
-    if type(calls) is not list:
-        return None
-    arguments: list[str] = []
-    names: list[str] = []
-    for call in calls:
-        function = call.get("function") if type(call) is dict else None
-        if type(function) is dict:
-            fragment = function.get("arguments")
-            name = function.get("name")
-            if type(fragment) is str:
-                arguments.append(fragment)
-            if type(name) is str:
-                names.append(name)
-    return "".join(arguments) or "".join(names)
-
-
-def _int(value: JsonValue) -> int | None:
-    return value if type(value) is int else None
-
-
-def _float(value: JsonValue) -> float | None:
-    return float(value) if type(value) is int or type(value) is float else None
-
-
-def _excerpt(data: bytes, limit: int = 120) -> str:
-    return _one_line(data[:limit].decode("utf-8", errors="replace"))
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    return " ".join(text.split())[:limit]

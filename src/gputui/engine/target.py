@@ -8,17 +8,19 @@ from urllib.parse import urlsplit
 
 from gputui.errors import UsageError
 
-Endpoint = Literal["completions", "chat", "responses"]
-"""`completions` (/v1/completions), `chat` (/v1/chat/completions), `responses` (/v1/responses)."""
+Endpoint = Literal["completions", "chat", "responses", "messages"]
+"""`completions` (/v1/completions), `chat` (/v1/chat/completions), `responses` (/v1/responses),
+`messages` (Anthropic's /v1/messages)."""
 _PATHS: dict[str, str] = {
     "completions": "/completions",
     "chat": "/chat/completions",
     "responses": "/responses",
+    "messages": "/messages",
 }
 
 
 def applies_chat_template(endpoint: Endpoint) -> bool:
-    """True when the server wraps the prompt in the model's chat template (chat, responses)."""
+    """True when the server wraps the prompt in the model's chat template (all but completions)."""
     return endpoint != "completions"
 
 
@@ -67,7 +69,7 @@ def parse_target(url: str) -> Target:
     if parts.query or parts.fragment:
         raise UsageError(f"--url must be the server's base URL, without ? or #: {url!r}")
     path = parts.path.rstrip("/")
-    for suffix in ("/chat/completions", "/completions", "/responses"):
+    for suffix in ("/chat/completions", "/completions", "/responses", "/messages"):
         path = path.removesuffix(suffix)
     if not path.endswith("/v1"):
         path += "/v1"

@@ -125,7 +125,7 @@ class LiveController:
         self._connector.start()
 
     def _identify(self, checked: PreflightResult) -> None:
-        self._saver.identify(*identity(checked))
+        self._saver.identify(*identity(checked), server=checked.identity, context=checked.context)
 
     def _on_connected(self) -> None:
         self._saver.open_journal()
@@ -314,6 +314,7 @@ class LiveController:
                 model=client.model,
                 target_state=self._shown_target_state(),
                 backend=self._saver.backend,
+                server_version=self._saver.server_version,
                 mode=frame.mode if self._jobs.control == "auto" and frame else self._mode,
                 level=frame.level if self._jobs.control == "auto" and frame else self._level,
                 factor=self._factor,

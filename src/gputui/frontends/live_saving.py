@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Protocol
 
 from gputui.control.sweep import InFlightTrace
+from gputui.engine.context_limit import ContextLimit
+from gputui.engine.identity import ServerIdentity
 from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
@@ -76,17 +78,34 @@ class LiveSaver:
         """The server's backend as preflight found it (None until connected)."""
         self._backend_evidence: str | None = None
         self._server_header = ""
+        self._identity: ServerIdentity | None = None
+        self._context: ContextLimit | None = None
         self.last_saved: Path | None = None
         self.last_label: str | None = None
         """The label of the operator's last save, reused by the final snapshot on quit."""
         self._saved_label: str | None = None
         """The label `last_saved` was written under."""
 
-    def identify(self, backend: str | None, evidence: str | None, server_header: str) -> None:
-        """The server that preflight found: its backend, why, and its `Server` header."""
+    def identify(
+        self,
+        backend: str | None,
+        evidence: str | None,
+        server_header: str,
+        *,
+        server: ServerIdentity | None = None,
+        context: ContextLimit | None = None,
+    ) -> None:
+        """The server preflight found: backend, why, `Server` header, identity, context limit."""
         self.backend = backend
         self._backend_evidence = evidence
         self._server_header = server_header
+        self._identity = server
+        self._context = context
+
+    @property
+    def server_version(self) -> str | None:
+        """The engine's version, as the server reported it (for the header)."""
+        return self._identity.version if self._identity is not None else None
 
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot of everything finished so far (the session goes on)."""
@@ -136,6 +155,8 @@ class LiveSaver:
             backend=self.backend,
             server_header=self._server_header,
             backend_evidence=self._backend_evidence,
+            identity=self._identity,
+            context=self._context,
             client_extra={
                 "workers": settings.workers,
                 "ray": settings.ray_address,

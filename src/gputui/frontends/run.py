@@ -188,6 +188,8 @@ def _run_info(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> RunInfo:
         complete=False,
         backend=checked.backend.name,
         backend_evidence=checked.backend.evidence,
+        identity=checked.identity,
+        context=checked.context,
         workload_details=prepared.details,
         price_per_hour=settings.price_per_hour,
         precision=settings.precision,

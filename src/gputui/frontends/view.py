@@ -44,6 +44,8 @@ class LiveView:
     target_state: str
     """"connecting", "ok", or "unreachable: <reason>"."""
     backend: str | None
+    server_version: str | None
+    """The engine's version as it reports it (engine.identity), beside the backend."""
     mode: LoadMode
     level: float
     factor: float
@@ -130,6 +132,7 @@ class ViewInputs:
     target_precision: float = DEFAULT_TARGET_PRECISION
     notices: tuple[str, ...] = ()
     price_per_hour: float | None = None
+    server_version: str | None = None
 
 
 def build_view(inputs: ViewInputs) -> LiveView:
@@ -143,6 +146,7 @@ def build_view(inputs: ViewInputs) -> LiveView:
         model=inputs.model,
         target_state=inputs.target_state,
         backend=inputs.backend,
+        server_version=inputs.server_version,
         mode=inputs.mode,
         level=inputs.level,
         factor=inputs.factor,

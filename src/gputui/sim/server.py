@@ -8,15 +8,17 @@ become a `SimRequest` and a `TokenSink` (see `sinks.py`) handed to the profile, 
 tokens are written; everything else is answered at once. A client that disconnects mid-response is
 counted as cancelled and its profile work is released.
 
-Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `POST /v1/responses` (scheduled
-as a chat request, answered in the Responses API's events: `responses_sink.py`), `GET /v1/models`,
-`GET /health`, `POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's Prometheus text),
-`GET /sim/stats`, `GET /sim/requests` (per-request truth) and `POST /sim/reset` (see `truth.py`; the
-stats carry the fault tally under `faults`), `GET /sim/latency` (the gpu profile's own per-request
-queue/prefill/decode record, `latency.py`). A profile's optional `stream_style` attribute
-(`stream_style.py`) shapes every stream: reasoning, tool calls, tokens per event. Errors are
-OpenAI-style JSON (400, 404, 405, 500). With a `NetworkDelay` every connection's transport is
-wrapped so that all its responses leave late (`netdelay.py`).
+Endpoints: `POST /v1/completions`, `POST /v1/chat/completions`, `POST /v1/responses` and
+`POST /v1/messages` (each scheduled as a chat request, answered in the Responses API's events,
+`responses_sink.py`, or Anthropic's Messages events, `messages_sink.py`), `GET /v1/models`,
+`GET /health`, `GET /version`, `POST /tokenize` (vLLM's shape), `GET /metrics` (the profile's
+Prometheus text), `GET /sim/stats`, `GET /sim/requests` (per-request truth) and
+`POST /sim/reset` (see `truth.py`; the stats carry the fault tally under `faults`),
+`GET /sim/latency` (the gpu profile's own per-request queue/prefill/decode record, `latency.py`).
+A profile's optional `stream_style` attribute (`stream_style.py`) shapes every stream:
+reasoning, tool calls, tokens per event. Errors are OpenAI-style JSON (400, 404, 405, 500). With
+a `NetworkDelay` every connection's transport is wrapped so that all its responses leave late
+(`netdelay.py`).
 
 Faults (see `faults.py`): every valid completion request draws one from the server's
 `FaultInjector`, in the order requests are handled; an HTTP fault is answered here, a mid-stream
@@ -41,6 +43,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Final, cast
 
+from gputui import __version__
 from gputui.jsontypes import JsonObject, JsonOutObject
 from gputui.sim.faults import (
     HTTP_FAULTS,
@@ -53,6 +56,7 @@ from gputui.sim.faults import (
 )
 from gputui.sim.http_connection import HttpConnection, ParsedRequest
 from gputui.sim.http_responses import error_response, http_response, json_response
+from gputui.sim.messages_sink import messages_as_chat, messages_sink
 from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
@@ -70,6 +74,13 @@ from gputui.sim.truth import TruthRecorder
 
 DEFAULT_MODEL_NAME: Final = "sim-model"
 DEFAULT_MAX_MODEL_LEN: Final = 32768
+_COMPLETION_PATHS: Final = {
+    "/v1/completions": "completions",
+    "/v1/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/v1/messages": "messages",
+}
+"""Request path -> its wire format (all but completions are scheduled as chat)."""
 
 
 class SimServer:
@@ -101,6 +112,7 @@ class SimServer:
         self._simple: dict[str, tuple[str, Callable[[bytes, bool], bytes]]] = {
             "/v1/models": ("GET", self._models),
             "/health": ("GET", self._health),
+            "/version": ("GET", self._version),
             "/tokenize": ("POST", self._tokenize),
             "/metrics": ("GET", self._metrics),
             "/sim/stats": ("GET", self._stats),
@@ -123,14 +135,13 @@ class SimServer:
         """Answer `request` on `conn`; completion requests finish later, through their sink."""
         keep_alive = request.keep_alive
         path = request.path
-        if path in ("/v1/completions", "/v1/chat/completions", "/v1/responses"):
+        api = _COMPLETION_PATHS.get(path)
+        if api is not None:
             if request.method != "POST":
                 conn.respond(_not_allowed("POST", keep_alive))
                 return
             try:
-                self._start_completion(
-                    conn, request, chat=path != "/v1/completions", responses=path == "/v1/responses"
-                )
+                self._start_completion(conn, request, api)
             except RequestError as exc:
                 conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
             return
@@ -145,14 +156,18 @@ class SimServer:
             except RequestError as exc:
                 conn.respond(error_response(400, str(exc), keep_alive=keep_alive))
 
-    def _start_completion(
-        self, conn: HttpConnection, request: ParsedRequest, *, chat: bool, responses: bool = False
-    ) -> None:
+    def _start_completion(self, conn: HttpConnection, request: ParsedRequest, api: str) -> None:
         body = json_object(request.body)
-        if responses:
+        chat = api != "completions"
+        if api == "responses":
             as_chat = responses_as_chat(body)
             if as_chat is None:
                 raise RequestError("'input' must be a non-empty string or list of messages")
+            body = as_chat
+        elif api == "messages":
+            as_chat = messages_as_chat(body)
+            if as_chat is None:
+                raise RequestError("'messages' must be a non-empty list of messages")
             body = as_chat
         prompt_tokens, prompt_ids = prompt_token_count(body, chat=chat)
         max_tokens, min_tokens = output_lengths(
@@ -186,7 +201,7 @@ class SimServer:
             "keep_alive": request.keep_alive,
         }
         sink: StreamSink | BufferedSink | FaultySink
-        sink = self._sink(conn, request, body, common, responses=responses)
+        sink = self._sink(conn, request, body, common, api=api)
         if fault in STREAM_FAULTS:
             sink = FaultySink(sink, fault, max_tokens, self._release)
         conn.active = sink
@@ -207,9 +222,9 @@ class SimServer:
         body: JsonObject,
         common: SinkCommon,
         *,
-        responses: bool,
+        api: str,
     ) -> StreamSink | BufferedSink:
-        """Where the request's tokens go: a Responses stream, an SSE stream, or one JSON body."""
+        """Where the request's tokens go: an API's own stream, an SSE stream, or one JSON body."""
         stream_options = body.get("stream_options")
         include_usage = isinstance(stream_options, dict) and bool(
             stream_options.get("include_usage", True)
@@ -218,8 +233,9 @@ class SimServer:
             cast(JsonObject, stream_options).get("continuous_usage_stats", False)
         )
         sink: StreamSink | BufferedSink
-        if responses:
-            sink = responses_sink(
+        if api in ("responses", "messages"):
+            make = responses_sink if api == "responses" else messages_sink
+            sink = make(
                 conn.transport,
                 self.truth,
                 conn.response_done,
@@ -283,6 +299,10 @@ class SimServer:
             "permission": [],
         }
         return json_response(200, {"object": "list", "data": [model]}, keep_alive=keep_alive)
+
+    def _version(self, _body: bytes, keep_alive: bool) -> bytes:
+        """VLLM's /version, with gputui's own (the simulator is part of it)."""
+        return json_response(200, {"version": __version__}, keep_alive=keep_alive)
 
     def _health(self, _body: bytes, keep_alive: bool) -> bytes:
         return http_response(200, b"", b"application/json", keep_alive=keep_alive)

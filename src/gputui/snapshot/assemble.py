@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from gputui.engine.context_limit import ContextLimit
+from gputui.engine.identity import ServerIdentity
 from gputui.engine.load import LoadMode
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
@@ -93,6 +95,10 @@ class RunInfo:
     backend: str | None = None
     backend_evidence: str | None = None
     """What gave the backend away (see engine.backend)."""
+    identity: ServerIdentity | None = None
+    """What the server said it is (engine.identity), for the target's engine fields."""
+    context: ContextLimit | None = None
+    """The context limit the pre-flight checked against."""
     auto_reason: str | None = None
     knee_gains: tuple[tuple[float, float], ...] | None = None
     """The auto sweep's knee evidence: (level, output tok/s gain per doubling to it)."""
@@ -324,7 +330,32 @@ def _target(info: RunInfo) -> Target:
     )
     if info.backend_evidence:
         target = target.model_copy(update={"backend_evidence": info.backend_evidence})
-    return target
+    return target.model_copy(update=identity_fields(info.identity, info.context, info.backend))
+
+
+def identity_fields(
+    identity: ServerIdentity | None, context: ContextLimit | None, backend: str | None
+) -> dict[str, object]:
+    """The target's engine fields: what the server said of itself, and the limit checked."""
+    fields: dict[str, object] = {"engine": backend}
+    if context is not None:
+        fields["context_limit"] = context.tokens
+        fields["context_limit_source"] = context.source
+    if identity is None:
+        return fields
+    return {
+        **fields,
+        "engine": identity.engine,
+        "version": identity.version,
+        "engine_model": identity.model,
+        "max_input_tokens": identity.max_input_tokens,
+        "max_sequences": identity.max_sequences,
+        "max_batch_tokens": identity.max_batch_tokens,
+        "kv_blocks": identity.kv_blocks,
+        "kv_tokens": identity.kv_tokens,
+        "engine_settings": dict(identity.settings),
+        "identity_sources": list(identity.sources),
+    }
 
 
 def _plan(info: RunInfo) -> dict[str, object]:

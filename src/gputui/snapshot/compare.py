@@ -96,6 +96,10 @@ class CompareRow:
     gpu: GpuSummary
     model: str
     precision: str | None
+    engine: str | None
+    """The serving engine (target.engine, else the detected backend)."""
+    engine_version: str | None
+    """Its version as it reported it (target.version)."""
     input_tokens: int
     output_tokens: int
     workload_name: str | None
@@ -205,6 +209,8 @@ def _row(
         gpu=gpu_summary(snap),
         model=snap.target.model,
         precision=precision_of(snap),
+        engine=snap.target.engine or snap.target.backend,
+        engine_version=snap.target.version,
         input_tokens=snap.workload.input_tokens,
         output_tokens=snap.workload.output_tokens,
         workload_name=workload_name(snap.workload),

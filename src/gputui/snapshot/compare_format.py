@@ -176,14 +176,24 @@ class Block:
     """How many leading columns are text (left-aligned)."""
 
 
+def engine_text(row: CompareRow) -> str:
+    """The engine and its version ("vllm 0.32.0"), or what is known of them."""
+    if row.engine and row.engine_version:
+        return f"{row.engine} {row.engine_version}"
+    return row.engine or "unknown"
+
+
 def blocks(cmp: Comparison) -> list[Block]:
     """The table in five slices (identity, method, capacity, GPU, cost), each led by the label."""
     rows = cmp.rows
     identity = Block(
         "What was measured",
-        ["snapshot", "GPU", "model", "precision"],
-        [[r.label, gpu_text(r.gpu), r.model, r.precision or "unknown"] for r in rows],
-        left=4,
+        ["snapshot", "GPU", "model", "precision", "engine"],
+        [
+            [r.label, gpu_text(r.gpu), r.model, r.precision or "unknown", engine_text(r)]
+            for r in rows
+        ],
+        left=5,
     )
     method = Block(
         "How it was measured",

@@ -76,7 +76,7 @@ __all__ = [
 
 SCHEMA_VERSION: Final = 1
 
-Endpoint = Literal["completions", "chat", "responses"]
+Endpoint = Literal["completions", "chat", "responses", "messages"]
 
 
 class _Model(BaseModel):
@@ -93,6 +93,29 @@ class Target(_Model):
     """e.g. "vllm", "sglang", "gputui-sim"; None when unknown."""
     server_header: str | None = None
     """The HTTP `Server` header the target answered with, if any."""
+    engine: str | None = None
+    """The serving engine, as its own info endpoint or the backend detection says."""
+    version: str | None = None
+    """The engine's version, as it reports it (vLLM /version, TGI and SGLang info, llama.cpp
+    `build_info`); None when it does not."""
+    engine_model: str | None = None
+    """The model as the engine names what it loaded (a path or hub id)."""
+    context_limit: int | None = None
+    """Input plus output tokens one request may hold (what the pre-flight checked against)."""
+    context_limit_source: str | None = None
+    max_input_tokens: int | None = None
+    """A separate bound on the input (TGI `max_input_tokens`, SGLang `max_req_input_len`)."""
+    max_sequences: int | None = None
+    """Sequences decoded together (vLLM `max_num_seqs`, SGLang `max_running_requests`, slots)."""
+    max_batch_tokens: int | None = None
+    """Tokens one scheduler step takes (vLLM `max_num_batched_tokens`, SGLang chunked prefill)."""
+    kv_blocks: int | None = None
+    kv_tokens: int | None = None
+    """The KV cache's capacity in tokens, where the engine states it."""
+    engine_settings: dict[str, int | str] = Field(default_factory=dict)
+    """Every figure read, under the engine's own names."""
+    identity_sources: list[str] = Field(default_factory=list)
+    """The endpoints that said it, e.g. ["/version", "/server_info"]."""
 
 
 class Workload(_Model):

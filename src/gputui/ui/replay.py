@@ -241,6 +241,7 @@ def views_from_snapshot(
                     model=snapshot.target.model,
                     target_state="ok",
                     backend=snapshot.target.backend or "gputui-sim",
+                    server_version=snapshot.target.version,
                     mode=live.mode,
                     level=live.level,
                     factor=2.0,

@@ -25,6 +25,8 @@ from typing import Literal, Protocol
 
 import httpx
 
+from gputui.engine.messages_api import ANTHROPIC_VERSION, messages_body
+from gputui.engine.messages_api import chat_usage as messages_usage
 from gputui.engine.target import Endpoint, Target
 from gputui.engine.workload import ChatMessage
 from gputui.errors import UsageError
@@ -219,8 +221,11 @@ def usage_probe(
 ) -> int | None:
     """`usage.prompt_tokens` of one real, non-streamed request with max_tokens=1 (None if none).
 
-    The Responses API names them `input` and `max_output_tokens`, and `usage.input_tokens`.
+    The Responses API names them `input` and `max_output_tokens`, and `usage.input_tokens`;
+    Anthropic's Messages API `usage.input_tokens` plus its cache reads and writes.
     """
+    if endpoint == "messages":
+        return _messages_usage_probe(http, target, model, prompt, messages)
     body: dict[str, object] = {"model": model, "max_tokens": 1, "stream": False}
     if endpoint == "responses":
         body = {"model": model, "max_output_tokens": 1, "stream": False}
@@ -236,4 +241,21 @@ def usage_probe(
         return None
     key = "input_tokens" if endpoint == "responses" else "prompt_tokens"
     tokens = usage.get(key) if isinstance(usage, dict) else None
+    return tokens if isinstance(tokens, int) and tokens > 0 else None
+
+
+def _messages_usage_probe(
+    http: httpx.Client, target: Target, model: str, prompt: str, messages: Messages | None
+) -> int | None:
+    """The whole input of one non-streamed /v1/messages request (see `usage_probe`)."""
+    body = messages_body(model, prompt, 1, messages, ({"stream": False},))
+    headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+    try:
+        response = http.post(
+            target.base_url + target.endpoint_path("messages"), content=body, headers=headers
+        )
+        usage = response.json().get("usage") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    tokens = messages_usage(usage).get("prompt_tokens") if isinstance(usage, dict) else None
     return tokens if isinstance(tokens, int) and tokens > 0 else None

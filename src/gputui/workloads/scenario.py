@@ -76,7 +76,7 @@ class Scenario(StrictModel):
 
     name: str
     description: str = ""
-    endpoint: Literal["completions", "chat", "responses"] = "completions"
+    endpoint: Literal["completions", "chat", "responses", "messages"] = "completions"
     workload: WorkloadConfig
     sla: SlaConfig = SlaConfig()
     load: LoadPlan = LoadPlan()
@@ -94,7 +94,7 @@ class Scenario(StrictModel):
         model: str,
         *,
         api_key: str | None = None,
-        endpoint: Literal["completions", "chat", "responses"] | None = None,
+        endpoint: Literal["completions", "chat", "responses", "messages"] | None = None,
         seed: int | None = None,
         token_counter: CounterMode = "auto",
         tokenizer: Path | None = None,

@@ -87,7 +87,10 @@ def header_groups(view: LiveView) -> list[Group]:
     capacity = capacity_bracket(view)
     if capacity:
         groups.append((0, capacity))
-    groups.append((2, [("backend ", "label"), (backend_name(view), "")]))
+    engine = backend_name(view)
+    if view.server_version:
+        engine += f" {view.server_version}"
+    groups.append((2, [("backend ", "label"), (engine, "")]))
     groups.append((2, [("GPU ", "label"), (gpu_names(view), "")]))
     if view.label:
         groups.append((3, [("label ", "label"), (view.label, "")]))

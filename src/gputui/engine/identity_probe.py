@@ -1,0 +1,75 @@
+"""One probe for the server's identity: the GETs of each engine's info endpoint (httpx, pre-flight).
+
+Which endpoints are asked depends on the backend the pre-flight found (engine.backend): vLLM
+`/version` and `/server_info?config_format=json` (a 404 without dev mode), llama-server `/props`,
+TGI `/info`, SGLang `/server_info` then `/get_server_info`. A server whose kind is unknown
+(`openai-compatible`: no /metrics, a gateway's /v1/models) is asked TGI's, SGLang's and
+llama.cpp's in turn, and the first document that parses as one names the engine. Every GET has a
+short timeout and any failure is "not said": identity never stops a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Final
+
+import httpx
+import orjson
+
+from gputui.engine.identity import (
+    ServerIdentity,
+    llamacpp_identity,
+    sglang_identity,
+    tgi_identity,
+    vllm_identity,
+)
+
+_TIMEOUT_S: Final = 2.0
+_SGLANG_PATHS: Final = ("/server_info", "/get_server_info")
+
+
+def _get(http: httpx.Client, url: str) -> object:
+    """The JSON document at `url`, or None (refused, slow, not 200, not JSON)."""
+    try:
+        response = http.get(url, timeout=_TIMEOUT_S)
+        if response.status_code != 200:
+            return None
+        return orjson.loads(response.content)
+    except (httpx.HTTPError, orjson.JSONDecodeError):
+        return None
+
+
+def _sglang(http: httpx.Client, root_url: str) -> ServerIdentity | None:
+    for path in _SGLANG_PATHS:
+        found = sglang_identity(_get(http, root_url + path), path)
+        if found is not None:
+            return found
+    return None
+
+
+def probe_identity(
+    root_url: str, backend: str, *, headers: dict[str, str] | None = None
+) -> ServerIdentity | None:
+    """What the server at `root_url` (its base, without /v1) says it is; None when it says nothing.
+
+    `backend` is the pre-flight's guess; for `openai-compatible` the engines are tried in turn.
+    """
+    with httpx.Client(headers=headers or {}) as http:
+        if backend in ("vllm", "gputui-sim"):  # the simulator answers vLLM's /version
+            version = _get(http, root_url + "/version")
+            info = _get(http, root_url + "/server_info?config_format=json")
+            found = replace(vllm_identity(version, info), engine=backend)
+            return found if found.sources else None
+        if backend == "llamacpp":
+            return llamacpp_identity(_get(http, root_url + "/props"))
+        if backend == "tgi":
+            return tgi_identity(_get(http, root_url + "/info"))
+        if backend == "sglang":
+            return _sglang(http, root_url)
+        if backend != "openai-compatible":
+            return None
+        return (
+            tgi_identity(_get(http, root_url + "/info"))
+            or _sglang(http, root_url)
+            or llamacpp_identity(_get(http, root_url + "/props"))
+        )
