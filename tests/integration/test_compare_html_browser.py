@@ -1,85 +1,89 @@
-"""The HTML report renders in a real browser: headless Chromium parses it and screenshots it.
+"""The HTML report lays out in a real browser at a desktop's, a tablet's and a phone's width.
 
-Skipped only when no Chromium binary is installed (Debian: `apt-get install chromium`). With
-GPUTUI_UPDATE_SCREENSHOTS=1 the screenshot replaces screenshots/compare-report.png.
+One headless Chromium, driven over the DevTools protocol (tests/support/chromium.py), opens the
+reports of two and of five sessions at 1280, 768 and 390 px (the phone through
+`Emulation.setDeviceMetricsOverride`: a headless window is at least 500 px wide) and asserts
+from the page itself: the page never scrolls sideways, no two texts of a chart overlap or leave
+it, every line stays inside its plot area, and the cost table fits a phone. Skipped only when no
+Chromium is installed (Debian: `apt-get install chromium`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import struct
-import subprocess
-from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from gputui.snapshot.report_html import html_report
-from tests.unit.test_compare_format import full
+from tests.support.chromium import LAYOUT_PROBE, Chromium, find_browser
+from tests.support.report_sessions import five_sessions, two_sessions
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-SCREENSHOT = Path(__file__).resolve().parents[2] / "screenshots" / "compare-report.png"
-SIZE = (1400, 2600)
+WIDTHS = (1280, 768, 390)
+TABLE_FITS = """
+[...document.querySelectorAll('h3')].filter(h => h.textContent === 'Cost')
+  .map(h => { const box = h.nextElementSibling; return [box.scrollWidth, box.clientWidth]; })
+"""
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-def browser() -> str:
-    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
-    if found is None:
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
+    binary = find_browser()
+    if binary is None:
         pytest.skip("no Chromium binary (apt-get install chromium)")
-    return found
+    with Chromium(binary, tmp_path_factory.mktemp("chromium")) as chromium:
+        yield chromium
 
 
-def headless(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    command = [
-        binary,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, timeout=90, check=False)
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    folder = tmp_path_factory.mktemp("reports")
+    urls = {}
+    for name, cmp in (("two", two_sessions()), ("five", five_sessions())):
+        page = folder / f"{name}.html"
+        page.write_text(html_report(cmp))
+        urls[name] = page.as_uri()
+    return urls
 
 
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
+def layout(browser: Chromium, url: str, width: int) -> dict[str, Any]:
+    browser.open(url, width)
+    probe: dict[str, Any] = browser.evaluate(LAYOUT_PROBE)
+    return probe
 
 
-@pytest.mark.slow
-@pytest.mark.browser
-def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    binary = browser()
-    page = tmp_path / "report.html"
-    page.write_text(html_report(full()))
-    url = page.as_uri()
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize(("sessions", "charts"), [("two", 7), ("five", 9)])
+def test_report_fits_the_width(
+    browser: Chromium, pages: dict[str, str], sessions: str, charts: int, width: int
+) -> None:
+    probe = layout(browser, pages[sessions], width)
+    assert probe["innerWidth"] == width
+    assert probe["scrollWidth"] <= probe["innerWidth"]
+    # 3 sweeps + 4 GPU traces, and the five's two diagnosed runs' TTFT breakdowns: one drawing
+    # of each is shown (the desktop's or the phone's).
+    assert probe["charts"] == charts
+    assert probe["texts"] > 10 * charts
+    assert probe["overlaps"] == []
+    assert probe["outside"] == []
+    assert probe["lines"] >= 7 and probe["clipped"] == []
+    assert browser.evaluate(TABLE_FITS) == [[w, w] for w, _ in browser.evaluate(TABLE_FITS)]
 
-    dom = headless(binary, tmp_path / "profile-dom", "--dump-dom", url)
-    assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
-    text = dom.stdout.decode()
-    assert text.count("<svg") == 7
-    assert "gputui compare: rtx4090-48gb vs a100-80gb-pcie" in text
-    assert "<td>2.07</td>" in text
 
-    shot = tmp_path / "report.png"
-    width, height = SIZE
-    result = headless(
-        binary,
-        tmp_path / "profile-shot",
-        f"--screenshot={shot}",
-        f"--window-size={width},{height}",
-        url,
+def test_a_step_with_no_data_is_a_gap_and_the_phone_sees_every_level(
+    browser: Chromium, pages: dict[str, str]
+) -> None:
+    layout(browser, pages["five"], 390)
+    labels = browser.evaluate(
+        "[...document.querySelectorAll('.chart')][0].querySelector('.narrow svg').textContent"
     )
-    assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
-    data = shot.read_bytes()
-    assert png_size(data) == SIZE
-    assert len(data) > 50_000  # a blank page compresses to a few kB; this one has 7 charts
-    if os.environ.get("GPUTUI_UPDATE_SCREENSHOTS"):
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        shutil.copyfile(shot, SCREENSHOT)
+    assert "128" in labels and "concurrency — log scale" in labels
+    # The interrupted run's step at 64 answered nothing: its line stops at 32, 128 is a dot.
+    gap_run = "#ff7f0e"  # the fifth run's colour
+    lines = browser.evaluate(
+        "[...document.querySelectorAll('.chart')][0].querySelectorAll("
+        f"'.narrow polyline[stroke=\"{gap_run}\"]').length"
+    )
+    assert lines == 1

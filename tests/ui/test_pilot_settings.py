@@ -168,10 +168,13 @@ async def test_w_exports_the_session_as_an_html_report(
         controller.stop(save=False)
     assert re.fullmatch(r"\d{8}-\d{6}-settings\.html", report.name)
     page = report.read_text()
-    assert page.startswith("<!DOCTYPE html>") and "gputui compare: settings" in page
-    # One dot per step on each of the three sweep charts, and the capacity at 4 streams.
-    assert page.count('r="2.5"') == 3 * len(steps) == 6
+    assert page.startswith("<!DOCTYPE html>") and "<h1>gputui session: settings</h1>" in page
+    # Saved while the session ran, not interrupted: no such warning, and the run says so.
+    assert "gputui compare" not in page and "interrupted" not in page
+    assert '<td class="t">saved mid-session</td>' in page
+    # One dot per step on each of the three sweep charts, drawn for a desktop and for a phone.
+    assert page.count('r="2.5"') == 2 * 3 * len(steps) == 12
     tok_s = f"<td>{steps[1].output_tokens_per_s:.1f}"  # the qualified capacity's tok/s
-    table = page[page.index("Qualified capacity table") : page.index("<h2>Sweeps")]
+    table = page[page.index("Qualified capacity table") : page.index('<h2 id="sweeps">Sweeps')]
     assert tok_s in table, (tok_s, table)
     assert f"<td>{7 / (steps[1].output_tokens_per_s * 3600) * 1e6:.2f}</td>" in page  # its cost

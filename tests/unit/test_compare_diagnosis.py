@@ -69,7 +69,8 @@ def test_diagnosed_runs_get_a_bound_by_slice_and_stacked_charts() -> None:
     assert str(step.bottleneck["verdict"]) in text
     assert "bound by" in markdown(cmp)
     page = html_report(cmp)
-    assert page.count("TTFT breakdown per step") == len(paths)
+    # Each run's chart, drawn for a desktop and for a phone.
+    assert page.count('aria-label="TTFT breakdown per step') == 2 * len(paths)
     assert page.count("<rect") >= 4 * sum(len(n.snapshot.steps) for n in named)
     assert html_report(cmp) == page  # deterministic
 

@@ -50,11 +50,14 @@ def test_report_is_self_contained_and_deterministic() -> None:
     text = html_report(full())
     assert text == html_report(full())
     assert text.startswith("<!DOCTYPE html>\n")
-    for needle in ("http:", "https:", "//", "url(", "@import", "<script", "<link", "<img", "src="):
+    for needle in ("http:", "https:", "//", "@import", "<script", "<link", "<img", "src="):
         assert needle not in text.replace("</", ""), needle
+    assert re.findall(r"url\((?!#clip-[a-z0-9]+\))", text) == []  # only the page's own clips
     tags = parsed(text).tags
-    assert tags.count("svg") == 7  # 3 sweeps + 4 GPU traces
+    assert tags.count("svg") == 2 * 7  # 3 sweeps + 4 GPU traces, for a desktop and a phone
     assert tags.count("table") == 6  # 5 blocks + the equal-throughput table
+    ids = re.findall(r'<clipPath id="([^"]+)"', text)
+    assert len(ids) == len(set(ids)) == 2 * 7  # one clipPath per chart, each its own id
 
 
 def test_report_shows_table_sla_lines_knees_and_capacities() -> None:
@@ -62,8 +65,11 @@ def test_report_shows_table_sla_lines_knees_and_capacities() -> None:
     assert "<h3>SLA-qualified capacity (latencies and errors at that level)</h3>" in text
     assert "<td>3.74</td>" in text and "<td>2.07</td>" in text
     assert "SLA 1 s</text>" in text and "SLA 35 ms</text>" in text
-    assert len(re.findall(r">knee</text>", text)) == 6  # both runs, three sweep charts
-    assert len(re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="10" height="10"', text)) == 6
+    # Both runs, three sweep charts, two drawings: a ring at each knee, a square at each capacity.
+    assert len(re.findall(r'<circle class="knee"', text)) == 12
+    assert len(re.findall(r'<rect class="capacity"', text)) == 12
+    assert "rtx4090-48gb: knee at 64</title>" in text
+    assert "a100-80gb-pcie: qualified capacity at 16</title>" in text
     assert "GPU temperature over the run" in text and "VRAM used over the run" in text
     assert 'class="banner"' not in text
 

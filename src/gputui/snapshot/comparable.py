@@ -156,8 +156,21 @@ def comparability_warnings(named: Sequence[tuple[str, Snapshot]]) -> list[str]:
             how = _each(named, [s.capacity.mode if s.capacity else "none" for s in snaps])
             warnings.append(f"not comparable: capacities measured in different load modes ({how})")
     for name, snap in named:
-        if not snap.complete:
-            by = f" ({snap.interrupted_by})" if snap.interrupted_by else ""
-            warnings.append(f"{name}: the run was interrupted{by}; its last step is partial")
+        if run_state(snap).startswith("interrupted"):
+            warnings.append(f"{name}: the run was {run_state(snap)}; its last step is partial")
         warnings.extend(_capacity_caveats(name, snap))
     return warnings
+
+
+def run_state(snapshot: Snapshot) -> str:
+    """How the run ended: "complete", "interrupted (SIGINT)" or "saved mid-session".
+
+    An interruption is recorded in `interrupted_by` (a signal, or a run recovered from its
+    journal); a snapshot that is not complete without it was saved while the session went on
+    (the TUI's `s` and `w`) and holds only finished steps. The TUI's `q` saves it complete.
+    """
+    if snapshot.complete:
+        return "complete"
+    if snapshot.interrupted_by:
+        return f"interrupted ({snapshot.interrupted_by})"
+    return "saved mid-session"

@@ -17,6 +17,7 @@ from typing import Final
 
 from gputui.metrics.capacity import level_text
 from gputui.metrics.confidence import Interval
+from gputui.snapshot.comparable import run_state
 from gputui.snapshot.compare import AtThroughputRow, CompareRow, Comparison, sla_text
 from gputui.snapshot.compare_diagnosis import HEADERS as DIAGNOSIS_HEADERS
 from gputui.snapshot.compare_diagnosis import TITLE as DIAGNOSIS_TITLE
@@ -204,9 +205,9 @@ def blocks(cmp: Comparison) -> list[Block]:
                 workload_text(r),
                 sla_text(r.sla),
                 tested_text(r),
-                "complete" if r.complete else "interrupted",
+                run_state(n.snapshot),
             ]
-            for r in rows
+            for r, n in zip(rows, cmp.snapshots, strict=True)
         ],
         left=5,
     )

@@ -1,8 +1,9 @@
 """One session's HTML report, written beside its snapshots (the TUI's export key).
 
 Contract: `write_html_report(snapshot, folder, label)` writes the page `gputui compare --format
-html` makes of this one snapshot (`snapshot.report_html`) to `<folder>/<UTC stamp>-<label>.html`,
-never over an existing file, and returns its path; OSError when it cannot be written.
+html` makes of this one snapshot (`snapshot.report_html`), titled "gputui session: <label>", to
+`<folder>/<UTC stamp>-<label>.html`, never over an existing file, and returns its path; OSError
+when it cannot be written.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def report_file(folder: Path, label: str | None) -> Path:
 
 def write_html_report(snapshot: Snapshot, folder: Path, label: str | None) -> Path:
     """Write the snapshot's HTML report into `folder` (module contract)."""
-    page = html_report(build_comparison(name_snapshots([(snapshot, None)])))
+    page = html_report(build_comparison(name_snapshots([(snapshot, None)])), session=True)
     folder.mkdir(parents=True, exist_ok=True)
     path = report_file(folder, label)
     tmp = path.with_suffix(".html.tmp")

@@ -30,6 +30,8 @@ class SweepCurve:
     knee: KneeModel | None
     mode: StepMode | None
     """"concurrency" or "rate" (the unit of `levels`); None when no step is complete."""
+    requests_ok: tuple[int, ...] = ()
+    """Answered requests per level: 0 marks a step with no data (a gap in a chart, not a 0)."""
 
 
 def sweep_curve(snapshot: Snapshot) -> SweepCurve:
@@ -55,6 +57,7 @@ def sweep_curve(snapshot: Snapshot) -> SweepCurve:
         tpot_p95_s=tuple(s.tpot_s.p95 for s in picked),
         knee=knee,
         mode=mode,
+        requests_ok=tuple(s.requests_ok for s in picked),
     )
 
 
