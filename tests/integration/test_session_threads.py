@@ -25,6 +25,7 @@ from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
 from gputui.metrics.sla import Sla
+from gputui.metrics.step import StepSpec
 from gputui.session import Session
 
 WORKERS = 4
@@ -194,12 +195,15 @@ def test_every_request_lands_in_exactly_one_step_under_all_the_threads() -> None
     assert len(finished) > 20
     for index, step in finished.items():
         spec = specs[index]
-        mine = [
-            r for r in delivered if r.step_index == index and r.sent_ns >= spec.measure_start_ns
-        ]
+        mine = [r for r in delivered if r.step_index == index and _measured(r, spec)]
         assert not step.incomplete, index
         assert step.requests_ok == sum(r.ok for r in mine), index
         assert step.requests_failed == sum(not r.ok for r in mine), index
     counted = sum(s.requests_ok + s.requests_failed for s in finished.values())
     shown = [r for r in delivered if r.step_index in finished]
-    assert counted == sum(r.sent_ns >= specs[r.step_index].measure_start_ns for r in shown)
+    assert counted == sum(_measured(r, specs[r.step_index]) for r in shown)
+
+
+def _measured(record: RequestRecord, spec: StepSpec) -> bool:
+    """Sent inside the step's window: after it settled, before it closed (`metrics.step`)."""
+    return spec.measure_start_ns <= record.sent_ns < spec.end_ns

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gputui.frontends.live import LiveView
+from gputui.session.frames import Handover
 from gputui.ui.render.chart import Axis, Whisker, line_chart
 from gputui.ui.render.spans import Line, texts
 from gputui.ui.render.status import header_lines
@@ -113,3 +114,15 @@ def test_header_names_the_capacity_and_the_verdict_above_it() -> None:
     assert view.capacity is not None
     unsure = replace(view, capacity=replace(view.capacity, above_verdict="inconclusive"))
     assert _roles(header_lines(unsure, 120)[1:], "(32: inconclusive)") == {"inconclusive"}
+
+
+def test_header_shows_the_hand_over_of_the_closing_step() -> None:
+    view = _views()[-1]
+    assert view.frame is not None
+    closing = Handover(index=8, level=64, requests_left=12, eta_s=3.4, next_level=128)
+    line = header_lines(replace(view, frame=replace(view.frame, handover=closing)), 120)[0]
+    assert "step 9 closing: 12 requests finishing at 64, ~4 s, then 128" in texts([line])[0]
+    assert _roles([line], " closing: ") == {"warn"}
+    one = replace(closing, requests_left=1, eta_s=None)
+    line = header_lines(replace(view, frame=replace(view.frame, handover=one)), 120)[0]
+    assert "step 9 closing: 1 request finishing at 64, then 128" in texts([line])[0]

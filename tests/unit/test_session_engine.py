@@ -18,7 +18,13 @@ def test_a_session_runs_its_steps_on_an_injected_engine() -> None:
     time.sleep(0.1)  # the six requests below were sent and back within the step
     engine.deliver(records_after(first.start_ns, 0, 6), {0: 6})
     second = session.set_load("concurrency", 4)  # closes step 0: all its 6 requests are back
-    engine.deliver(records_after(second.start_ns, 1, 3), {0: 6, 1: 3})
+    assert engine.commands[-1] == Load("concurrency", 2.0, 1)  # 2 runs on: the hand-over
+    engine.deliver([], {0: 6, 1: 0})  # the engine has it, nothing of step 0 is out
+    started = session.current_step  # (read once the loop has the batch)
+    assert engine.commands[-1] == Load("concurrency", 4.0, 1)  # so 4 starts now
+    assert started is not None and started.start_ns > second.start_ns
+    time.sleep(0.1)  # step 1's requests below were sent and back within it
+    engine.deliver(records_after(started.start_ns, 1, 3), {0: 6, 1: 3})
     (step,) = session.finished_steps()
     assert (step.index, step.level, step.requests_ok, step.requests_failed) == (0, 2.0, 6, 0)
     time.sleep(0.1)

@@ -127,6 +127,10 @@ class PlanRunner:
         rules = StepRules.for_step(limits, self.session, index)
         while not self.stop.is_set():
             now = time.perf_counter_ns()
+            current = self.session.current_step
+            if current is not None and current.index == index:
+                # After a hand-over its level starts later than asked: its limits count from then.
+                opened_ns = max(opened_ns, current.start_ns)
             reason = rules.check(OpenStep(self.session, index, opened_ns, now))
             if reason is not None:
                 return reason

@@ -4,9 +4,11 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
 
 - Only records with `step_index == spec.index` are used; the rest of `records` is ignored, so a
   caller may pass every record of a run or, faster, a pre-filtered list.
-- The *measured requests* are those sent at or after `spec.measure_start_ns` (= step start +
-  warm-up): the transition after a change of load is excluded. A measured request counts wherever it
-  ended, even after `spec.end_ns` (the caller passes it in once it is done).
+- The *measured requests* are those sent in [`spec.measure_start_ns`, `spec.end_ns`) (start +
+  warm-up, to the close): the transition after a change of load is excluded. A measured request
+  counts wherever it ended, even after `spec.end_ns` (the caller passes it in once it is done):
+  the Session keeps the step's load running, unmeasured, until then (`session.loads`), and
+  `handover_s` is how long its last measured request ran past the close.
 - `requests_ok`, `requests_failed` and `errors` {reason: count} count the measured requests; a
   failure without a reason counts as "unknown", so none is dropped. Error rate = failed / (ok +
   failed).
@@ -141,6 +143,9 @@ class StepResult:
     (`metrics.hold_looks`), e.g. 'pass at look 2 of 4 (n=240, 0.625 % each side)'."""
     ended_early: str | None = None
     """Why the step ended early: flooded with rejections (`metrics.error_log.flood_reason`)."""
+    handover_s: float = 0.0
+    """How long the step's load ran on, unmeasured, after it closed: until its last measured
+    request ended (the next level starts only then: `session.loads`)."""
 
     @property
     def error_rate(self) -> float | None:
@@ -163,6 +168,8 @@ def aggregate_step(
     per_s = 1.0 / duration_s if duration_s > 0 else 0.0
 
     measured = cols.sent_ns >= lo_ns
+    if hi_ns >= 0:  # sent after the close: the hand-over's unmeasured load
+        measured &= cols.sent_ns < hi_ns
     measured_ok = measured & cols.ok
     measured_failed = measured & ~cols.ok
     errors = Counter(
@@ -213,6 +220,7 @@ def aggregate_step(
         requests_warmup=int((~measured).sum()),
         error_messages=first_messages(mine) or None,
         ended_early=flood_reason(mine),
+        handover_s=_handover_s(cols.end_ns[measured], hi_ns),
     )
     ci = rate_and_share_intervals(
         cols,
@@ -239,6 +247,13 @@ def aggregate_step(
     return replace(
         result, sla_ok=step_meets_sla(result, sla), sla_verdict=step_verdict(result, sla)
     )
+
+
+def _handover_s(measured_end_ns: npt.NDArray[np.int64], end_ns: int) -> float:
+    """Seconds from the close to the end of the last measured request (0: none ran past it)."""
+    if end_ns < 0 or measured_end_ns.size == 0:
+        return 0.0
+    return max(int(measured_end_ns.max()) - end_ns, 0) * _NS_TO_S
 
 
 def _with_streams(

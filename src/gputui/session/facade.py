@@ -118,6 +118,7 @@ class Session:
         warmup = max_warmup_s if warmup_s is None else warmup_s
         self._loads = LoadChanges(self._engine, self._loop, warmup)
         """Load changes: stamped and sent to the engine at the call (`session.loads`)."""
+        self._loop.switch_load = self._loads.switch
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:

@@ -24,6 +24,22 @@ SATURATION_LAG_MS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
+class Handover:
+    """A step closing while its measured requests finish at its own load (`session.loads`)."""
+
+    index: int
+    """The closing step (0-based, as `StatsFrame.step_index`)."""
+    level: float
+    """Its load, still running."""
+    requests_left: int
+    """Its requests not back yet."""
+    eta_s: float | None
+    """About how long until they are (its P90 E2E less the time since it closed; None: unknown)."""
+    next_level: float
+    """The level that starts then."""
+
+
+@dataclass(frozen=True, slots=True)
 class StatsFrame:
     """What the live view shows, at one instant."""
 
@@ -52,8 +68,9 @@ class StatsFrame:
     gc_pause_max_ms: float = 0.0
     """The engine's longest garbage collection in the last interval (a stall it can name)."""
     step_phase: str = "measuring"
-    """"settling" (waiting for steady state), "measuring", "holding" (`hold_until_precise`),
-    "auto" (`start_auto` runs the sweep) or "unmeasured" (no step open: after a hold)."""
+    """"handover" (the step before still closes: `handover`), "settling" (waiting for steady
+    state), "measuring", "holding" (`hold_until_precise`), "auto" (`start_auto` runs the sweep)
+    or "unmeasured" (no step open: after a hold)."""
     settle_remaining_s: float | None = None
     """While settling: seconds until the maximum warm-up opens the window anyway."""
     measured_n: int = 0
@@ -62,6 +79,8 @@ class StatsFrame:
     """Largest relative 95 % CI half-width of P95 TTFT, P95 TPOT and output tok/s so far."""
     verdict_progress: VerdictProgress | None = None
     """The step's SLA verdict so far and what deciding it still needs (the header's line)."""
+    handover: Handover | None = None
+    """Set while the step before this one closes: this step's level has not started yet."""
 
 
 def build_frame(
@@ -80,6 +99,7 @@ def build_frame(
     steps_finished: int,
     workers: int,
     paused: bool,
+    handover: Handover | None = None,
 ) -> StatsFrame:
     """The frame of the latest step at `now_ns`, from the figures the session loop keeps (pure)."""
     return StatsFrame(
@@ -107,6 +127,7 @@ def build_frame(
         measured_n=phase.measured_n,
         precision=phase.precision,
         verdict_progress=phase.verdict_progress,
+        handover=handover,
     )
 
 

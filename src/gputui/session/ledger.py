@@ -8,6 +8,10 @@ finished: it is closed *and* every request sent during it has come back *and* th
 acknowledged a later step (or `force`, at the end of the run, when what is missing is
 `incomplete`). Hidden steps (`Session.hold`) are kept and finished like any other but reported
 nowhere (`visible_finished`).
+
+A step opened at a new level is `pending` while the steps before it hand over (`handing_over`:
+closed, measured, not yet finished): its level is not running yet, and `start_pending` moves its
+start to the moment it does (`session.loads`).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class StepLedger:
         """The step that was running when an interrupted run stopped (it is incomplete)."""
         self.version = 0
         """Changes whenever a finished step is added or re-judged."""
+        self.pending: int | None = None
+        """The step opened at a new level whose load waits for the hand-over (module contract)."""
 
     @property
     def current(self) -> StepSpec | None:
@@ -56,16 +62,49 @@ class StepLedger:
         """The latest step, open or closed."""
         return self.specs[-1] if self.specs else None
 
-    def open(self, spec: StepSpec, *, hidden: bool) -> None:
+    def open(self, spec: StepSpec, *, hidden: bool, pending: bool = False) -> None:
         """Close the open step at `spec.start_ns` and open `spec` (its index is the next one)."""
         self.close_current(spec.start_ns)
         if hidden:
             self.hidden.add(spec.index)
         self.specs.append(spec)
+        if pending:
+            self.pending = spec.index
+
+    def replace_pending(self, spec: StepSpec) -> bool:
+        """Another level for the pending step (quick presses: the last wins); False: too late."""
+        if self.pending != spec.index:
+            return False
+        self.specs[spec.index] = spec
+        return True
+
+    def start_pending(self, spec: StepSpec) -> None:
+        """The hand-over is over: the pending step's level runs from `spec.start_ns`."""
+        if self.pending == spec.index:
+            self.specs[spec.index] = spec
+            self.pending = None
+
+    def handing_over(self) -> list[StepSpec]:
+        """Closed visible steps that measured and wait for requests: the next level waits."""
+        return [
+            s
+            for s in self.specs
+            if s.end_ns >= 0
+            and s.measure_start_ns < s.end_ns
+            and s.index not in self.finished
+            and s.index not in self.hidden
+        ]
+
+    def outstanding(self, index: int) -> int:
+        """Requests of step `index` sent and not back yet."""
+        return max(self.sent.get(index, 0) - self.received[index], 0)
 
     def close_current(self, now_ns: int) -> None:
         """Close the open step at `now_ns`, if one is open."""
         step = self.current
+        if step is not None and step.index == self.pending:
+            self.pending = None  # its level never ran: it measured nothing
+            step = replace(step, measure_start_ns=now_ns)
         if step is not None:
             # A step closed before it settled: its whole length was warm-up (none measured).
             start = min(step.measure_start_ns, now_ns)

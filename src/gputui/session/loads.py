@@ -6,19 +6,28 @@ command is sent at once, and the step reaches the session loop as a message. Not
 the loop, so the engine's `Load` follows the call as closely as before the loop existed. One lock
 keeps a step's index, its message and its command in the same order; it guards nothing the
 session's readers read. `hold` repeats the load last sent, in a hidden step.
+
+The hand-over (issue 28: a step measures exactly its own load): a change to another level closes
+the open step at once (it takes no new measured request) but does not start the new level yet.
+The engine runs the old load on, its requests counted in the new step (sent before that step's
+start, so unmeasured), and the new step is `pending` until the session loop sees every measured
+request of the steps before it back; the loop then calls `switch`, which starts the new level and
+moves the step's start there. A second change while one is pending only replaces its level, so
+quick presses collapse to the last. A change to the same load needs no hand-over.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from gputui.engine.api import Engine
 from gputui.engine.commands import Burst, Load, Pause, Reconnect, Resume
 from gputui.engine.load import LoadMode
 from gputui.metrics.step import StepSpec
 from gputui.session.loop import SessionLoop
-from gputui.session.messages import PauseChanged, RunStopping, StepOpened
+from gputui.session.messages import PauseChanged, PendingLevel, RunStopping, StepOpened
 
 
 class LoadChanges:
@@ -29,42 +38,78 @@ class LoadChanges:
         self._loop = loop
         self._warmup_ns = int(warmup_s * 1e9)
         """Until the step settles (or for good, with a fixed warm-up): its unmeasured start."""
-        self._order = threading.Lock()
+        self._order = threading.RLock()
+        """Re-entered when the loop runs inline and a posted step starts at once (`switch`)."""
         self._next_index = 0
         self._sent: StepSpec | None = None
-        """The load last sent while the run goes on (what `hold` keeps)."""
+        """The load last asked for while the run goes on (what `hold` keeps)."""
+        self._running: StepSpec | None = None
+        """The step whose load the engine runs now (the old one while a step is pending)."""
+        self._pending: StepSpec | None = None
 
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
-        """Close the current step and open one at this load (stamped now)."""
-        return self._open(mode, float(level), hidden=False, now_ns=time.perf_counter_ns())
+        """Close the current step and open one at this load (stamped now; module contract)."""
+        now = time.perf_counter_ns()
+        with self._order:
+            pending = self._pending
+            if pending is not None:  # still handing over: this level replaces the pending one
+                spec = replace(pending, mode=mode, level=float(level))
+                self._pending = self._sent = spec
+                self._loop.post(PendingLevel(spec))
+                return spec
+            running = self._running
+            handover = running is not None and (running.mode, running.level) != (mode, level)
+            return self._open(mode, float(level), hidden=False, now_ns=now, handover=handover)
 
     def hold(self) -> StepSpec | None:
         """Close the current step and open a hidden one at the same load (None: no load)."""
         now = time.perf_counter_ns()
-        sent = self._sent
-        if sent is None:
-            return None
-        return self._open(sent.mode, sent.level, hidden=True, now_ns=now)
-
-    def _open(self, mode: LoadMode, level: float, *, hidden: bool, now_ns: int) -> StepSpec:
         with self._order:
-            step = StepSpec(
-                index=self._next_index,
-                mode=mode,
-                level=level,
-                start_ns=now_ns,
-                measure_start_ns=now_ns + self._warmup_ns,
-                end_ns=-1,
-            )
-            self._next_index += 1
-            self._sent = step
+            sent = self._sent
+            if sent is None or self._pending is not None:
+                return None
+            return self._open(sent.mode, sent.level, hidden=True, now_ns=now, handover=False)
+
+    def _open(
+        self, mode: LoadMode, level: float, *, hidden: bool, now_ns: int, handover: bool
+    ) -> StepSpec:
+        step = StepSpec(
+            index=self._next_index,
+            mode=mode,
+            level=level,
+            start_ns=now_ns,
+            measure_start_ns=now_ns + self._warmup_ns,
+            end_ns=-1,
+        )
+        self._next_index += 1
+        self._sent = step
+        if handover and self._running is not None:
+            self._pending = step
+            # The old load runs on; what it sends from now is the new step's, unmeasured.
+            self._engine.send(Load(self._running.mode, self._running.level, step.index))
+            self._loop.post(StepOpened(step, hidden, pending=True))
+        else:
+            self._running = step
             self._loop.post(StepOpened(step, hidden))
             self._engine.send(Load(mode, level, step.index))
         return step
 
+    def switch(self, index: int) -> StepSpec | None:
+        """The hand-over is over: start pending step `index`'s level now (None: not pending)."""
+        with self._order:
+            pending = self._pending
+            if pending is None or pending.index != index:
+                return None
+            now = time.perf_counter_ns()
+            step = replace(pending, start_ns=now, measure_start_ns=now + self._warmup_ns)
+            self._pending = None
+            self._sent = self._running = step
+            self._engine.send(Load(step.mode, step.level, step.index))
+        return step
+
     @property
     def sent(self) -> StepSpec | None:
-        """The load last sent while the run goes on (None before the first and after `end`)."""
+        """The load last asked for while the run goes on (None before the first, after `end`)."""
         return self._sent
 
     def pause(self) -> None:
@@ -89,5 +134,5 @@ class LoadChanges:
         """The run ends now: the open step closes (incomplete if `interrupted`); no more holds."""
         now = time.perf_counter_ns()
         with self._order:
-            self._sent = None
+            self._sent = self._running = self._pending = None
             self._loop.post(RunStopping(now, interrupted=interrupted))

@@ -12,6 +12,9 @@ to their subscribers here: their events, the diagnosis, the journal and `on_step
 Before `start` and after `Finish` no thread runs: messages are then handled at once in the
 caller's thread (one at a time). The load's timestamps and the engine's commands never pass
 through the inbox: the Session takes and sends them where the load changes (`session.facade`).
+One exception: a step opened at a new level waits (pending) until every measured request of the
+steps before it is back, and the loop then starts its level (`switch_load`, i.e.
+`session.loads.LoadChanges.switch`): at the first batch that shows it, or at `HANDOVER_MAX_S`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from gputui.session.cpu import EngineCpu, WorkerFigures
 from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import EventLog, EventWatcher, load_event, step_events
 from gputui.session.frames import StatsFrame, build_frame, client_lagging
+from gputui.session.handover import handover_state
 from gputui.session.ledger import StepLedger
 from gputui.session.messages import (
     Ask,
@@ -43,6 +47,7 @@ from gputui.session.messages import (
     JobPhaseChanged,
     Message,
     PauseChanged,
+    PendingLevel,
     Published,
     RunStopping,
     StepOpened,
@@ -55,6 +60,9 @@ from gputui.telemetry.sampler import TelemetryFrame
 
 T = TypeVar("T")
 _ASK_TIMEOUT_S = 60.0
+HANDOVER_MAX_S = 60.0
+"""The longest the next level waits for the last step's measured requests: past it, those
+still out finish under the next level (an event says how many)."""
 
 
 class SessionLoop:
@@ -117,6 +125,8 @@ class SessionLoop:
         self._running = False
         self._thread: threading.Thread | None = None
         self.published = Published(sla=sla)
+        self.switch_load: Callable[[int], StepSpec | None] | None = None
+        """Starts a pending step's level once the hand-over is over (module contract)."""
 
     # the inbox --------------------------------------------------------------------------------
     def start(self, frame_interval_s: float | None) -> None:
@@ -225,16 +235,45 @@ class SessionLoop:
                 self.rtt_ns.append(sample)
                 self.rtt_at_ns.append(batch.arrived_ns)
         self.deliver(self.ledger.finish_ready(self.status, self.sla, force=False))
+        self._hand_over(batch.arrived_ns)
+
+    def _hand_over(self, now_ns: int) -> None:
+        """Start the pending step's level once the steps before it are finished (or at the cap)."""
+        index = self.ledger.pending
+        if index is None or self.switch_load is None:
+            return
+        waiting = self.ledger.handing_over()
+        closed_ns = min((s.end_ns for s in waiting), default=now_ns)
+        if waiting and now_ns - closed_ns < HANDOVER_MAX_S * 1e9:
+            return
+        started = self.switch_load(index)
+        if started is None:
+            return
+        self.ledger.start_pending(started)
+        self.progress.open(started)
+        if self.journal is not None:  # its level may have changed, its start has
+            self.journal.journal.add_load(started, self.journal_origin_ns)
+        left = sum(self.ledger.outstanding(s.index) for s in waiting)
+        if left:
+            text = f"hand-over cut at {HANDOVER_MAX_S:g} s: {left} measured requests of step"
+            self.events.add(
+                "warning", f"{text} {waiting[-1].index + 1} finish under the next level"
+            )
 
     def _on_command(self, command: Command) -> None:
         if isinstance(command, StepOpened):
             spec = command.spec
-            self.ledger.open(spec, hidden=command.hidden)
-            self.progress.open(spec)
+            self.ledger.open(spec, hidden=command.hidden, pending=command.pending)
+            if not command.pending:
+                self.progress.open(spec)
             if self.journal is not None:
                 self.journal.journal.add_load(spec, self.journal_origin_ns, hidden=command.hidden)
             if not command.hidden:
                 self.events.add(*load_event(spec.mode, spec.level))
+            self._hand_over(time.perf_counter_ns())
+        elif isinstance(command, PendingLevel):
+            if self.ledger.replace_pending(command.spec):
+                self.events.add(*load_event(command.spec.mode, command.spec.level))
         elif isinstance(command, RunStopping):
             if command.interrupted:
                 self.ledger.interrupt(command.now_ns)
@@ -322,6 +361,7 @@ class SessionLoop:
             steps_finished=len(self.ledger.finished),
             workers=self._workers,
             paused=self.paused,
+            handover=handover_state(self.ledger, now),
         )
         self.show_frame(frame)
         diagnoser = self.diagnosis.diagnoser

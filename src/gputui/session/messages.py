@@ -1,9 +1,9 @@
 """The session loop's messages, and the frozen state it publishes.
 
 Contract: the loop's inbox takes a `Batch` (an engine reader thread's finished requests), the
-commands (`StepOpened`, `RunStopping`, `PauseChanged`, `JobPhaseChanged`, `StepTargetSet`,
-`StepVerdictSet`, `Finish`) and questions (`Ask`); all are frozen. After each, the loop swaps in
-a new `Published`, which any thread reads without a lock.
+commands (`StepOpened`, `PendingLevel`, `RunStopping`, `PauseChanged`, `JobPhaseChanged`,
+`StepTargetSet`, `StepVerdictSet`, `Finish`) and questions (`Ask`); all are frozen. After each,
+the loop swaps in a new `Published`, which any thread reads without a lock.
 """
 
 from __future__ import annotations
@@ -60,6 +60,15 @@ class StepOpened:
 
     spec: StepSpec
     hidden: bool
+    pending: bool = False
+    """Its level waits for the steps before it to hand over (`session.loads`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingLevel:
+    """The pending step is to run at this level instead (a quick second press)."""
+
+    spec: StepSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +129,7 @@ class Ask:
 
 Command = (
     StepOpened
+    | PendingLevel
     | RunStopping
     | PauseChanged
     | JobPhaseChanged

@@ -100,8 +100,8 @@ class StepProgress:
     def settled(self, index: int, now_ns: int) -> bool:
         """Whether step `index` has settled (a fixed warm-up: once it has passed)."""
         specs = self._ledger.specs
-        if not 0 <= index < len(specs):
-            return False
+        if not 0 <= index < len(specs) or index == self._ledger.pending:
+            return False  # a pending step's level has not started (`session.loads`)
         tracker = self._tracker
         if tracker is not None and tracker.index == index:
             return self.settle(now_ns) is not None
@@ -122,6 +122,8 @@ class StepProgress:
         step = self._ledger.last
         if step is None:
             return StepPhase()
+        if step.index == self._ledger.pending:
+            return StepPhase(step_phase="handover" if job_phase == "measuring" else job_phase)
         if now_ns < step.measure_start_ns:
             return StepPhase(
                 step_phase="settling" if job_phase == "measuring" else job_phase,

@@ -55,6 +55,7 @@ from gputui.snapshot.models import (
     step_from_result,
 )
 from gputui.snapshot.sections import (
+    STEP_ISOLATION,
     BurstSection,
     HardwareSection,
     PlanSection,
@@ -146,7 +147,13 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
         capacity_reason=capacity.reason if capacity else "no finished step",
         network=_network(session, info),
         client=_client(session, info),
-        plan=PlanSection.model_validate(_plan(info)),
+        plan=PlanSection.model_validate(
+            _plan(info)
+            | {
+                "step_isolation": STEP_ISOLATION,
+                "handover_s": round(sum(r.handover_s for r in results), 3),
+            }
+        ),
         validation=ValidationSection.model_validate(info.validation.to_json())
         if info.validation is not None
         else None,

@@ -172,7 +172,9 @@ def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
         records.setdefault(record.step_index, []).append(record)
     windows = {m.get("index"): m for m in contents.measures}
     rebuilt = []
-    for load in contents.loads:
+    # A step opened during a hand-over is journalled again when its level starts: the last wins.
+    latest = {load.get("index"): load for load in contents.loads}
+    for load in latest.values():
         index = load.get("index")
         if not isinstance(index, int) or index in closed or load.get("hidden"):
             continue

@@ -32,6 +32,17 @@ class PlanSection(_Section):
     warmup_seconds: float | None = None
     seed: int | None = None
     auto_reason: str | None = None
+    step_isolation: str | None = None
+    """How a step is kept to its own load (`STEP_ISOLATION`; None in files from before it)."""
+    handover_s: float | None = None
+    """The time all the steps' hand-overs added to the run (each step's `handover_s`, summed)."""
+
+
+STEP_ISOLATION = (
+    "hand-over: a changed level starts only once every measured request of the step before has"
+    " finished; that step's load runs on, unmeasured, meanwhile (its time: each step's handover_s)"
+)
+"""The snapshot's `plan.step_isolation` (`session.loads`: issue 28)."""
 
 
 class ValidationSection(_Section):

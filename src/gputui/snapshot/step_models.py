@@ -148,6 +148,9 @@ class Step(_Model):
     requests_warmup: NonNegativeInt = 0
     """Requests sent before the step's measurement started: in no statistic, but counted, so
     the steps account for every request (`totals.requests`); 0 in files from before it."""
+    handover_s: NonNegativeFloat | None = None
+    """After the step closed, how long its load ran on unmeasured until its last measured
+    request ended; the next level started only then (None in files from before it)."""
     dispatch_lateness: dict[str, object] | None = None
     """Trace replay: send time minus schedule (`p50_ms`, `p99_ms`, `max_ms`, `count`)."""
     server_latency: dict[str, object] | None = None
@@ -241,6 +244,7 @@ def _step_core(result: StepResult) -> Step:
         requests_warmup=result.requests_warmup,
         error_messages=result.error_messages,
         ended_early=result.ended_early,
+        handover_s=result.handover_s,
     )
 
 

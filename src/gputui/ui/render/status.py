@@ -7,6 +7,7 @@ from collections import Counter
 
 from gputui.frontends.view import LiveView
 from gputui.session import StatsFrame
+from gputui.session.frames import Handover
 from gputui.session.steady import UNMEASURED
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line, fit
@@ -72,7 +73,10 @@ def header_groups(view: LiveView) -> list[Group]:
         groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))
     elif frame is not None:
         step: Line = [("step ", "label"), (f"{len(view.steps) + 1}", "")]
-        step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
+        if frame.handover is not None:
+            step += handover_state(frame.handover)
+        else:
+            step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
         groups.append((0, step))
         groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))
     groups.append((1, [(fmt.clock(view.session_s), "")]))
@@ -138,6 +142,15 @@ def capacity_bracket(view: LiveView) -> Line:
     for caveat in capacity.caveats:  # "21 and 32 fail below it", "... (SUSPECT)"
         line.append((f" · {caveat.split(':')[0]}", "warn"))
     return line
+
+
+def handover_state(handover: Handover) -> Line:
+    """The hand-over: "closing: 12 requests finishing at 64, ~4 s, then 128" (after the step)."""
+    left = handover.requests_left
+    text = f"{left} request{'' if left == 1 else 's'} finishing at {handover.level:g}"
+    if handover.eta_s is not None:
+        text += f", ~{math.ceil(handover.eta_s):.0f} s"
+    return [(" closing: ", "warn"), (text, ""), (f", then {handover.next_level:g}", "accent")]
 
 
 def step_state(view: LiveView, frame: StatsFrame) -> Line:

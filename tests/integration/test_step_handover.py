@@ -1,0 +1,43 @@
+"""A step measures exactly its own load (issue 28): the old level hands over before the new starts.
+
+On the simulator, closed and open loop, up and down: every measured request of step k has ended
+before step k+1's level started; what the old load sent meanwhile is step k+1's, unmeasured; the
+time it took is each step's `handover_s`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+from gputui.sim.runner import SimProcess
+from tests.integration.test_session import make_session
+
+LEVELS = [("concurrency", 2.0), ("concurrency", 8.0), ("concurrency", 1.0), ("rate", 40.0)]
+
+
+def test_old_level_requests_finish_before_the_new_level_starts(fixed_sim: SimProcess) -> None:
+    session = make_session(fixed_sim.url)
+    session.start(frame_interval_s=None)
+    for mode, level in LEVELS:
+        session.set_load(mode, level)  # type: ignore[arg-type]
+        time.sleep(0.8)
+    session.stop(cancel=False, drain_timeout_s=10)
+    specs = session.step_specs()
+    results = session.finished_steps()
+    records = session.all_records()
+    assert [(s.mode, s.level) for s in specs] == LEVELS
+    assert [r.index for r in results] == [0, 1, 2, 3]
+    for step, after in itertools.pairwise(specs):
+        mine = [r for r in records if r.step_index == step.index]
+        measured = [r for r in mine if step.measure_start_ns <= r.sent_ns < step.end_ns]
+        assert len(measured) == results[step.index].requests_ok > 0
+        last_end_ns = max(r.end_ns for r in measured)
+        assert last_end_ns <= after.start_ns  # none of them saw the next level
+        # It waited for them (a request takes ~55 ms), then one batch (0.1 s) at most.
+        assert 0 < after.start_ns - step.end_ns < 300_000_000
+        assert abs(results[step.index].handover_s - (last_end_ns - step.end_ns) / 1e9) < 1e-6
+        # Sent by the old load during the hand-over: the next step's, before its start.
+        tail = [r for r in records if r.step_index == after.index and r.sent_ns < after.start_ns]
+        assert tail
+        assert results[after.index].requests_warmup >= len(tail)
