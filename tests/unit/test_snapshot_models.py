@@ -169,6 +169,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     # for streams with thinking; multi-turn runs and trace replays fill the source keys.
     source_keys = {"turns", "prefix_cache_hit_rate", "conversations", "dispatch_lateness"}
     source_keys |= {"requests_warmup"}  # issue 24: the steps account for every request
+    source_keys |= {"handover_s"}  # issue 28: the old load's time after the step closed
     source_keys |= {"prefix_cache_source", "prefix_cache_warning"}
     assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS | source_keys
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"):
