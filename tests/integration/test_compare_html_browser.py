@@ -1,7 +1,7 @@
 """The HTML report lays out in a real browser at a desktop's, a tablet's and a phone's width.
 
 One headless Chromium, driven over the DevTools protocol (tests/support/chromium.py), opens the
-reports of two and of five sessions at 1280, 768 and 390 px (the phone through
+reports of two and of five sessions at 1920, 1280, 768, 390 and 360 px (phones through
 `Emulation.setDeviceMetricsOverride`: a headless window is at least 500 px wide) and asserts
 from the page itself: the page never scrolls sideways, no two texts of a chart overlap or leave
 it, every line stays inside its plot area, and the cost table fits a phone. Skipped only when no
@@ -19,7 +19,7 @@ from gputui.snapshot.report_html import html_report
 from tests.support.chromium import LAYOUT_PROBE, Chromium, find_browser
 from tests.support.report_sessions import five_sessions, two_sessions
 
-WIDTHS = (1280, 768, 390)
+WIDTHS = (1920, 1280, 768, 390, 360)
 TABLE_FITS = """
 [...document.querySelectorAll('h3')].filter(h => h.textContent === 'Cost')
   .map(h => { const box = h.nextElementSibling; return [box.scrollWidth, box.clientWidth]; })

@@ -84,6 +84,17 @@ def test_a_step_with_no_data_breaks_the_line_and_lines_stay_in_the_plot() -> Non
     assert first is not None and float(first.group(1)) == _plot(trace)[0]
 
 
+def test_x_labels_keep_clear_of_the_y_labels() -> None:
+    # A TUI session's GPU trace starts seconds before its origin: the axis starts at -25 s,
+    # whose label would sit over the y axis' "0".
+    trace = line_chart("t", "time (s)", "W", [Series("g", "#000", ((-3.0, 0.0), (140.0, 9.0)))])
+    left, _, _, bottom = _plot(trace)
+    ticks = _centred_texts(trace, bottom + 16)
+    assert ticks[0][1] == "0"  # -25 dropped
+    assert ticks[0][0] == round(left + 25 / 175 * (_plot(trace)[2] - left), 1)
+    assert all(x - text_width(t) / 2 >= left - 4 for x, t in ticks)
+
+
 def test_long_legends_wrap_into_rows_and_push_the_plot_down() -> None:
     names = ["rtx4090-48gb", "a100-80gb-pcie", "demo a100-80gb-pcie llama-3.1-8b", "b" * 80]
     series = [Series(n, "#000", ((1.0, 1.0), (2.0, 2.0))) for n in names]

@@ -121,7 +121,7 @@ def _under_bars(steps: Sequence[Step], left: float, slot: float, base: float) ->
     centres = [left + (i + 0.5) * slot for i in range(len(steps))]
     levels = [(x, f"{s.level:g}") for x, s in zip(centres, steps, strict=True)]
     power = [0 if s.level > 0 and math.log2(s.level).is_integer() else 1 for s in steps]
-    keep = thin_labels(levels, rank=power.__getitem__)
+    keep = thin_labels(levels, rank=power.__getitem__, within=(left - 4, math.inf))
     out = [
         f'<text x="{x:.1f}" y="{base + 14:.1f}" text-anchor="middle">{text}</text>'
         for (x, text), shown in zip(levels, keep, strict=True)

@@ -57,6 +57,8 @@ class _Frame:
     log_x: bool
     box: tuple[float, float, float, float]
     """left, top, right, bottom in px."""
+    width: float
+    """The whole chart's."""
 
     def px(self, x: float) -> float:
         left, _, right, _ = self.box
@@ -109,7 +111,8 @@ def line_chart(
     right = width - max(12.0, text_width(fmt_number(x_ticks[-1])) / 2 + 4)
     items = [(s.name, s.color) for s in series]
     head = chart_head(title, items, width=width, plot=(left, right, plot_h), uid=uid)
-    f = _Frame(x_lo, x_hi, y_lo, y_hi, log_x, (left, head.plot_top, right, head.plot_top + plot_h))
+    box = (left, head.plot_top, right, head.plot_top + plot_h)
+    f = _Frame(x_lo, x_hi, y_lo, y_hi, log_x, box, width)
     height = head.plot_top + plot_h + _BELOW
     out = [svg_open(width, height, title, "chart"), *head.parts]
     out += _grid(f, x_ticks, y_ticks, log_x)
@@ -134,7 +137,8 @@ def _grid(f: _Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], log_x: 
     ]
     labels = [(f.px(x), fmt_number(x)) for x in x_ticks]
     rank = _power_of_two_rank(x_ticks) if log_x else [0] * len(x_ticks)
-    keep = thin_labels(labels, rank=rank.__getitem__)
+    # Right of the y axis' labels (they end 6 px left of the plot) and inside the chart.
+    keep = thin_labels(labels, rank=rank.__getitem__, within=(left - 4, f.width - 2))
     for (x, text), shown in zip(labels, keep, strict=True):
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{base}" y2="{base + 4}" stroke="#888"/>')
         if shown:

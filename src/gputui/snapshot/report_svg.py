@@ -96,11 +96,13 @@ def thin_labels(
     gap: float = 6.0,
     size: float = FONT_PX,
     rank: Callable[[int], int] | None = None,
+    within: tuple[float, float] = (-math.inf, math.inf),
 ) -> list[bool]:
     """Which centred labels at (x, text) to show so that none overlaps another.
 
     The first and last come first, then by `rank` (lower first; e.g. powers of two on a log
-    axis), then left to right; each is kept if it clears every label kept so far by `gap`.
+    axis), then left to right; each is kept if it lies `within` (x from, x to: e.g. right of
+    the y axis' labels) and clears every label kept so far by `gap`.
     """
     n = len(labels)
 
@@ -113,7 +115,8 @@ def thin_labels(
         x, text = labels[i]
         half = text_width(text, size) / 2
         lo, hi = x - half, x + half
-        if all(hi + gap <= a or lo >= b + gap for a, b in kept):
+        inside = within[0] <= lo and hi <= within[1]
+        if inside and all(hi + gap <= a or lo >= b + gap for a, b in kept):
             kept.append((lo, hi))
             keep[i] = True
     return keep
