@@ -23,6 +23,11 @@ from gputui.errors import UsageError
 class ServerIdentityLike(Protocol):
     """What `context_limit` needs of an `engine.identity.ServerIdentity` (which imports this)."""
 
+    @property
+    def context_tokens(self) -> int | None:
+        """The total the server states (None: it states an input bound only, or nothing)."""
+        ...
+
     def context_limit(self) -> ContextLimit | None:
         """The limit the server itself states."""
         ...
@@ -109,9 +114,9 @@ def context_limit(
             if listed is not None:
                 break
     own = identity.context_limit() if identity is not None else None
-    if listed is None or own is None:
+    if listed is None or own is None or identity is None:
         return listed or own
-    if own.tokens < listed.tokens:
+    if identity.context_tokens is not None and own.tokens < listed.tokens:
         return own
     return (
         ContextLimit(listed.tokens, listed.source, own.input_tokens) if own.input_tokens else listed
