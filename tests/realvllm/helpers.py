@@ -24,7 +24,12 @@ COUNTERS = (
     "vllm:prefix_cache_hits_total",
 )
 
-GENERATING_ROUTES = ("/v1/completions", "/v1/chat/completions", "/v1/responses")
+GENERATING_ROUTES = (
+    "/v1/completions",
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+)
 
 
 def run_gputui(

@@ -146,3 +146,41 @@ def test_responses_endpoint_ttft_itl_and_tokens(vllm: VllmServer, tmp_path: Path
     print(f"responses: verdicts {verdicts}")
     if "host-contended" not in verdicts:
         assert client_itl == pytest.approx(server_itl, rel=0.5)
+
+
+@pytest.mark.timeout(480)  # two runs, and the server's start when this test runs alone
+def test_messages_endpoint_is_exact_and_matches_chat(vllm: VllmServer, tmp_path: Path) -> None:
+    """`--endpoint messages` (Anthropic's /v1/messages, served from vLLM's chat path): the same
+    exactness, its TTFT inside vLLM's own histogram, and chat's figures on the same prompts."""
+    figures: dict[str, Snapshot] = {}
+    for endpoint in ("messages", "chat"):
+        vllm.reset_prefix_cache()
+        snap, stdout, delta = run_gputui(
+            vllm,
+            tmp_path / f"{endpoint}.json",
+            ("--endpoint", endpoint, "--concurrency", ",".join(map(str, LEVELS)), *STEPS),
+            input_tokens=INPUT_TOKENS,
+            output_tokens=OUTPUT_TOKENS,
+        )
+        totals = _check_exact(snap, stdout, delta)
+        _print_steps(snap, endpoint)
+        figures[endpoint] = snap
+        if endpoint == "messages":
+            assert snap.workload.endpoint == "messages"
+            assert set(totals["event_tokens_methods"]) <= {"events", "tokenizer"}
+            assert delta["vllm:time_to_first_token_seconds_count"] == totals["requests"]
+            # The server's identity, from /version and (dev mode) /server_info.
+            assert (snap.target.engine, snap.target.version) == ("vllm", "0.32.0")
+            assert snap.target.context_limit == 2048 and snap.target.max_sequences is not None
+            buckets = vllm_buckets(vllm)
+            for step in snap.steps:
+                check_decomposition(step)  # the client's TTFT holds vLLM's own, within 1 ms
+                check_percentiles(step, buckets)
+    # The same prompts through chat: the same prefill, so TTFT within noise (2 cores shared with
+    # vLLM: a factor of 2 either way); output throughput is not compared (messages counts its
+    # events' tokens with /tokenize after each request, which a closed-loop user waits for).
+    for messages, chat in zip(figures["messages"].steps, figures["chat"].steps, strict=True):
+        assert messages.ttft_s.p50 is not None and chat.ttft_s.p50 is not None
+        ratio = messages.ttft_s.p50 / chat.ttft_s.p50
+        print(f"concurrency {messages.level:g}: TTFT p50 messages/chat {ratio:.2f}")
+        assert 0.5 <= ratio <= 2.0

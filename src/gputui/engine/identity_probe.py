@@ -25,13 +25,15 @@ from gputui.engine.identity import (
 )
 
 _TIMEOUT_S: Final = 2.0
+_VLLM_INFO_TIMEOUT_S: Final = 15.0
+"""vLLM's /server_info collects its host's environment (pip, CPU) on its first call: seconds."""
 _SGLANG_PATHS: Final = ("/server_info", "/get_server_info")
 
 
-def _get(http: httpx.Client, url: str) -> object:
+def _get(http: httpx.Client, url: str, timeout_s: float = _TIMEOUT_S) -> object:
     """The JSON document at `url`, or None (refused, slow, not 200, not JSON)."""
     try:
-        response = http.get(url, timeout=_TIMEOUT_S)
+        response = http.get(url, timeout=timeout_s)
         if response.status_code != 200:
             return None
         return orjson.loads(response.content)
@@ -57,7 +59,11 @@ def probe_identity(
     with httpx.Client(headers=headers or {}) as http:
         if backend in ("vllm", "gputui-sim"):  # the simulator answers vLLM's /version
             version = _get(http, root_url + "/version")
-            info = _get(http, root_url + "/server_info?config_format=json")
+            info = (
+                _get(http, root_url + "/server_info?config_format=json", _VLLM_INFO_TIMEOUT_S)
+                if version is not None  # the simulator and vLLM without dev mode answer 404 fast
+                else None
+            )
             found = replace(vllm_identity(version, info), engine=backend)
             return found if found.sources else None
         if backend == "llamacpp":
