@@ -25,8 +25,9 @@ from gputui.engine.identity import (
 )
 
 _TIMEOUT_S: Final = 2.0
-_VLLM_INFO_TIMEOUT_S: Final = 15.0
-"""vLLM's /server_info collects its host's environment (pip, CPU) on its first call: seconds."""
+_VLLM_INFO_TIMEOUT_S: Final = 30.0
+"""vLLM's /server_info collects its host's environment on its first call (15 s measured on a busy
+2-core host; cached by vLLM afterwards)."""
 _SGLANG_PATHS: Final = ("/server_info", "/get_server_info")
 
 
