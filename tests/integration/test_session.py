@@ -76,8 +76,10 @@ def test_level_changes_pause_and_bursts_make_steps(fixed_sim: SimProcess) -> Non
     # step 2 holds its 8 streams for 2 s minus the paused 0.5 s, plus the burst of 10
     assert results[1].requests_ok > results[0].requests_ok
     specs = {s.index: s for s in session.step_specs()}
-    measured = [
-        r for r in session.all_records() if r.sent_ns >= specs[r.step_index].measure_start_ns
+    measured = [  # sent after it settled and before it closed (`metrics.step`)
+        r
+        for r in session.all_records()
+        if specs[r.step_index].measure_start_ns <= r.sent_ns < specs[r.step_index].end_ns
     ]
     assert sum(r.requests_ok for r in results) == len(measured)
     assert len(measured) < len(session.all_records())  # the warm-ups were excluded

@@ -64,6 +64,9 @@ class FakeSession:
     def finished_steps(self) -> list[StepResult]:
         return list(self.finished)
 
+    def unreported_steps(self) -> frozenset[int]:
+        return frozenset()
+
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
         now = time.perf_counter_ns()
         current = self.current_step

@@ -172,7 +172,7 @@ def test_panels_from_the_replayed_sweep() -> None:
     heads = [e for e in events if e[:1].isdigit()]
     assert [e.split()[1] for e in heads] == ["warning", "sla", "info"]
     assert "load 64 concurrent" in heads[2]
-    assert " ".join(" ".join(events[:4]).split()).endswith("use longer --step-seconds")
+    assert " ".join(" ".join(events[:4]).split()).endswith("hold a level with h to run it longer")
 
 
 def test_gpu_panel_without_telemetry_names_the_source_state() -> None:

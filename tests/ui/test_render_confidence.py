@@ -96,6 +96,10 @@ def test_header_shows_settling_then_measuring_with_n_and_precision() -> None:
         "step 9 12s settling ≤2 s  in flight"  # the warm-up's longest; steady state may end it
         in texts(header_lines(replace(view, frame=settling), 120))[0]
     )
+    verdict = replace(settling, first_verdict_s=18.2)  # when its first verdict can come
+    assert (
+        "settling ≤2 s, verdict ~19 s" in texts(header_lines(replace(view, frame=verdict), 120))[0]
+    )
     measuring = replace(view.frame, measured_n=143, precision=0.032)
     line = header_lines(replace(view, frame=measuring), 120)[0]
     assert "measuring n=143 ±3.2 %  in flight" in texts([line])[0]

@@ -47,10 +47,11 @@ def test_a_job_that_ends_by_itself_says_so_without_any_frame() -> None:
     ended: list[str] = []
     jobs = AutoControl(session, max_step_s=0.2, on_end=ended.append)
     session.start(frame_interval_s=None)
-    session.set_load("concurrency", 2)
-    jobs.hold_until_precise(0.05)  # nothing comes back: the step ends at its 0.2 s maximum
+    first = session.set_load("concurrency", 2)
+    jobs.hold_until_precise(0.05)  # 3 requests only: the step ends at its 0.2 s maximum
+    engine.deliver(records_after(first.start_ns, 0, 3), {0: 3})
     assert _wait(lambda: len(session.step_specs()) == 2, 5.0)  # closed, its load held on
-    engine.deliver([], {0: 0, 1: 0})  # the reader's next batch: step 0 has all it sent
+    engine.deliver([], {0: 3, 1: 0})  # the reader's next batch: step 0 has all it sent
     assert _wait(lambda: ended, 5.0)
     assert ended == ["holding"] and not jobs.running
     (step,) = session.finished_steps()
@@ -76,3 +77,22 @@ def test_cancelling_a_job_returns_at_once_and_no_load_change_follows() -> None:
     assert len(session.step_specs()) == count  # nothing the cancelled job did came after
     assert jobs.phase == "measuring"
     session.stop(cancel=True, drain_timeout_s=0.0)
+
+
+def test_a_level_left_before_it_measured_anything_is_an_event_not_a_step() -> None:
+    session, engine = session_on_fake_engine()
+    session.start(frame_interval_s=None)
+    session.set_load("concurrency", 16)
+    time.sleep(0.05)
+    session.set_load("concurrency", 32)  # left before a single request came back
+    engine.deliver([], {0: 0, 1: 0})
+    started = session.current_step
+    assert started is not None and started.level == 32
+    assert session.finished_steps() == []  # no 0/0 row, chart point or knee
+    assert 0 in session.unreported_steps()
+    texts = [e.text for e in session.events.items()]
+    assert "16: left after 0 s, nothing measured" in texts
+    time.sleep(0.1)
+    engine.deliver(records_after(started.start_ns, 1, 3), {0: 0, 1: 3})
+    session.stop(cancel=False, drain_timeout_s=0.0)
+    assert [(s.level, s.requests_ok) for s in session.finished_steps()] == [(32.0, 3)]

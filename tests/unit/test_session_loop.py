@@ -24,6 +24,7 @@ def test_a_load_change_is_sent_at_once_while_the_loop_is_busy() -> None:
     session.start(frame_interval_s=None)
     first = session.set_load("concurrency", 2)
     engine.deliver(records_after(first.start_ns, 0, 3), {0: 3})
+    time.sleep(0.1)  # the requests above were sent within the step
     session.set_load("concurrency", 4)
     reader = threading.Thread(target=engine.deliver, args=([], {0: 3, 1: 0}))
     reader.start()  # the reader's batch finishes step 0: the loop is now in the subscriber
@@ -52,7 +53,8 @@ def test_a_load_change_is_sent_at_once_while_the_loop_is_busy() -> None:
     current = session.current_step
     assert current is not None and current.level == 8.0 and current.start_ns > third.start_ns
     session.stop(cancel=True, drain_timeout_s=0.0)
-    assert [s.index for s in session.finished_steps()] == [0, 1]
+    assert [s.index for s in session.finished_steps()] == [0]  # 1 measured nothing: no step
+    assert 1 in session.unreported_steps()
 
 
 def _timed(read: Callable[[], object]) -> float:
@@ -75,6 +77,7 @@ def test_subscribers_on_the_loop_may_read_thesession_on_fake_engine() -> None:
     session.start(frame_interval_s=None)
     first = session.set_load("concurrency", 2)
     engine.deliver(records_after(first.start_ns, 0, 4), {0: 4})
+    time.sleep(0.1)  # the requests above were sent within the step
     session.set_load("concurrency", 3)
     engine.deliver([], {0: 4, 1: 0})
     assert [s.index for s in session.finished_steps()] == [0]
@@ -89,4 +92,7 @@ def test_before_start_messages_are_handled_in_the_callers_thread() -> None:
     assert engine.commands == [Load("rate", 5.0, 0)]
     session.stop(cancel=True, drain_timeout_s=0.0)
     (spec,) = session.step_specs()
-    assert spec.end_ns >= spec.start_ns and session.finished_steps()[0].incomplete
+    assert spec.end_ns >= spec.start_ns
+    # Stopped before it measured anything: finished, but a line in the event log, not a step.
+    assert session.finished_steps() == [] and session.unreported_steps() == {0}
+    assert "5 req/s: left after 0 s, nothing measured" in [e.text for e in session.events.items()]

@@ -157,6 +157,9 @@ class _JobView:
     def finished_steps(self) -> list[StepResult]:
         return self._session.finished_steps()
 
+    def unreported_steps(self) -> frozenset[int]:
+        return self._session.unreported_steps()
+
     def settled(self, index: int) -> bool:
         return self._session.settled(index)
 

@@ -13,8 +13,20 @@ MIN_LIFETIMES_PER_STEP = 3
 """Fewer request lifetimes than this in a step's window and closed-loop waves show in its rates."""
 
 
-def step_warnings(result: StepResult) -> list[str]:
-    """What makes a step's throughput mean less than it seems, one line each."""
+LONGER_IN_RUN = ("use a longer --max-step-seconds", "use longer --step-seconds")
+"""What `gputui run` advises for an imprecise step and for a short one (its flags)."""
+LONGER_IN_TUI = (
+    "hold a level with h to run it until precise",
+    "hold a level with h to run it longer",
+)
+"""The same advice for the TUI, where those flags cannot be set: the hold key."""
+
+
+def step_warnings(result: StepResult, longer: tuple[str, str] = LONGER_IN_RUN) -> list[str]:
+    """What makes a step's throughput mean less than it seems, one line each.
+
+    `longer` is the advice for an imprecise and for a short step (`LONGER_IN_TUI` in the TUI).
+    """
     lines = []
     if result.ended_early:
         lines.append(f"ended early: {result.ended_early}")
@@ -42,7 +54,7 @@ def step_warnings(result: StepResult) -> list[str]:
         )
         lines.append(
             f"imprecise: the step ended at its maximum length with {reached}, short of its "
-            "precision target; use a longer --max-step-seconds"
+            f"precision target; {longer[0]}"
         )
         return lines
     e2e_s = result.e2e_s.p50
@@ -50,6 +62,6 @@ def step_warnings(result: StepResult) -> list[str]:
         lines.append(
             f"the step ({result.duration_s:.0f} s) is under {MIN_LIFETIMES_PER_STEP} request "
             f"lifetimes (E2E p50 {e2e_s:.1f} s): requests finish in waves, so its tok/s is "
-            "noisy; use longer --step-seconds"
+            f"noisy; {longer[1]}"
         )
     return lines

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gputui.metrics.client_state import ADVICE, HOST_CONTENDED
-from gputui.metrics.step_quality import step_warnings
+from gputui.metrics.step_quality import LONGER_IN_TUI, step_warnings
 
 if TYPE_CHECKING:
     from gputui.engine.load import LoadMode
-    from gputui.metrics.step import StepResult
+    from gputui.metrics.step import StepResult, StepSpec
     from gputui.session.frames import StatsFrame
     from gputui.telemetry.sampler import TelemetryFrame
 
@@ -77,6 +77,13 @@ def load_event(mode: LoadMode, level: float) -> Event:
     return "info", f"load {level:g} {unit}"
 
 
+def unmeasured_event(spec: StepSpec) -> Event:
+    """A level left before it measured anything: "16: left after 6 s, nothing measured"."""
+    unit = "" if spec.mode == "concurrency" else " req/s"
+    seconds = max(spec.end_ns - spec.start_ns, 0) / 1e9
+    return "info", f"{spec.level:g}{unit}: left after {seconds:.0f} s, nothing measured"
+
+
 def step_events(step: StepResult, number: int | None = None) -> list[Event]:
     """A finished step's warnings, and whether it missed the SLA.
 
@@ -84,7 +91,9 @@ def step_events(step: StepResult, number: int | None = None) -> list[Event]:
     carry-on steps take none); without it, the index + 1.
     """
     shown = step.index + 1 if number is None else number
-    events: list[Event] = [("warning", f"step {shown}: {line}") for line in step_warnings(step)]
+    events: list[Event] = [
+        ("warning", f"step {shown}: {line}") for line in step_warnings(step, LONGER_IN_TUI)
+    ]
     if not step.sla_ok and step.requests_ok + step.requests_failed > 0:
         events.append(("sla", f"step {shown} ({step.level:g}) missed the SLA"))
     return events

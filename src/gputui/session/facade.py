@@ -377,6 +377,10 @@ class Session:
         """Every step so far (the open one has `end_ns == -1`)."""
         return list(self._loop.current().specs)
 
+    def unreported_steps(self) -> frozenset[int]:
+        """Steps never among `finished_steps`: hidden carry-on steps, and those left unmeasured."""
+        return self._loop.current().unmeasured
+
     def finished_steps(self) -> list[StepResult]:
         """Finished steps in order."""
         return list(self._loop.current().finished)

@@ -73,6 +73,8 @@ class StatsFrame:
     or "unmeasured" (no step open: after a hold)."""
     settle_remaining_s: float | None = None
     """While settling: seconds until the maximum warm-up opens the window anyway."""
+    first_verdict_s: float | None = None
+    """While settling: about how long until the step's first verdict can come."""
     measured_n: int = 0
     """Requests of the current step finished inside its measured window so far."""
     precision: float | None = None
@@ -124,6 +126,7 @@ def build_frame(
         gc_pause_max_ms=status.gc_pause_max_ms if status else 0.0,
         step_phase=phase.step_phase,
         settle_remaining_s=phase.settle_remaining_s,
+        first_verdict_s=phase.first_verdict_s,
         measured_n=phase.measured_n,
         precision=phase.precision,
         verdict_progress=phase.verdict_progress,

@@ -7,7 +7,8 @@ per-step send counts with `set_sent`. `finish_ready` is the one place that decid
 finished: it is closed *and* every request sent during it has come back *and* the engine has
 acknowledged a later step (or `force`, at the end of the run, when what is missing is
 `incomplete`). Hidden steps (`Session.hold`) are kept and finished like any other but reported
-nowhere (`visible_finished`).
+nowhere (`visible_finished`); so is a step that finished without a single measured request (the
+operator left its level while it settled): it is `unmeasured`, an event and nothing else.
 
 A step opened at a new level is `pending` while the steps before it hand over (`handing_over`:
 closed, measured, not yet finished): its level is not running yet, and `start_pending` moves its
@@ -49,6 +50,9 @@ class StepLedger:
         """The step that was running when an interrupted run stopped (it is incomplete)."""
         self.version = 0
         """Changes whenever a finished step is added or re-judged."""
+        self.unmeasured: list[StepSpec] = []
+        """Steps closed before they measured anything, oldest first: hidden, and said in the
+        event log only (`session.events.unmeasured_event`)."""
         self.pending: int | None = None
         """The step opened at a new level whose load waits for the hand-over (module contract)."""
 
@@ -166,8 +170,14 @@ class StepLedger:
                 result = replace(result, sla_verdict=verdict, verdict_basis=basis)
             self.finished[step.index] = result
             self.version += 1
-            if step.index not in self.hidden:
-                done.append(result)
+            if step.index in self.hidden:
+                continue
+            if result.requests_ok + result.requests_failed == 0 and result.ended_early is None:
+                # Left before it measured anything: not a step (no row, point or knee).
+                self.hidden.add(step.index)
+                self.unmeasured.append(step)
+                continue
+            done.append(result)
         return done
 
     def rejudge(self, sla: Sla) -> None:

@@ -35,7 +35,13 @@ from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.window import RollingWindow
 from gputui.session.cpu import EngineCpu, WorkerFigures
 from gputui.session.diagnosis import StepDiagnosis
-from gputui.session.events import EventLog, EventWatcher, load_event, step_events
+from gputui.session.events import (
+    EventLog,
+    EventWatcher,
+    load_event,
+    step_events,
+    unmeasured_event,
+)
 from gputui.session.frames import StatsFrame, build_frame, client_lagging
 from gputui.session.handover import handover_state
 from gputui.session.ledger import StepLedger
@@ -294,6 +300,8 @@ class SessionLoop:
 
     def deliver(self, finished: list[StepResult]) -> None:
         """Hand finished steps to their subscribers: events, diagnosis, journal, the callback."""
+        while self.ledger.unmeasured:  # no step: a line in the event log, nothing else
+            self.events.add(*unmeasured_event(self.ledger.unmeasured.pop(0)))
         for result in finished:
             number = self.ledger.number(result.index)
             for kind, text in step_events(result, number):
@@ -397,6 +405,7 @@ class SessionLoop:
             frame=frame if frame is not None else before.frame,
             status=self.status,
             cancelled=self.ledger.cancelled,
+            unmeasured=frozenset(self.ledger.hidden),
             probes_failed=self.probes_failed,
             client_cpu_percent=self.cpu.percent,
             client_run_wait_percent=self.cpu.run_wait_percent,

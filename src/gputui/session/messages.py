@@ -34,6 +34,8 @@ class Published:
     frame: StatsFrame | None = None
     status: EngineStatus | None = None
     cancelled: int = 0
+    unmeasured: frozenset[int] = frozenset()
+    """Steps that will never be among `finished`: hidden ones, and those left unmeasured."""
     probes_failed: int = 0
     client_cpu_percent: float = 0.0
     client_run_wait_percent: float | None = None

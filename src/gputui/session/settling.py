@@ -6,7 +6,8 @@ with the step's finished records, all on the session loop's thread (`session.ste
 lock); `decide` returns the `SteadyStart` once the load has settled (then it is final) and None
 until then.
 
-- Closed loop: the first wave is the first ceil(level) requests sent for the step. A finished
+- Closed loop: the first wave is the first ceil(level) requests sent at the step's level (those
+  the hand-over sent before it, `sent_before` as last known, do not count). A finished
   record alone cannot prove a wave member is not still in flight, so the tracker uses the send
   counts: at the first batch whose count reached the wave (time t_b, count S_b), every request
   sent by t_b must have finished (finished with sent <= t_b >= S_b). Until then only the
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.confidence import min_n_two_sided
 from gputui.metrics.steady import (
     SteadyStart,
     closed_loop_measure_start,
@@ -31,9 +33,48 @@ from gputui.metrics.step import StepMode
 
 DEFAULT_MAX_WARMUP_S = 30.0
 """The longest a step waits to settle before its window opens anyway (`reason` says so)."""
+MIN_SETTLE_S = 5.0
+SETTLE_LIFETIMES = 3.0
+"""A step settles within this many request lifetimes at its level (estimated: `settle_bound_s`)."""
+P95_MIN_N = min_n_two_sided(0.95)
+"""Requests behind a two-sided 95 % interval of a P95: no verdict before them."""
 _MIN_TREND_WINDOW_S = 2.0
 _TREND_LIFETIMES = 2.0
 """Lifetimes in the trend window: in-flight counts wander over about one lifetime."""
+
+
+def settle_bound_s(
+    max_warmup_s: float, lifetime_hint_s: float | None, level: float, previous_level: float | None
+) -> float:
+    """The longest a step settles: what its level needs, not a fixed `max_warmup_s`.
+
+    The first wave takes about one request lifetime at the new level; the lifetime there is
+    estimated as the step before's (`lifetime_hint_s`, its E2E p50) times the level's growth
+    (latency grows at most in proportion to the load), and the bound is `SETTLE_LIFETIMES` of
+    it, within [`MIN_SETTLE_S`, `max_warmup_s`]. Without an estimate: `max_warmup_s`.
+    """
+    if not lifetime_hint_s or lifetime_hint_s <= 0:
+        return max_warmup_s
+    growth = level / previous_level if previous_level and previous_level > 0 else 1.0
+    needed_s = SETTLE_LIFETIMES * lifetime_hint_s * max(growth, 1.0)
+    return min(max_warmup_s, max(MIN_SETTLE_S, needed_s))
+
+
+def first_verdict_s(
+    mode: StepMode, level: float, lifetime_hint_s: float | None, previous_level: float | None
+) -> float | None:
+    """About when a step's first verdict can come, from its start: settled, then enough requests.
+
+    One lifetime at the level (estimated as in `settle_bound_s`) to settle, then the requests a
+    two-sided P95 interval needs (`P95_MIN_N`): level / lifetime per second in closed loop, the
+    rate in open loop. None without an estimate.
+    """
+    if not lifetime_hint_s or lifetime_hint_s <= 0 or level <= 0:
+        return None
+    growth = level / previous_level if previous_level and previous_level > 0 else 1.0
+    lifetime_s = lifetime_hint_s * max(growth, 1.0)
+    per_s = level / lifetime_s if mode == "concurrency" else level
+    return lifetime_s + P95_MIN_N / per_s
 
 
 class SettleTracker:
@@ -48,6 +89,7 @@ class SettleTracker:
         change_ns: int,
         max_warmup_s: float,
         lifetime_hint_s: float | None,
+        sent_before: int = 0,
     ) -> None:
         self.index = index
         self.mode = mode
@@ -55,6 +97,8 @@ class SettleTracker:
         self.change_ns = change_ns
         self.max_warmup_ns = int(max_warmup_s * 1e9)
         self.lifetime_hint_s = lifetime_hint_s
+        self.sent_before = sent_before
+        """The step's requests sent before its level started (the hand-over's, as last known)."""
         self.result: SteadyStart | None = None
         self._wave_at: tuple[int, int] | None = None
         self._t_ns: list[int] = []
@@ -69,7 +113,8 @@ class SettleTracker:
         """The engine's send count for this step and its requests in flight, at `now_ns`."""
         if self.result is not None:
             return
-        if self._wave_at is None and sent >= max(int(np.ceil(self.level)), 1):
+        wave = max(int(np.ceil(self.level)), 1)
+        if self._wave_at is None and sent - self.sent_before >= wave:
             self._wave_at = (now_ns, sent)
         self._t_ns.append(now_ns)
         self._in_flight.append(float(in_flight))
@@ -95,6 +140,9 @@ class SettleTracker:
             early = sent <= t_b
             if int(early.sum()) >= sent_b:
                 sent, end, oldest = sent[early], end[early], None
+                if int((sent >= self.change_ns).sum()) < max(int(np.ceil(self.level)), 1):
+                    # More of them were the hand-over's than last known: a later batch's count.
+                    self._wave_at = None
         return closed_loop_measure_start(
             sent,
             end,

@@ -21,7 +21,7 @@ from gputui.metrics.steady import SteadyStart
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.verdict_progress import VerdictProgress, verdict_progress
 from gputui.session.ledger import StepLedger
-from gputui.session.settling import SettleTracker
+from gputui.session.settling import SettleTracker, first_verdict_s, settle_bound_s
 
 PRECISION_EVERY_NS = 1_000_000_000
 DEFAULT_FRAME_TARGET = 0.05
@@ -42,6 +42,8 @@ class StepPhase:
     measured_n: int = 0
     precision: float | None = None
     verdict_progress: VerdictProgress | None = None
+    first_verdict_s: float | None = None
+    """While settling: about how long until the step's first verdict can come."""
 
 
 def step_so_far(
@@ -62,21 +64,36 @@ class StepProgress:
         self._max_warmup_s = max_warmup_s
         self._tracker: SettleTracker | None = None
         self._cached: tuple[int, int, StepPhase] | None = None
+        self._first_verdict: tuple[int, int] | None = None
+        """(step index, when) its first verdict can come (`settling.first_verdict_s`)."""
         """(step index, when, phase) of the last precision aggregation."""
 
     def open(self, step: StepSpec) -> None:
         """Start settling a step just opened (nothing to do with a fixed warm-up)."""
         if self._warmup_s is not None:
             return
-        # The latest finished step's lifetime (hidden holds included) sizes the trend window.
+        # The latest finished step's lifetime (hidden holds included) sizes the trend window
+        # and the longest settling (`settle_bound_s`: a hand's pace, not a fixed 30 s).
         previous = self._ledger.latest_finished()
+        hint = previous.e2e_s.p50 if previous is not None else None
+        alike = previous is not None and previous.mode == step.mode
+        bound_s = settle_bound_s(
+            self._max_warmup_s, hint, step.level, previous.level if alike and previous else None
+        )
+        self._ledger.move_measure_start(step.index, step.start_ns + int(bound_s * 1e9))
+        verdict_s = first_verdict_s(
+            step.mode, step.level, hint, previous.level if alike and previous else None
+        )
+        if verdict_s is not None:
+            self._first_verdict = (step.index, step.start_ns + int(verdict_s * 1e9))
         self._tracker = SettleTracker(
             index=step.index,
             mode=step.mode,
             level=step.level,
             change_ns=step.start_ns,
-            max_warmup_s=self._max_warmup_s,
-            lifetime_hint_s=previous.e2e_s.p50 if previous is not None else None,
+            max_warmup_s=bound_s,
+            lifetime_hint_s=hint,
+            sent_before=self._ledger.sent.get(step.index, 0),
         )
 
     def on_batch(self, arrived_ns: int, sent_by_step: dict[int, int], in_flight: int) -> None:
@@ -125,9 +142,13 @@ class StepProgress:
         if step.index == self._ledger.pending:
             return StepPhase(step_phase="handover" if job_phase == "measuring" else job_phase)
         if now_ns < step.measure_start_ns:
+            verdict = self._first_verdict
             return StepPhase(
                 step_phase="settling" if job_phase == "measuring" else job_phase,
                 settle_remaining_s=(step.measure_start_ns - now_ns) / 1e9,
+                first_verdict_s=max(verdict[1] - now_ns, 0) / 1e9
+                if verdict is not None and verdict[0] == step.index
+                else None,
             )
         cached = self._cached
         # At most once a second (aggregating the step so far is not free), and at once per step.

@@ -164,6 +164,8 @@ def step_state(view: LiveView, frame: StatsFrame) -> Line:
         left = frame.settle_remaining_s
         # The warm-up's longest: steady state usually ends it sooner.
         line.append((" settling" + (f" ≤{left:.0f} s" if left is not None else ""), "warn"))
+        if frame.first_verdict_s is not None:  # settled, then enough requests for a P95
+            line.append((f", verdict ~{math.ceil(frame.first_verdict_s):.0f} s", "dim"))
         return line
     line += [(" measuring", "label"), (f" n={frame.measured_n}", "")]
     if frame.precision is not None:
