@@ -16,14 +16,15 @@ S1  https://hungchun0201.github.io/agentic-ai-survey/ai-infra-basics/hands-on/we
     "Week 1 - First LLM Serving": vLLM (`vllm-continuum`, torch 2.8.0) `benchmark_serving.py
     --backend vllm --dataset-name sharegpt --num-prompts 150 --request-rate {1,4,10,inf}`,
     Llama-3.1-8B-Instruct BF16, max-model-len 4096, gpu-memory-utilization 0.90, on the PACE
-    Phoenix cluster: "NVIDIA H100 80GB HBM3" and "NVIDIA A100 80GB PCIe" tables (p50 and p99 of
-    TTFT and ITL, output tok/s). Lengths: the page gives ShareGPT prompts of "200-512 input
-    tokens"; its throughput at rates 1-10 over the rate is 118-132 tokens per request, so outputs
-    of 128 tokens are simulated. Its TTFT column is not a time to first token: in all 16 rows of
-    its four GPU tables TTFT p50 = 128.0 x ITL p50 (919 = 128 x 7.18 ...), and at rate inf on the
-    H100 (1094 ms = 128 x 8.55 ms) it leaves no time at all to prefill 150 prompts sent at once.
-    It reads as a whole-response time of a 128-token answer, so the sim's E2E p50 is printed
-    beside it, and it is left out of the band: only ITL p50 is validated from S1.
+    Phoenix cluster: its "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe", "NVIDIA H200 141GB"
+    and "NVIDIA L40S 48GB" tables (p50 and p99 of TTFT and ITL, output tok/s). Lengths: the page
+    gives ShareGPT prompts of "200-512 input tokens"; its throughput at rates 1-10 over the rate is
+    118-132 tokens per request, so outputs of 128 tokens are simulated. Its TTFT column is not a
+    time to first token: in all 16 rows of its four GPU tables TTFT p50 = 128.0 x ITL p50
+    (919 = 128 x 7.18 ...), and at rate inf on the H100 (1094 ms = 128 x 8.55 ms) it leaves no time
+    at all to prefill 150 prompts sent at once. It reads as a whole-response time of a 128-token
+    answer, so the sim's E2E p50 is printed beside it, and it is left out of the band: only ITL
+    p50 is validated from S1.
 """
 
 from __future__ import annotations
@@ -92,6 +93,34 @@ TABLES = (
             PublishedRow(4, 1629, 12.73, 529.0),
             PublishedRow(10, 1839, 14.37, 1208.7),
             PublishedRow(INF, 1948, 15.22, 1973.6),
+        ),
+    ),
+    Table(
+        f"S1 H200 141GB ({S1_URL})",
+        "h200",
+        "llama-3.1-8b",
+        150,
+        (200, 512),
+        128,
+        (
+            PublishedRow(1, 760, 5.94, 126.0),
+            PublishedRow(4, 757, 5.92, 474.2),
+            PublishedRow(10, 782, 6.11, 1210.7),
+            PublishedRow(INF, 909, 7.10, 4245.3),
+        ),
+    ),
+    Table(
+        f"S1 L40S 48GB ({S1_URL})",
+        "l40s",
+        "llama-3.1-8b",
+        150,
+        (200, 512),
+        128,
+        (
+            PublishedRow(1, 3004, 23.47, 132.8),
+            PublishedRow(4, 3141, 24.54, 514.2),
+            PublishedRow(10, 3574, 27.93, 1087.7),
+            PublishedRow(INF, 3460, 27.03, 1108.0),
         ),
     ),
 )
