@@ -48,6 +48,8 @@ DEFAULTS: Final[dict[str, Any]] = {
     "ray": None,
     "label": None,
     "price_per_hour": None,
+    "energy_price": None,
+    "pue": 1.0,
     "precision": None,
     "snapshot_dir": None,
     "target_precision": None,
@@ -78,6 +80,10 @@ class SessionSettings:
     price_per_hour: float | None
     precision: str | None
     snapshot_dir: Path
+    energy_price: float | None = None
+    """Electricity price per kWh (`--energy-price`): an energy cost beside the hourly one."""
+    pue: float = 1.0
+    """Power usage effectiveness (`--pue`): multiplies the energy cost."""
     target_precision: float | None = None
     max_step_seconds: float | None = None
     reuse_prompts: bool = False
@@ -130,6 +136,8 @@ class SharedFlags:
     ray: str | None = None
     label: str | None = None
     price_per_hour: float | None = None
+    energy_price: float | None = None
+    pue: float | None = None
     precision: str | None = None
     snapshot_dir: Path | None = None
     target_precision: float | None = None

@@ -11,7 +11,8 @@ Cards (reference.md §1.4): `A100_80GB_PCIE` supports ECC, remapped rows and MIG
 cooled data-center card it has no fan (`nvmlDeviceGetFanSpeed` -> NotSupported, as L40S/H100 show
 `fan.speed [N/A]`), and retired pages are NotSupported on Ampere+ (row remapping replaced them;
 N/A even on H100). `RTX_4090` (GeForce) raises NotSupported for ECC, retired pages, remapped rows,
-MIG mode and serial, and reports its fan. A100 behaviour is inferred from nvml.h, not captured.
+MIG mode, serial and the total-energy counter (as some GeForce drivers do), and reports its fan.
+A100 behaviour is inferred from nvml.h, not captured.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ class FakeCard:
     ecc_aggregate: tuple[int, int] = (0, 0)
     remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)
     mig_mode: tuple[int, int] = (0, 0)
+    energy_mj: int = 0
+    """nvmlDeviceGetTotalEnergyConsumption: mJ since the driver loaded (Volta+)."""
     not_supported: frozenset[str] = frozenset()
 
 
@@ -129,6 +132,8 @@ GEFORCE_NOT_SUPPORTED = frozenset(
         "nvmlDeviceGetRemappedRows",
         "nvmlDeviceGetMigMode",
         "nvmlDeviceGetSerial",
+        # Issue 29: GeForce drivers that answer NotSupported for the counter (integrate power).
+        "nvmlDeviceGetTotalEnergyConsumption",
     }
 )
 
@@ -330,6 +335,9 @@ class FakeNvml:
 
     def nvmlDeviceGetPowerUsage(self, handle: SimpleNamespace) -> int:
         return self._card("nvmlDeviceGetPowerUsage", handle).power_mw
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: SimpleNamespace) -> int:
+        return self._card("nvmlDeviceGetTotalEnergyConsumption", handle).energy_mj
 
     def nvmlDeviceGetUtilizationRates(self, handle: SimpleNamespace) -> SimpleNamespace:
         card = self._card("nvmlDeviceGetUtilizationRates", handle)

@@ -140,6 +140,8 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "trace",
         "price_per_hour",
         "precision",
+        "energy_price_per_kwh",  # issue 29
+        "pue",
     }
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1
@@ -171,6 +173,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     source_keys |= {"requests_warmup"}  # issue 24: the steps account for every request
     source_keys |= {"handover_s"}  # issue 28: the old load's time after the step closed
     source_keys |= {"prefix_cache_source", "prefix_cache_warning"}
+    source_keys |= {"telemetry", "energy"}  # issue 29: null without telemetry
     assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS | source_keys
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "connect_s"):
         assert set(data["steps"][0][key]) == STATS_KEYS

@@ -78,6 +78,8 @@ def bounded(
 
 positive_float = bounded(float, low=0, low_open=True)
 non_negative_float = bounded(float, low=0)
+pue_float = bounded(float, low=1, high=10)
+"""A power usage effectiveness: facility power / IT power, 1.0 and up."""
 positive_int = bounded(int, low=1)
 non_negative_int = bounded(int, low=0)
 fraction = bounded(float, low=0, high=1)

@@ -17,6 +17,7 @@ from gputui.cli.argtypes import (
     non_negative_float,
     positive_float,
     positive_int,
+    pue_float,
     seconds,
 )
 from gputui.durations import TPOT_IMPLAUSIBLE_S, TTFT_IMPLAUSIBLE_S
@@ -158,6 +159,7 @@ def add_record_arguments(parser: argparse.ArgumentParser, *, precision: bool = T
         metavar="PRICE",
         help="hourly price of this node, saved in the snapshot for `gputui compare`",
     )
+    add_energy_price_arguments(out)
     if precision:  # the demo's own --precision picks the simulated weights, and is recorded
         out.add_argument(
             "--precision",
@@ -172,6 +174,25 @@ def add_record_arguments(parser: argparse.ArgumentParser, *, precision: bool = T
         metavar="DIR",
         help="where snapshots and the crash journal go (default: the sessions folder, "
         "which `gputui sessions` lists)",
+    )
+
+
+def add_energy_price_arguments(group: argparse._ActionsContainer) -> None:
+    """`--energy-price` and `--pue`: an energy cost beside the hourly one (issue 29)."""
+    group.add_argument(
+        "--energy-price",
+        type=non_negative_float,
+        default=None,
+        metavar="PER_KWH",
+        help="electricity price per kWh: adds an energy cost per million output tokens beside "
+        "the hourly cost (never folded into it); saved in the snapshot",
+    )
+    group.add_argument(
+        "--pue",
+        type=pue_float,
+        default=None,
+        metavar="F",
+        help="power usage effectiveness of the facility, multiplies the energy cost (default 1.0)",
     )
 
 

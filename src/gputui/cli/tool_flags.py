@@ -16,6 +16,7 @@ from gputui.cli.argtypes import (
     positive_int,
     seconds,
 )
+from gputui.cli.shared_flags import add_energy_price_arguments
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -111,6 +112,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         "`gputui run --price-per-hour`)",
     )
     parser.add_argument("--currency", default=None, metavar="TEXT", help="e.g. USD or EUR")
+    add_energy_price_arguments(parser)  # overrides the price and PUE saved by `run`
     plan = parser.add_argument_group("capacity planning")
     plan.add_argument(
         "--demand-rpm", type=positive_float, default=None, metavar="N", help="requests per minute"

@@ -55,6 +55,8 @@ def headless_run(options: DemoOptions, url: str, model: str) -> RunOptions:
             label=f"demo {options.gpu} {options.model}",
             precision=options.precision,
             price_per_hour=given.price_per_hour or None,
+            energy_price=given.energy_price,
+            pue=given.pue,
             token_counter=given.token_counter,
             tokenizer=given.tokenizer,
             reuse_prompts=True if given.reuse_prompts else None,

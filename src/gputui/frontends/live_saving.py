@@ -163,6 +163,8 @@ class LiveSaver:
                 **self._trace.saturation().to_json(),
             },
             price_per_hour=settings.price_per_hour,
+            energy_price_per_kwh=settings.energy_price,
+            pue=settings.pue,
             precision=settings.precision,
             workload_details=settings.workload_details,
             settings_changes=tuple(self._terms.changes),

@@ -37,6 +37,9 @@ class LiveSettings:
     """Engine processes sharing the load (engine.pool)."""
     ray_address: str | None = None
     price_per_hour: float | None = None
+    energy_price: float | None = None
+    """Electricity per kWh (`--energy-price`): the energy cost beside the hourly one."""
+    pue: float = 1.0
     precision: str | None = None
     """The weights' precision, recorded in the snapshot (the simulator's own in the demo)."""
     source: SourcePlan | None = None

@@ -58,6 +58,7 @@ def run_command(options: RunOptions) -> int:
     load = options.plan
     settings, target, model = plan.settings, plan.target, ready.checked.model
     printer = StepPrinter(sys.stdout)
+    printer.energy_price, printer.pue = settings.energy_price, settings.pue
     trace = InFlightTrace()
     session = Session(
         ready.config,
@@ -192,6 +193,8 @@ def _run_info(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> RunInfo:
         context=checked.context,
         workload_details=prepared.details,
         price_per_hour=settings.price_per_hour,
+        energy_price_per_kwh=settings.energy_price,
+        pue=settings.pue,
         precision=settings.precision,
     )
 

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity_caveats import capacity_notes_lines
+from gputui.metrics.energy import energy_line
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_quality import step_warnings
@@ -18,6 +19,12 @@ from gputui.snapshot.models import Snapshot
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+def _joules(result: StepResult) -> str:
+    energy = result.energy
+    per = energy["joules_per_output_token"] if energy is not None else None
+    return "-" if per is None else f"{per:.3g}"
 
 
 class StepPrinter:
@@ -33,6 +40,9 @@ class StepPrinter:
         """The diagnosis's warnings (a cold step served from cache), printed with the others."""
         self.cache_line: Callable[[StepResult], str | None] | None = None
         """The step's prefix-cache hit rate and its source, printed under the verdict."""
+        self.energy_price: float | None = None
+        """Per kWh (`--energy-price`): each step's energy line adds its cost."""
+        self.pue = 1.0
 
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
@@ -58,6 +68,9 @@ class StepPrinter:
             cache = self.cache_line(result) if self.cache_line is not None else None
             if cache:
                 self._stream.write(f"  {cache}\n")
+            energy = result.energy
+            if energy is not None:
+                self._stream.write(f"  {energy_line(energy, self.energy_price, self.pue)}\n")
             more = self.diagnosis_warnings(result) if self.diagnosis_warnings else []
             warnings = [*step_warnings(result), *more]
             self._stream.write("".join(f"  warning: {line}\n" for line in warnings))
@@ -128,7 +141,7 @@ class StepPrinter:
         header = (
             f"{'step':>4} {'mode':<11} {'level':>6} {'ok':>6} {'fail':>5} {'req/s':>7} "
             f"{'out tok/s':>9} {'TTFT p50':>8} {'TTFT p95':>8} {'TPOT p95':>8} "
-            f"{'ITL p95':>8} {'E2E p95':>8} {'goodput':>8} SLA"
+            f"{'ITL p95':>8} {'E2E p95':>8} {'goodput':>8} {'J/out tok':>9} SLA"
         )
         rows = [header, "-" * len(header)]
         rows.extend(
@@ -137,12 +150,15 @@ class StepPrinter:
                 f"{r.requests_failed:>5} {r.requests_per_s:>7.2f} {r.output_tokens_per_s:>9.1f} "
                 f"{_ms(r.ttft_s.p50):>8} {_ms(r.ttft_s.p95):>8} {_ms(r.tpot_s.p95):>8} "
                 f"{_ms(r.itl_s.p95):>8} {_ms(r.e2e_s.p95):>8} "
-                f"{r.goodput_requests_per_s:>8.2f} {step_outcome(r)}"
+                f"{r.goodput_requests_per_s:>8.2f} {_joules(r):>9} {step_outcome(r)}"
                 + (" incomplete" if r.incomplete else "")
             )
             for number, r in enumerate(results, start=1)
         )
-        rows.append("latencies in ms; goodput in req/s meeting the SLA")
+        rows.append(
+            "latencies in ms; goodput in req/s meeting the SLA; J/out tok: energy of the "
+            "measured window per output token"
+        )
         with self._lock:
             self._stream.write("\n".join(rows) + "\n")
             self._stream.flush()

@@ -53,6 +53,7 @@ import numpy.typing as npt
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.confidence import Bounds
+from gputui.metrics.energy import StepEnergy, step_energy
 from gputui.metrics.error_log import first_messages, flood_reason
 from gputui.metrics.request_metrics import (
     metrics_from_columns,
@@ -65,6 +66,7 @@ from gputui.metrics.sla import Sla, error_rate, meets_sla, step_meets_sla
 from gputui.metrics.step_intervals import rate_and_share_intervals
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.verdict import Verdict, step_verdict
+from gputui.telemetry.step_telemetry import StepTelemetry
 
 StepMode = Literal["concurrency", "rate"]
 
@@ -146,11 +148,28 @@ class StepResult:
     handover_s: float = 0.0
     """How long the step's load ran on, unmeasured, after it closed: until its last measured
     request ended (the next level starts only then: `session.loads`)."""
+    telemetry: StepTelemetry | None = None
+    """What telemetry saw in the measured window (`telemetry.step_telemetry`), attached where
+    the step is finished (`session.ledger`); None without telemetry."""
 
     @property
     def error_rate(self) -> float | None:
         """Failed / (ok + failed) of the measured requests; None when there were none."""
         return error_rate(self.requests_ok, self.requests_failed)
+
+    @property
+    def energy(self) -> StepEnergy | None:
+        """The step's `energy` object (`metrics.energy`); None without an energy figure."""
+        found = self.telemetry.energy if self.telemetry is not None else None
+        if found is None:
+            return None
+        return step_energy(
+            found,
+            self.duration_s,
+            output_tokens_per_s=self.output_tokens_per_s,
+            input_tokens_per_s=self.input_tokens_per_s,
+            good_output_tokens_per_s=self.goodput_output_tokens_per_s,
+        )
 
 
 def aggregate_step(

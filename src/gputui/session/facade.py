@@ -56,6 +56,7 @@ from gputui.session.messages import (
 )
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S
 from gputui.session.steady import StepProgress, step_so_far
+from gputui.session.window_telemetry import window_telemetry
 from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
@@ -238,10 +239,22 @@ class Session:
         The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
         sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
         its diagnoses to the snapshot, and a verdict that changes between steps is an event.
+        Each step finished from now on also carries its telemetry summary (`watch_telemetry`).
         """
+        if sampler is not None:
+            self.watch_telemetry(sampler)
         return self._diagnosis.start(
             self, sampler, metrics_url, model=model, measured_bandwidth_gbps=measured_bandwidth_gbps
         )
+
+    def watch_telemetry(self, sampler: TelemetrySampler) -> None:
+        """Summarize each step's measured window from `sampler` where the step is finished."""
+        summarize = window_telemetry(sampler)
+
+        def attach(loop: SessionLoop) -> None:
+            loop.ledger.window_telemetry = summarize
+
+        self._loop.ask(attach)
 
     @property
     def diagnoser(self) -> StepDiagnoser | None:

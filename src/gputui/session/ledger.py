@@ -6,9 +6,11 @@ instant) and closes with `close_current`; records arrive with `add_records` and 
 per-step send counts with `set_sent`. `finish_ready` is the one place that decides a step is
 finished: it is closed *and* every request sent during it has come back *and* the engine has
 acknowledged a later step (or `force`, at the end of the run, when what is missing is
-`incomplete`). Hidden steps (`Session.hold`) are kept and finished like any other but reported
-nowhere (`visible_finished`); so is a step that finished without a single measured request (the
-operator left its level while it settled): it is `unmeasured`, an event and nothing else.
+`incomplete`); that is also where the step gets its one telemetry summary of its measured
+window (`window_telemetry`, set by `Session.watch_telemetry`). Hidden steps (`Session.hold`) are
+kept and finished like any other but reported nowhere (`visible_finished`); so is a step that
+finished without a single measured request (the operator left its level while it settled): it
+is `unmeasured`, an event and nothing else.
 
 A step opened at a new level is `pending` while the steps before it hand over (`handing_over`:
 closed, measured, not yet finished): its level is not running yet, and `start_pending` moves its
@@ -18,6 +20,7 @@ start to the moment it does (`session.loads`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 from gputui.engine.process import EngineStatus
@@ -27,6 +30,10 @@ from gputui.metrics.rejudge import rejudge_step
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec, aggregate_step
 from gputui.metrics.verdict import Verdict
+from gputui.telemetry.step_telemetry import StepTelemetry
+
+WindowTelemetry = Callable[[int, int], StepTelemetry | None]
+"""(measure start ns, end ns) -> the telemetry summary of that window."""
 
 
 class StepLedger:
@@ -55,6 +62,8 @@ class StepLedger:
         event log only (`session.events.unmeasured_event`)."""
         self.pending: int | None = None
         """The step opened at a new level whose load waits for the hand-over (module contract)."""
+        self.window_telemetry: WindowTelemetry | None = None
+        """Summarizes a finished step's measured window (None: no telemetry)."""
 
     @property
     def current(self) -> StepSpec | None:
@@ -168,6 +177,9 @@ class StepLedger:
             if step.index in self.verdicts:
                 verdict, basis = self.verdicts[step.index]
                 result = replace(result, sla_verdict=verdict, verdict_basis=basis)
+            if self.window_telemetry is not None and step.end_ns > step.measure_start_ns:
+                summary = self.window_telemetry(step.measure_start_ns, step.end_ns)
+                result = replace(result, telemetry=summary)
             self.finished[step.index] = result
             self.version += 1
             if step.index in self.hidden:

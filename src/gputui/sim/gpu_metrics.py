@@ -5,7 +5,9 @@ current state. vLLM series carry `engine` and `model_name` as vLLM 0.32 labels t
 §4.1; KV usage `vllm:kv_cache_usage_perc` is a 0..1 fraction, counters end in `_total`, the
 waiting requests are also split `vllm:num_requests_waiting_by_reason` {capacity, deferred});
 DCGM series carry `gpu`, `UUID`, `pci_bus_id`, `device` and `modelName` like dcgm-exporter's
-template (§3; framebuffer in MiB, power in W, clocks in MHz). One server
+template (§3; framebuffer in MiB, power in W, clocks in MHz, the total-energy counter in mJ, left
+out for a GeForce card, whose driver answers NotSupported, so readers fall back to integrating
+the power). One server
 exposing both lets a client test its vLLM and its DCGM parsers against a single endpoint.
 """
 
@@ -194,3 +196,12 @@ def _dcgm_metrics(out: list[str], device: SimDevice, uuid: str) -> None:
     for name, help_text, value in dcgm_values:
         _family(out, name, "gauge", help_text)
         out.append(f"{name}{dcgm} {value}")
+    if has_energy_counter(gpu.nvml_name):
+        name = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+        _family(out, name, "counter", "Total energy consumption since boot (in mJ).")
+        out.append(f"{name}{dcgm} {round(thermal.energy_j * 1e3)}")
+
+
+def has_energy_counter(nvml_name: str) -> bool:
+    """Whether the simulated card answers the total-energy counter (GeForce: NotSupported)."""
+    return "GeForce" not in nvml_name

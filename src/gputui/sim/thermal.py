@@ -2,7 +2,8 @@
 
 Contract: `ThermalModel.advance(dt_s, busy_frac, compute_share)` moves the card forward by `dt_s`
 seconds (virtual or real) during which it was busy `busy_frac` of the time. Afterwards `temp_c`,
-`power_w`, `sm_clock_mhz`, `util_frac` and `throttle_reasons` describe the card as NVML/DCGM would,
+`power_w`, `sm_clock_mhz`, `util_frac`, `throttle_reasons` and `energy_j` (the total-energy
+counter: the integral of the true, unaveraged power) describe the card as NVML/DCGM would,
 and `clock_ratio` (current clock / boost clock) is what the roofline's compute term is scaled by.
 
 Model (all constants below; per-card figures in `catalog.GpuSpec`):
@@ -73,6 +74,7 @@ class ThermalModel:
         "_since_control_s",
         "_thermal_clock_mhz",
         "active_clock_mhz",
+        "energy_j",
         "gpu",
         "power_w",
         "sm_clock_mhz",
@@ -87,6 +89,8 @@ class ThermalModel:
         self.power_w = gpu.idle_power_w
         """Board power averaged over about a second, as NVML's power reading is."""
         self.util_frac = 0.0
+        self.energy_j = 0.0
+        """Energy drawn since the card was created (the counter NVML and DCGM report, in J)."""
         self.active_clock_mhz = float(gpu.boost_clock_mhz)
         """Clock the card runs work at (reported clock when busy)."""
         self.sm_clock_mhz = float(gpu.idle_clock_mhz)
@@ -129,6 +133,7 @@ class ThermalModel:
         activity = MEM_BOUND_POWER_FRACTION + (1.0 - MEM_BOUND_POWER_FRACTION) * share
         busy_power = min(self.busy_power_w(activity, self.active_clock_mhz), g.tdp_w)
         power = g.idle_power_w + (busy_power - g.idle_power_w) * busy
+        self.energy_j += power * step_s
         steady_c = g.ambient_c + g.thermal_resistance_c_per_w * power
         self.temp_c += (steady_c - self.temp_c) * -math.expm1(-step_s / g.thermal_time_constant_s)
         blend = -math.expm1(-step_s / UTIL_TIME_CONSTANT_S)

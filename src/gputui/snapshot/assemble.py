@@ -117,6 +117,9 @@ class RunInfo:
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
     price_per_hour: float | None = None
     """The node's hourly price (--price-per-hour), for `gputui compare`'s cost."""
+    energy_price_per_kwh: float | None = None
+    """Electricity per kWh (--energy-price): compare's energy cost beside the hourly one."""
+    pue: float = 1.0
     precision: str | None = None
     """The weights' precision (--precision; the simulator's own for `gputui demo`)."""
     settings_changes: tuple[TermsChange, ...] = ()
@@ -163,6 +166,8 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
         else TelemetrySection.model_validate(info.telemetry),
         bursts=tuple(BurstSection.model_validate(b.to_json()) for b in info.bursts),
         price_per_hour=info.price_per_hour,
+        energy_price_per_kwh=info.energy_price_per_kwh,
+        pue=info.pue,
         precision=info.precision,
         interrupted_by=info.interrupted_by,
         requests_cancelled=session.cancelled,

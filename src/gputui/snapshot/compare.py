@@ -11,7 +11,9 @@ figures use `metrics.cost`, never a formula of their own. Sections added by newe
 `snapshot.compare_inputs` (its `load_named` is the one I/O) and the sweep curve, shared with the
 HTML charts and the TUI's overlay, in `snapshot.sweep_curves`; this module re-exports their names.
 Uncertainty (issue 16): rows carry the intervals at the qualified level, the cost range and the
-significance of differences from the first row (`snapshot.compare_uncertainty`).
+significance of differences from the first row (`snapshot.compare_uncertainty`). Energy
+(issue 29): the qualified step's saved energy per good output token and its cost at a price per
+kWh, beside the hourly cost (`snapshot.compare_energy`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gputui.snapshot.comparable import (
     sla_text,
     workload_name,
 )
+from gputui.snapshot.compare_energy import EnergyAtCapacity, energy_at, energy_terms, total_cost
 from gputui.snapshot.compare_inputs import (
     NamedSnapshot,
     load_named,
@@ -150,6 +153,12 @@ class CompareRow:
     """No step was decisive: the level and its cost rest on point estimates (issue 23)."""
     capacity_provisional_reason: str | None = None
     capacity_caveats: tuple[str, ...] = ()
+    energy: EnergyAtCapacity | None = None
+    """Energy per good output token at the qualified level, and its cost (issue 29)."""
+    energy_price_per_kwh: float | None = None
+    pue: float = 1.0
+    total_cost_per_million_output_tokens: float | None = None
+    """Hourly cost + energy cost per M output tokens, shown beside both (never in either)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +190,11 @@ def _ratio(value: float | None, reference: float | None) -> float | None:
 
 
 def _row(
-    named: NamedSnapshot, price: float | None, demand: Demand | None, at: float | None
+    named: NamedSnapshot,
+    price: float | None,
+    demand: Demand | None,
+    at: float | None,
+    energy_terms_given: tuple[float | None, float | None] = (None, None),
 ) -> CompareRow:
     snap = named.snapshot
     cap = snap.capacity
@@ -197,6 +210,8 @@ def _row(
         else None
     )
     step = _capacity_step(snap)
+    kwh_price, pue = energy_terms(snap, *energy_terms_given)
+    energy = energy_at(step, kwh_price, pue)
     tok_ci, ttft_ci, tpot_ci = capacity_intervals(snap, step)
     curve = sweep_curve(snap)
     rate = cap.error_rate if cap is not None else None
@@ -249,6 +264,10 @@ def _row(
         capacity_provisional=bool(cap is not None and cap.provisional),
         capacity_provisional_reason=cap.provisional_reason if cap is not None else None,
         capacity_caveats=tuple(cap.caveats) if cap is not None else (),
+        energy=energy,
+        energy_price_per_kwh=kwh_price,
+        pue=pue,
+        total_cost_per_million_output_tokens=total_cost(cost, energy),
     )
 
 
@@ -259,13 +278,24 @@ def build_comparison(
     currency: str | None = None,
     demand: Demand | None = None,
     at_output_tokens_per_s: float | None = None,
+    energy_price_per_kwh: float | None = None,
+    pue: float | None = None,
 ) -> Comparison:
-    """The qualified capacity table of these runs; `prices` (by name) override stored prices."""
+    """The qualified capacity table of these runs; `prices` (by name) override stored prices.
+
+    `energy_price_per_kwh` and `pue` override those saved with each run (issue 29).
+    """
     if not snapshots:
         raise UsageError("nothing to compare: give at least one snapshot file")
     given = prices or {}
     rows = [
-        _row(n, given.get(n.name, stored_price(n.snapshot)), demand, at_output_tokens_per_s)
+        _row(
+            n,
+            given.get(n.name, stored_price(n.snapshot)),
+            demand,
+            at_output_tokens_per_s,
+            (energy_price_per_kwh, pue),
+        )
         for n in snapshots
     ]
     first = rows[0]

@@ -30,6 +30,9 @@ class CompareOptions:
     snapshots: tuple[str, ...]
     price: tuple[str, ...] = ()
     currency: str | None = None
+    energy_price: float | None = None
+    """Per kWh; None: each snapshot's saved one (`run --energy-price`)."""
+    pue: float | None = None
     demand_rpm: float | None = None
     mean_output_tokens: float | None = None
     headroom: float = 0.3
@@ -67,6 +70,8 @@ def run_compare(options: CompareOptions) -> int:
         currency=options.currency,
         demand=demand,
         at_output_tokens_per_s=options.at_output_tokens_per_s,
+        energy_price_per_kwh=options.energy_price,
+        pue=options.pue,
     )
     text = render(comparison, options.format)
     if options.format in ("table", "md", "csv"):

@@ -22,6 +22,8 @@ from gputui.snapshot.compare import AtThroughputRow, CompareRow, Comparison, sla
 from gputui.snapshot.compare_diagnosis import HEADERS as DIAGNOSIS_HEADERS
 from gputui.snapshot.compare_diagnosis import TITLE as DIAGNOSIS_TITLE
 from gputui.snapshot.compare_diagnosis import diagnosis_rows
+from gputui.snapshot.compare_energy import TITLE as ENERGY_TITLE
+from gputui.snapshot.compare_energy import energy_cells, energy_headers
 from gputui.snapshot.hardware import GpuSummary
 
 _GIB: Final = float(1 << 30)
@@ -29,6 +31,16 @@ FORMULA: Final = (
     "cost per M out tok = price per hour / (qualified out tok/s x 3600) x 1,000,000;"
     " latencies at the qualified level"
 )
+ENERGY_FORMULA: Final = (
+    "energy per M out tok = J per good out tok x 1e6 / 3.6e6 x price per kWh x PUE (beside the "
+    "hourly cost, not in it); total per M = the two added"
+)
+
+
+def formulas(cmp: Comparison) -> list[str]:
+    """The cost formula, and the energy cost's when a row has one (issue 29)."""
+    priced = any(r.energy is not None and r.energy_price_per_kwh is not None for r in cmp.rows)
+    return [FORMULA, ENERGY_FORMULA] if priced else [FORMULA]
 
 
 def duration(seconds: float | None) -> str:
@@ -258,19 +270,11 @@ def blocks(cmp: Comparison) -> list[Block]:
             for r in rows
         ],
     )
-    cost_headers = ["snapshot", _price_header(cmp, "price/h")]
-    cost_headers += [_price_header(cmp, "cost per M out tok"), "cost vs first"]
-    if cmp.demand is not None:
-        cost_headers += ["servers needed", _price_header(cmp, "total/h")]
-    cost_rows = []
-    for r in rows:
-        cells = [r.label, money(r.price_per_hour), money(r.cost_per_million_output_tokens)]
-        cells.append(ratio(r.cost_vs_first))
-        if cmp.demand is not None:
-            servers = "n/a" if r.servers_needed is None else str(r.servers_needed)
-            cells += [servers, money(r.total_price_per_hour)]
-        cost_rows.append(cells)
-    parts = [identity, method, capacity, gpu, Block("Cost", cost_headers, cost_rows)]
+    parts = [identity, method, capacity, gpu]
+    if any(r.energy is not None for r in rows):  # runs that saved an energy figure (issue 29)
+        energy = [[r.label, *energy_cells(r.energy, r.energy_price_per_kwh, r.pue)] for r in rows]
+        parts.append(Block(ENERGY_TITLE, ["snapshot", *energy_headers()], energy))
+    parts.append(_cost_block(cmp))
     extra = uncertainty_block(cmp)
     if extra is not None:
         parts.append(extra)
@@ -278,6 +282,30 @@ def blocks(cmp: Comparison) -> list[Block]:
     if diagnosis is not None:  # only for runs diagnosed (issue 18)
         parts.append(Block(DIAGNOSIS_TITLE, list(DIAGNOSIS_HEADERS), diagnosis, left=2))
     return parts
+
+
+def _cost_block(cmp: Comparison) -> Block:
+    """Hourly cost per M out tok, the energy cost beside it (issue 29) and their total."""
+    rows = cmp.rows
+    energy = any(r.energy_price_per_kwh is not None for r in rows)
+    headers = ["snapshot", _price_header(cmp, "price/h")]
+    headers += [_price_header(cmp, "cost per M out tok"), "cost vs first"]
+    if energy:
+        headers += [_price_header(cmp, "energy per M out tok"), _price_header(cmp, "total per M")]
+    if cmp.demand is not None:
+        headers += ["servers needed", _price_header(cmp, "total/h")]
+    cost_rows = []
+    for r in rows:
+        cells = [r.label, money(r.price_per_hour), money(r.cost_per_million_output_tokens)]
+        cells.append(ratio(r.cost_vs_first))
+        if energy:
+            e = r.energy.energy_cost_per_million_output_tokens if r.energy else None
+            cells += [money(e), money(r.total_cost_per_million_output_tokens)]
+        if cmp.demand is not None:
+            servers = "n/a" if r.servers_needed is None else str(r.servers_needed)
+            cells += [servers, money(r.total_price_per_hour)]
+        cost_rows.append(cells)
+    return Block("Cost", headers, cost_rows)
 
 
 def interval_text(interval: Interval | None, cell: Callable[[float | None], str]) -> str:
@@ -362,7 +390,7 @@ def table(cmp: Comparison) -> str:
     extra = at_block(cmp)
     if extra is not None:
         lines += ["", extra.title, *_grid(extra.headers, extra.rows, extra.left)]
-    lines += ["", FORMULA]
+    lines += ["", *formulas(cmp)]
     return "\n".join(lines) + "\n"
 
 
@@ -392,7 +420,7 @@ def markdown(cmp: Comparison) -> str:
     if extra is not None:
         lines += ["", extra.title + ":", "", _md_row(extra.headers)]
         lines += [_md_row(["---"] * len(extra.headers)), *(_md_row(r) for r in extra.rows)]
-    lines += ["", FORMULA]
+    lines += ["", *formulas(cmp)]
     return "\n".join(lines) + "\n"
 
 

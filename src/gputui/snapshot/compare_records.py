@@ -83,6 +83,23 @@ def row_record(row: CompareRow, cmp: Comparison) -> dict[str, object]:
     record["capacity_provisional"] = row.capacity_provisional
     record["capacity_provisional_reason"] = row.capacity_provisional_reason
     record["capacity_caveats"] = list(row.capacity_caveats)
+    # Issue 29: energy over the good output at the qualified level, its cost beside the hourly.
+    energy = row.energy
+    record |= {
+        "joules_per_output_token": energy.joules_per_output_token if energy else None,
+        "output_tokens_per_joule": energy.output_tokens_per_joule if energy else None,
+        "joules_per_token": energy.joules_per_token if energy else None,
+        "mean_power_w": energy.mean_power_w if energy else None,
+        "energy_gpus": energy.gpus if energy else None,
+        "energy_method": energy.method if energy else None,
+        "energy_sample_hz": energy.sample_hz if energy else None,
+        "energy_price_per_kwh": row.energy_price_per_kwh,
+        "pue": row.pue,
+        "energy_cost_per_million_output_tokens": (
+            energy.energy_cost_per_million_output_tokens if energy else None
+        ),
+        "total_cost_per_million_output_tokens": row.total_cost_per_million_output_tokens,
+    }
     return record
 
 

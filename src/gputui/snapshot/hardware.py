@@ -6,6 +6,8 @@ Contract: `hardware` (GPU identity: `gpus[i].name`, `memory_total_bytes`) and `t
 perhaps not at all. Both are typed sections (`snapshot.sections`); a malformed one loads as None
 (`Snapshot`'s validator), and the trace points stay plain objects. Every reader here returns None
 (shown as "unknown" or "n/a") for an absent, null or wrongly typed field; nothing raises.
+Files from issue 29 on carry each step's telemetry summary (`steps[].telemetry`): the peaks are
+then over the steps' measured windows, read from there, and the trace is only for charts.
 "Throttled" means a point under load reported a reason that holds clocks down (power cap, HW
 slowdown, thermal, power brake: `telemetry.throttle.THROTTLING_MASK`); idle and
 application-clock reasons do not count. With several GPUs, the peak VRAM is the largest card's
@@ -15,7 +17,7 @@ peak and the VRAM free the tightest card's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from gputui.snapshot.models import Snapshot
@@ -97,8 +99,40 @@ def precision_of(snapshot: Snapshot) -> str | None:
     return None
 
 
+def _from_steps(snapshot: Snapshot, base: GpuSummary) -> GpuSummary | None:
+    """Peaks from the steps' own telemetry summaries (issue 29), when the run saved them."""
+    seen = [s.telemetry for s in snapshot.steps if s.telemetry is not None]
+    if not seen:
+        return None
+    vram = max(
+        (t for t in seen if t.vram_peak_bytes is not None),
+        key=lambda t: t.vram_peak_bytes or 0,
+        default=None,
+    )
+    temps = [t.temperature_max_c for t in seen if t.temperature_max_c is not None]
+    shares = [t for t in seen if t.throttled_share is not None]
+    reasons = sorted({r for t in seen for r in t.throttle_reasons} & THROTTLING_REASONS)
+    free = None
+    if vram is not None and vram.vram_total_bytes is not None and vram.vram_peak_bytes is not None:
+        free = vram.vram_total_bytes - vram.vram_peak_bytes
+    return replace(
+        base,
+        peak_vram_used_bytes=vram.vram_peak_bytes if vram is not None else None,
+        vram_free_bytes=free,
+        max_temperature_c=max(temps) if temps else None,
+        throttled=any((t.throttled_share or 0.0) > 0 for t in shares) if shares else None,
+        throttle_reasons=tuple(reasons),
+    )
+
+
 def gpu_summary(snapshot: Snapshot) -> GpuSummary:
-    """Identity from `hardware`, peaks from the `telemetry` GPU trace."""
+    """Identity from `hardware`; peaks from the steps' telemetry, else the `telemetry` trace."""
+    traced = _from_trace(snapshot)
+    return _from_steps(snapshot, traced) or traced
+
+
+def _from_trace(snapshot: Snapshot) -> GpuSummary:
+    """Identity from `hardware`, peaks from the `telemetry` GPU trace (files before issue 29)."""
     gpus = _gpus(snapshot)
     name = next((g.name for g in gpus if g.name), None) or _fallback_name(snapshot)
     totals: dict[int, float] = {}

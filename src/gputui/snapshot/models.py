@@ -43,7 +43,9 @@ from gputui.snapshot.step_models import (
     LengthStats,
     Stats,
     Step,
+    StepEnergyModel,
     StepLengths,
+    StepTelemetryModel,
     stats_from_summary,
     step_from_result,
     step_reasoning_share,
@@ -64,7 +66,9 @@ __all__ = [
     "Snapshot",
     "Stats",
     "Step",
+    "StepEnergyModel",
     "StepLengths",
+    "StepTelemetryModel",
     "Target",
     "Workload",
     "now_iso",
@@ -323,8 +327,12 @@ class Snapshot(_Model):
     """The node's hourly price (`--price-per-hour`); an unusable value reads as None."""
     precision: str | None = None
     """The served weights' precision (`--precision`, the simulator's own in the demo)."""
+    energy_price_per_kwh: float | None = None
+    """Electricity per kWh (`--energy-price`, issue 29): compare's energy cost."""
+    pue: float | None = None
+    """The facility's power usage effectiveness (`--pue`) that multiplies the energy cost."""
 
-    @field_validator("price_per_hour", mode="before")
+    @field_validator("price_per_hour", "energy_price_per_kwh", mode="before")
     @classmethod
     def _usable_price(cls, value: object) -> float | None:
         """A price is a finite number >= 0; anything else (a string, a bool) is unknown."""

@@ -19,12 +19,12 @@ from typing import Final
 from gputui.snapshot.comparable import sla_bound_text
 from gputui.snapshot.compare import Comparison, sweep_curve
 from gputui.snapshot.compare_format import (
-    FORMULA,
     Block,
     at_block,
     blocks,
     capacity_notes,
     demand_line,
+    formulas,
 )
 from gputui.snapshot.hardware import gpu_traces
 from gputui.snapshot.report_breakdown import breakdown_charts
@@ -186,7 +186,7 @@ def _tables(cmp: Comparison) -> list[str]:
     demand = demand_line(cmp)
     if demand is not None:
         parts.append(f'<p class="note">{escape(demand)}</p>')
-    parts.append(f'<p class="note">{escape(FORMULA)}</p>')
+    parts += [f'<p class="note">{escape(text)}</p>' for text in formulas(cmp)]
     extra = at_block(cmp)
     if extra is not None:
         parts.append(f"<h2>{escape(extra.title)}</h2>{table_html(extra)}")

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 
 from gputui.metrics.step import StepMode, StepResult
 from gputui.metrics.summary import Summary
+from gputui.telemetry.step_telemetry import StepTelemetry, WindowEnergy
 
 
 class _Model(BaseModel):
@@ -100,6 +101,80 @@ class StepLengths(_Model):
     output: LengthCheck
 
 
+class StepEnergyModel(_Model):
+    """`steps[].energy` (issue 29; `metrics.energy`): the measured window's energy per token."""
+
+    joules: float
+    joules_per_output_token: float | None = None
+    joules_per_token: float | None = None
+    """Over input + output tokens (at long prompts it differs from the above many times)."""
+    output_tokens_per_joule: float | None = None
+    joules_per_good_output_token: float | None = None
+    """Over the good output (requests that met the SLA)."""
+    mean_power_w: float
+    gpus: NonNegativeInt
+    """GPUs serving the model, summed."""
+    method: str
+    """"counter" (NVML / DCGM total-energy counter) or "integrated" (power samples)."""
+    sample_hz: float | None = None
+
+
+class WindowEnergyModel(_Model):
+    """The energy of a step's window as telemetry measured it (no token counts)."""
+
+    joules: float
+    mean_power_w: float
+    gpus: NonNegativeInt
+    method: str
+    sample_hz: float | None = None
+
+
+class StepTelemetryModel(_Model):
+    """`steps[].telemetry` (issue 29): the one summary of the measured window's telemetry.
+
+    Semantics in `telemetry.step_telemetry`; every figure is null when no sample said it.
+    """
+
+    window_s: NonNegativeFloat
+    gpus: NonNegativeInt = 0
+    gpu_samples: NonNegativeInt = 0
+    sample_hz: float | None = None
+    power_mean_w: float | None = None
+    power_max_w: float | None = None
+    energy: WindowEnergyModel | None = None
+    temperature_max_c: float | None = None
+    sm_clock_mean_mhz: float | None = None
+    sm_clock_min_mhz: float | None = None
+    mem_clock_mean_mhz: float | None = None
+    utilization_mean_pct: float | None = None
+    throttled_share: float | None = None
+    throttle_reasons: tuple[str, ...] = ()
+    vram_peak_bytes: int | None = None
+    vram_total_bytes: int | None = None
+    host_cpu_mean_pct: float | None = None
+    host_cpu_max_pct: float | None = None
+    host_mem_peak_bytes: int | None = None
+
+    def to_summary(self) -> StepTelemetry:
+        """The metrics form (a replayed or loaded step carries it like a live one)."""
+        e = self.energy
+        energy = (
+            None
+            if e is None
+            else WindowEnergy(
+                joules=e.joules,
+                mean_power_w=e.mean_power_w,
+                gpus=e.gpus,
+                method="counter" if e.method == "counter" else "integrated",
+                sample_hz=e.sample_hz,
+            )
+        )
+        fields = self.model_dump(exclude={"energy"})
+        known = {k: v for k, v in fields.items() if k in StepTelemetry.__dataclass_fields__}
+        known["throttle_reasons"] = tuple(known.get("throttle_reasons") or ())
+        return StepTelemetry(**known, energy=energy)
+
+
 class Step(_Model):
     """One load level's results; semantics in `gputui.metrics.step`."""
 
@@ -166,6 +241,10 @@ class Step(_Model):
     """Per failure reason, the server's first distinct messages (metrics.error_log)."""
     ended_early: str | None = None
     """Why the step ended early (flooded with rejections: metrics.error_log)."""
+    telemetry: StepTelemetryModel | None = None
+    """What telemetry saw in the measured window (issue 29; absent in older files)."""
+    energy: StepEnergyModel | None = None
+    """The window's energy per token (issue 29); null without a GPU power or energy reading."""
 
 
 def stats_from_summary(summary: Summary) -> Stats:
@@ -245,6 +324,12 @@ def _step_core(result: StepResult) -> Step:
         error_messages=result.error_messages,
         ended_early=result.ended_early,
         handover_s=result.handover_s,
+        telemetry=(
+            StepTelemetryModel.model_validate(result.telemetry.to_dict())
+            if result.telemetry is not None
+            else None
+        ),
+        energy=StepEnergyModel.model_validate(result.energy) if result.energy else None,
     )
 
 

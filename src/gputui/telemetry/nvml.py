@@ -9,9 +9,9 @@ shows as n/a and a lost GPU yields a sample of Nones rather than a dead thread. 
 is missing from an older driver (FunctionNotFound) the call falls back to the older spelling.
 
 Cost (reference.md §1.5): NVML calls serialise on the driver's lock, so `sample()` reads only the
-fast-changing set each time (temperature, clocks, power, utilisation, memory, clock-event reasons,
-P-state) and re-reads the slow set (max clocks, power limit, fan, PCIe link, ECC, MIG) every
-`slow_interval_s`. Call it from a worker thread, never from an event loop.
+fast-changing set each time (temperature, clocks, power, the energy counter, utilisation, memory,
+clock-event reasons, P-state) and re-reads the slow set (max clocks, power limit, fan, PCIe link,
+ECC, MIG) every `slow_interval_s`. Call it from a worker thread, never from an event loop.
 """
 
 from __future__ import annotations
@@ -261,6 +261,7 @@ class NvmlSource:
             ("nvmlDeviceGetTemperature", (h, sensor), {}),
         )
         power_mw = q(("nvmlDeviceGetPowerUsage", (h,), {}))
+        energy_mj = q(("nvmlDeviceGetTotalEnergyConsumption", (h,), {}))  # Volta+; GeForce: n/a
         util = q(("nvmlDeviceGetUtilizationRates", (h,), {}))
         mask = q(
             ("nvmlDeviceGetCurrentClocksEventReasons", (h,), {}),
@@ -281,6 +282,7 @@ class NvmlSource:
             mem_clock_max_mhz=slow.mem_clock_max_mhz,
             power_w=_watts(power_mw),
             power_limit_w=slow.power_limit_w,
+            energy_mj=_float(energy_mj),
             utilization_gpu_pct=None if util is None else float(cast(_Utilization, util).gpu),
             memory_used_bytes=used,
             memory_total_bytes=total,

@@ -36,6 +36,9 @@ class GpuSample:
     power_w: float | None = None
     power_limit_w: float | None = None
     """The enforced limit (the minimum over all limiters), not the configured one."""
+    energy_mj: float | None = None
+    """Total energy since the driver loaded, mJ (NVML's counter, dcgm-exporter's
+    `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`); None where the card or source has none."""
     utilization_gpu_pct: float | None = None
     memory_used_bytes: int | None = None
     """As the source reports it (NVML's v2 call counts the driver-reserved memory as used)."""

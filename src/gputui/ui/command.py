@@ -193,6 +193,8 @@ def live_controller(
         workers=values["workers"],
         ray_address=values["ray"],
         price_per_hour=values["price_per_hour"],
+        energy_price=values["energy_price"],
+        pue=values["pue"],
         precision=values["precision"],
         source=source if driven else None,
         workload_details=prepared.details if prepared is not None else {},
