@@ -26,6 +26,7 @@ from gputui.metrics.step_diagnosis import Flat
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
 from gputui.telemetry.samples import GpuSample
+from gputui.telemetry.step_telemetry import StepTelemetry
 
 
 def gpu_in_window(gpus: Sequence[GpuSample], lo: int, hi: int) -> tuple[GpuWindow, GpuSpec | None]:
@@ -37,6 +38,20 @@ def gpu_in_window(gpus: Sequence[GpuSample], lo: int, hi: int) -> tuple[GpuWindo
     if max_clock is None and gpus:
         max_clock = float(max((g.sm_clock_mhz or 0) for g in gpus)) or None
     return gpu_window(gpus, lo, hi, max_clock), gpu_spec
+
+
+def with_step_telemetry(gpu: GpuWindow, telemetry: StepTelemetry | None) -> GpuWindow:
+    """The throttled share and reasons from the step's own telemetry summary, when it has one.
+
+    Issue 29: the step's summary is the one home of these figures; the window above only fills
+    in what the summary does not carry (utilisation against the catalog clock).
+    """
+    if telemetry is None or telemetry.throttled_share is None:
+        return gpu
+    out = GpuWindow(**gpu)
+    out["throttled_share"] = telemetry.throttled_share
+    out["throttle_reasons"] = telemetry.throttle_reasons
+    return out
 
 
 def latency_breakdowns(

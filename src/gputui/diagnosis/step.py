@@ -31,7 +31,12 @@ from typing import Protocol
 import numpy as np
 
 from gputui.catalog.specs import GpuSpec
-from gputui.diagnosis.evidence import gpu_in_window, latency_breakdowns, step_evidence
+from gputui.diagnosis.evidence import (
+    gpu_in_window,
+    latency_breakdowns,
+    step_evidence,
+    with_step_telemetry,
+)
 from gputui.diagnosis.window import (
     ClientFrame,
     ServerWindow,
@@ -165,6 +170,7 @@ class StepDiagnoser:
         traces = self._sampler.traces(downsample_to=None) if self._sampler is not None else None
         server = server_window(traces.server, lo, hi) if traces is not None else ServerWindow()
         gpu, gpu_spec = gpu_in_window(traces.gpu if traces is not None else (), lo, hi)
+        gpu = with_step_telemetry(gpu, result.telemetry)
         with self._lock:
             frames = list(self._frames)
         client = client_window(frames, records, lo, hi)

@@ -46,6 +46,8 @@ class SessionInfo:
     capacity_level: str | None
     """e.g. "concurrency 8"; None when no level met the SLA."""
     knee_level: str | None
+    capacity_joules_per_output_token: float | None = None
+    """J per good output token at the capacity level (issue 29); None without energy."""
 
     @property
     def name(self) -> str:
@@ -66,6 +68,7 @@ class SessionInfo:
             "capacity_output_tokens_per_s": self.capacity_output_tokens_per_s,
             "capacity_level": self.capacity_level,
             "knee_level": self.knee_level,
+            "capacity_joules_per_output_token": self.capacity_joules_per_output_token,
         }
 
 
@@ -85,7 +88,20 @@ def session_info(path: Path, snapshot: Snapshot) -> SessionInfo:
         capacity_output_tokens_per_s=cap.output_tokens_per_s if cap is not None else None,
         capacity_level=level_text(cap.mode, cap.level) if cap is not None else None,
         knee_level=level_text(knee.mode, knee.level) if knee is not None else None,
+        capacity_joules_per_output_token=_joules_at_capacity(snapshot),
     )
+
+
+def _joules_at_capacity(snapshot: Snapshot) -> float | None:
+    """The capacity step's J per good output token, from its saved `energy` object."""
+    cap = snapshot.capacity
+    if cap is None:
+        return None
+    for step in reversed(snapshot.steps):
+        if step.mode == cap.mode and step.level == cap.level and step.energy is not None:
+            energy = step.energy
+            return energy.joules_per_good_output_token or energy.joules_per_output_token
+    return None
 
 
 def _sort_key(info: SessionInfo) -> tuple[float, str]:
@@ -141,6 +157,11 @@ def sessions_table(sessions: Sequence[SessionInfo]) -> str:
                 f"{s.capacity_output_tokens_per_s:.1f} out tok/s at {s.capacity_level}"
                 if s.capacity_output_tokens_per_s is not None
                 else "none"
+            )
+            + (
+                f", {s.capacity_joules_per_output_token:.3g} J/out tok"
+                if s.capacity_joules_per_output_token is not None
+                else ""
             )
             + ("" if s.complete else " (incomplete)"),
             s.knee_level or "none",

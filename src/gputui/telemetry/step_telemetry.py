@@ -35,8 +35,9 @@ EnergyMethod = Literal["counter", "integrated"]
 
 SERVING_MEMORY_SHARE: Final = 0.25
 SERVING_UTIL_PCT: Final = 5.0
-THROTTLE_CLOCK_RATIO: Final = 0.97
-"""A reason set while the clock is within 3 % of its maximum does not slow the card."""
+THROTTLE_CLOCK_RATIO: Final = 0.95
+"""A reason set while the clock is within 5 % of its maximum does not slow the card (the
+bottleneck rules' `metrics.bottleneck.THROTTLE_CLOCK_RATIO`)."""
 BUSY_UTIL_PCT: Final = 5.0
 """Clock figures are over busy samples (an idle card reports its idle clock)."""
 

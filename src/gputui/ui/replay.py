@@ -74,6 +74,7 @@ def step_result(step: Step) -> StepResult:
         goodput_share=step.goodput_share,
         goodput_share_ci=_bounds(step.goodput_share_ci),
         sla_verdict=_verdict(step.sla_verdict),
+        telemetry=step.telemetry.to_summary() if step.telemetry is not None else None,
     )
 
 

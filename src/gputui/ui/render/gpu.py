@@ -5,7 +5,9 @@ the server's KV-cache gauge with running, waiting and preempted requests, and, w
 counts speculative decoding, its acceptance rate: over the recent scrapes (the counters' growth
 across the trace history), else the server's cumulative or gauge figure, labelled as such.
 
-With room, each GPU gets a block of six lines; without, one line each. A missing source shows its
+Last, with room: the GPUs' power now and the J per output token it means at the rolling output
+rate (issue 29; a step's measured figure is in the steps table). With room, each GPU gets a
+block of six lines; without, one line each. A missing source shows its
 state ("n/a: NVML: not found"), never a guess.
 """
 
@@ -174,6 +176,21 @@ def _state(view: LiveView, kind: str) -> str:
     return f"{state.source} {state.status}{detail}"
 
 
+def _energy_line(view: LiveView, gpus: Sequence[GpuSample]) -> Line | None:
+    """Live power of the GPUs and J per output token (that power / the rolling output tok/s)."""
+    power = [s.power_w for s in gpus if s.power_w is not None]
+    if not power:
+        return None
+    watts = sum(power)
+    line: Line = [("energy", "label"), (f" {watts:.0f} W", "s3")]
+    if len(power) > 1:
+        line.append((f" ({len(power)} GPUs)", "dim"))
+    rate = view.frame.window.output_tokens_per_s if view.frame is not None else 0.0
+    if rate > 0:
+        line.append((f"  {watts / rate:.3g} J/out tok", "accent"))
+    return line
+
+
 def gpu_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
     """The panel's lines, exactly `height` of `width` cells."""
     telemetry = view.telemetry
@@ -192,5 +209,8 @@ def gpu_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -
     else:
         lines += [_gpu_line(sample, width, ascii) for sample in gpus]
     lines += tail
+    energy = _energy_line(view, gpus)
+    if energy is not None:
+        lines.append(energy)
     out = [fit(line, width) for line in lines[:height]]
     return out + [fit([], width) for _ in range(height - len(out))]

@@ -5,8 +5,10 @@ steps finish; each cell is cut to its column and keeps a space before the next. 
 in the order the steps finished (1, 2, 3, ...: the hold's and the auto sweep's hidden
 continuation steps take no number), the number led by the row's marks: `★` the capacity, `┊` the
 knee, `~` a partial step. The SLA column says pass / fail / inconclusive, or "no data" for a step
-in which no request finished (`metrics.outcome`). When a step has been diagnosed, "bound by"
-and, where the table is wide enough, its TTFT decomposition bar follow.
+in which no request finished (`metrics.outcome`; "inconcl." where the table is narrow). `J/out`
+is the step's joules per output token over its measured window (issue 29; "-" without an energy
+figure). When a step has been diagnosed, "bound by" and, where the table is wide enough, its
+TTFT decomposition bar follow.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ _SLA_W = 13
 """' inconclusive': the longest word of the SLA column."""
 _BOUND_NARROW, _BOUND_WIDE = 14, 20
 _EXTRA = [("±TTFT", 8), ("±tok/s", 7)]
+_ENERGY = ("J/out", 7)
+"""Joules per output token over the step's measured window (issue 29)."""
+_SLA_NARROW = 9
+"""The SLA column when the detail view makes room for the energy column: ' inconcl.'."""
+_BOUND_TIGHT = 11
 _TAIL = [("ITL95", 9), ("E2E95", 9), ("goodput", 9), ("req/s", 7)]
 _TTFT_W = 8
 """The bar column starts with the step's mean TTFT; the bar splits it (100 % = that TTFT)."""
@@ -42,18 +49,31 @@ def level_text(step: StepResult) -> str:
 
 
 def steps_layout(width: int) -> tuple[list[tuple[str, int]], int, int]:
-    """The value columns, the bound-by width and the TTFT bar's width (0: none) for `width`."""
+    """The value columns, the bound-by width and the TTFT bar's width (0: none) for `width`.
+
+    The energy column (issue 29) comes before the ± columns; where it would not fit, the SLA
+    and bound-by columns narrow to make room (the steps panel of a 160-column screen, the
+    detail view of an 80-column one: 76 cells).
+    """
     columns = list(_BASE)
     used = sum(w for _, w in columns) + _SLA_W
     bound_w = _BOUND_WIDE if used + _BOUND_WIDE + 16 <= width else _BOUND_NARROW
     used += bound_w
+    if used + _ENERGY[1] > width:
+        used -= _SLA_W - _SLA_NARROW + bound_w - _BOUND_TIGHT
+        bound_w = _BOUND_TIGHT
+    if used + _ENERGY[1] <= width:
+        columns.insert(next(i for i, c in enumerate(columns) if c[0] == "tok/s") + 1, _ENERGY)
+        used += _ENERGY[1]
     for column, after in zip(_EXTRA, ("TTFT95", "tok/s"), strict=True):
         if used + column[1] <= width:
             columns.insert(next(i for i, c in enumerate(columns) if c[0] == after) + 1, column)
             used += column[1]
     bar = 0
     if used + _TTFT_W + _BAR_MIN <= width:
-        bar = min(_BAR_MAX, width - used - _TTFT_W)
+        # Leave the first tail column (ITL95) its room when the bar can spare it.
+        room = width - used - _TTFT_W
+        bar = min(_BAR_MAX, room - _TAIL[0][1] if room - _TAIL[0][1] >= 34 else room)
         used += _TTFT_W + bar
     for column in _TAIL:
         if used + column[1] <= width:
@@ -96,19 +116,29 @@ def _values(view: LiveView, i: int, step: StepResult) -> dict[str, tuple[str, st
         "ITL95": (fmt.duration(step.itl_s.p95), ""),
         "E2E95": (fmt.duration(step.e2e_s.p95), ""),
         "goodput": (fmt.rate(step.goodput_output_tokens_per_s), ""),
+        "J/out": (_joules(step), "s3"),
         "req/s": (fmt.rate(step.requests_per_s), ""),
     }
+
+
+def _joules(step: StepResult) -> str:
+    """J per output token: '0.431', '8.47', '12.3' ('-' without an energy figure)."""
+    energy = step.energy
+    per = energy["joules_per_output_token"] if energy is not None else None
+    return "-" if per is None else f"{per:.3g}"
 
 
 def _row(
     view: LiveView, i: int, layout: tuple[list[tuple[str, int]], int, int], *, ascii: bool
 ) -> Line:
     columns, bound_w, bar_w = layout
+    sla_w = _sla_width(columns, bound_w)
     step = view.steps[i]
     values = _values(view, i, step)
     line: Line = [(_cell(values[name][0], w), values[name][1]) for name, w in columns]
     outcome = step_outcome(step)
-    line.append((" " + outcome.ljust(_SLA_W - 1), OUTCOME_ROLES[outcome]))
+    shown = outcome if len(outcome) < sla_w else outcome[: sla_w - 2] + "."
+    line.append((" " + shown.ljust(sla_w - 1), OUTCOME_ROLES[outcome]))
     if i == view.best_step_index:
         line = [(text, "best" if role in ("", "s1", "dim", "ok") else role) for text, role in line]
     if view.knee is not None and i == view.knee.index:
@@ -125,6 +155,11 @@ def _row(
     return line
 
 
+def _sla_width(columns: list[tuple[str, int]], bound_w: int) -> int:
+    """The SLA column is narrow only where the detail view made room for the energy column."""
+    return _SLA_NARROW if bound_w == _BOUND_TIGHT and _ENERGY in columns else _SLA_W
+
+
 def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False) -> list[Line]:
     """One row per finished step (the newest at the bottom when they do not all fit).
 
@@ -133,7 +168,9 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
     """
     layout = steps_layout(width)
     columns, bound_w, bar_w = layout
-    head = "".join(name.rjust(w) for name, w in columns) + " SLA".ljust(_SLA_W)
+    head = "".join(name.rjust(w) for name, w in columns) + " SLA".ljust(
+        _sla_width(columns, bound_w)
+    )
     header: Line = [(head + " " + "bound by".ljust(bound_w - 1), "label")]
     if bar_w:
         legend = breakdown.legend(ascii=ascii, short=bar_w < 34)

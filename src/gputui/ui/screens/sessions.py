@@ -27,7 +27,7 @@ from gputui.ui.render.sweep import MAX_OVERLAYS, SweepOverlay, overlay_marker
 from gputui.ui.screens.dialogs import ConfirmScreen
 from gputui.ui.widgets.key_footer import KeyFooter
 
-COLUMNS = ("", "label", "capacity tok/s", "knee", "GPU", "date", "target")
+COLUMNS = ("", "label", "capacity tok/s", "knee", "J/out tok", "GPU", "date", "target")
 """The answers first: at 80 columns capacity and knee show without scrolling sideways."""
 
 
@@ -60,6 +60,7 @@ def _row(info: SessionInfo, marker: str) -> tuple[str, ...]:
         info.name if len(info.name) <= _LABEL_W else info.name[: _LABEL_W - 1] + "…",
         capacity + ("" if info.complete else " (partial)"),
         _level(info.knee_level),
+        "-" if (j := info.capacity_joules_per_output_token) is None else f"{j:.3g}",
         (info.gpu or "unknown").removeprefix("NVIDIA "),
         info.created_at[:16].replace("T", " "),
         f"{info.model} @ {host}",
