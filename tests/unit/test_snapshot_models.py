@@ -145,7 +145,22 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     }
     assert set(data) == v1 | added_in_v1
     assert data["schema_version"] == 1
-    assert set(data["target"]) == {"url", "model", "endpoint", "backend", "server_header"}
+    target = {"url", "model", "endpoint", "backend", "server_header"}
+    target |= {  # the server's identity and limits (added in v1, optional)
+        "engine",
+        "version",
+        "engine_model",
+        "context_limit",
+        "context_limit_source",
+        "max_input_tokens",
+        "max_batch_tokens",
+        "max_sequences",
+        "kv_blocks",
+        "kv_tokens",
+        "engine_settings",
+        "identity_sources",
+    }
+    assert set(data["target"]) == target
     workload = {"input_tokens", "output_tokens", "endpoint", "arrival", "burstiness"}
     workload |= {"extra_body", "ignore_eos", "input_tokens_method"}
     workload |= {  # added in v1 (optional): scenarios, distributions, requested vs measured
