@@ -165,6 +165,10 @@ def test_messages_endpoint_is_exact_and_matches_chat(vllm: VllmServer, tmp_path:
         totals = _check_exact(snap, stdout, delta)
         _print_steps(snap, endpoint)
         figures[endpoint] = snap
+        buckets = vllm_buckets(vllm)
+        for step in snap.steps:
+            check_decomposition(step)  # the client's TTFT holds vLLM's own, within 1 ms
+            check_percentiles(step, buckets)
         if endpoint == "messages":
             assert snap.workload.endpoint == "messages"
             assert set(totals["event_tokens_methods"]) <= {"events", "tokenizer"}
@@ -172,15 +176,13 @@ def test_messages_endpoint_is_exact_and_matches_chat(vllm: VllmServer, tmp_path:
             # The server's identity, from /version and (dev mode) /server_info.
             assert (snap.target.engine, snap.target.version) == ("vllm", "0.32.0")
             assert snap.target.context_limit == 2048 and snap.target.max_sequences is not None
-            buckets = vllm_buckets(vllm)
-            for step in snap.steps:
-                check_decomposition(step)  # the client's TTFT holds vLLM's own, within 1 ms
-                check_percentiles(step, buckets)
-    # The same prompts through chat: the same prefill, so TTFT within noise (2 cores shared with
-    # vLLM: a factor of 2 either way); output throughput is not compared (messages counts its
-    # events' tokens with /tokenize after each request, which a closed-loop user waits for).
+    # The same prompts through chat: the same 512 tokens billed (the chat template applied alike,
+    # _check_exact) and the same TTFT within noise. On 2 cores shared with vLLM (and, here, with
+    # other test runs) back-to-back runs of the two endpoints measured TTFT p50 ratios of 0.6 to
+    # 2.7, so the bound only catches a TTFT taken at the wrong event (at message_stop: the whole
+    # 32-token answer, 5-10x the first token here).
     for messages, chat in zip(figures["messages"].steps, figures["chat"].steps, strict=True):
         assert messages.ttft_s.p50 is not None and chat.ttft_s.p50 is not None
         ratio = messages.ttft_s.p50 / chat.ttft_s.p50
         print(f"concurrency {messages.level:g}: TTFT p50 messages/chat {ratio:.2f}")
-        assert 0.5 <= ratio <= 2.0
+        assert 0.25 <= ratio <= 4.0
