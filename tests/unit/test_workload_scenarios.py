@@ -90,7 +90,11 @@ output = 10
         ("[workload]\noutput = 5\n", "workload", "expected input"),
         (GOOD + "[load]\nlevels = [1, 2.5]\n", "load", "whole concurrency levels"),
         (GOOD + "[sla]\nmax_error_rate = 2\n", "sla.max_error_rate", "less than or equal to 1"),
-        ('endpoint = "grpc"\n' + GOOD, "endpoint", "expected 'completions', 'chat' or 'responses'"),
+        (
+            'endpoint = "grpc"\n' + GOOD,
+            "endpoint",
+            "expected 'completions', 'chat', 'responses' or 'messages'",
+        ),
         (
             '[workload]\ninput = {kind = "uniform", min = 9, max = 3}\noutput = 5\n',
             "workload.input",
