@@ -130,3 +130,11 @@ def test_header_shows_the_hand_over_of_the_closing_step() -> None:
     one = replace(closing, requests_left=1, eta_s=None)
     line = header_lines(replace(view, frame=replace(view.frame, handover=one)), 120)[0]
     assert "step 9 closing: 1 request finishing at 64, then 128" in texts([line])[0]
+
+
+def test_a_narrow_header_keeps_the_hand_over_in_short() -> None:
+    view = _views()[-1]
+    assert view.frame is not None
+    closing = Handover(index=8, level=64, requests_left=12, eta_s=3.4, next_level=128)
+    shown = replace(view, frame=replace(view.frame, handover=closing))
+    assert "step 9 closing: 12 left at 64, ~4 s, then 128" in texts(header_lines(shown, 80))[0]

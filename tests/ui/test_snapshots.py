@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from gputui.frontends.live import LiveView
 from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.session.events import LiveEvent
+from gputui.session.frames import Handover
 from gputui.ui.app import AppOptions, GputuiApp, make_app
 from gputui.ui.replay import load_views
 from gputui.ui.screens.detail import DetailScreen
@@ -249,3 +250,17 @@ def test_live_screen_bound_by_at_the_knee(snap_compare: Any) -> None:
     assert view.knee is not None and view.knee.level == 64
     assert view.knee_explanation is not None and "bound by queue at 128" in view.knee_explanation
     assert snap_compare(_diag_app(), terminal_size=(160, 48), run_before=_drawn)
+
+
+def _handing_over(view: LiveView) -> LiveView:
+    """Step 9 closes at 64 (12 of its requests still out) before 128 starts (issue 28)."""
+    assert view.frame is not None
+    closing = Handover(index=8, level=64, requests_left=12, eta_s=3.4, next_level=128)
+    frame = replace(view.frame, level=128, step_phase="handover", handover=closing)
+    return replace(view, frame=frame, level=128)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_live_screen_during_a_hand_over(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The header says the closing step, its requests left at the old level, and what follows."""
+    assert snap_compare(_diag_app(_handing_over), terminal_size=size, run_before=_drawn)

@@ -54,7 +54,11 @@ def pack(groups: list[Group], width: int, max_lines: int) -> list[Line]:
         del kept[worst]
 
 
-def header_groups(view: LiveView) -> list[Group]:
+COMPACT_BELOW = 120
+"""Narrower headers say the hand-over in short: "closing: 12 left at 64, ~4 s, then 128"."""
+
+
+def header_groups(view: LiveView, width: int = COMPACT_BELOW) -> list[Group]:
     """Load, step, in flight, clock, the client's CPU; target, model, capacity, backend, GPUs."""
     state = view.target_state
     dot_role = "ok" if state == "ok" else ("crit" if state.startswith("unreachable") else "warn")
@@ -74,7 +78,7 @@ def header_groups(view: LiveView) -> list[Group]:
     elif frame is not None:
         step: Line = [("step ", "label"), (f"{len(view.steps) + 1}", "")]
         if frame.handover is not None:
-            step += handover_state(frame.handover)
+            step += handover_state(frame.handover, compact=width < COMPACT_BELOW)
         else:
             step += [(f" {frame.step_elapsed_s:.0f}s", ""), *step_state(view, frame)]
         groups.append((0, step))
@@ -108,7 +112,7 @@ def header_lines(view: LiveView, width: int, height: int = 3) -> list[Line]:
     verdict's progress, the SLA, the price and the cost): each part has its own lines when
     there are three or more, and drops its least important items when they do not fit them.
     """
-    groups = header_groups(view)
+    groups = header_groups(view, width)
     split = next(i for i, (_, spans) in enumerate(groups) if spans[0][0] == view.target_url)
     terms = terms_parts(view)
     if height <= 2:
@@ -144,10 +148,12 @@ def capacity_bracket(view: LiveView) -> Line:
     return line
 
 
-def handover_state(handover: Handover) -> Line:
+def handover_state(handover: Handover, *, compact: bool = False) -> Line:
     """The hand-over: "closing: 12 requests finishing at 64, ~4 s, then 128" (after the step)."""
     left = handover.requests_left
     text = f"{left} request{'' if left == 1 else 's'} finishing at {handover.level:g}"
+    if compact:
+        text = f"{left} left at {handover.level:g}"
     if handover.eta_s is not None:
         text += f", ~{math.ceil(handover.eta_s):.0f} s"
     return [(" closing: ", "warn"), (text, ""), (f", then {handover.next_level:g}", "accent")]
