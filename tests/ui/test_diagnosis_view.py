@@ -76,7 +76,7 @@ def test_the_help_explains_every_verdict_once() -> None:
 def test_the_replayed_steps_table_shows_verdicts_and_bars() -> None:
     view = replay_views(DIAG_FIXTURE)[-1]
     assert view.diagnoses and view.knee is not None
-    lines = texts(steps_lines(view, 130, 12))
+    lines = texts(steps_lines(view, 137, 12))  # 130 before the J/out column (issue 29)
     assert "bound by" in lines[0] and "░n ▒q █p ▓s ·c" in lines[0]  # a 24-cell bar: the short key
     assert "░net ▒queue █prefill ▓srv ·client" in texts(steps_lines(view, 200, 12))[0]
     rows = lines[1 : 1 + len(view.steps)]
