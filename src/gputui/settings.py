@@ -142,6 +142,10 @@ class SharedFlags:
     snapshot_dir: Path | None = None
     target_precision: float | None = None
     max_step_seconds: float | None = None
+    records: Path | None = None
+    """`--records FILE`: per-request JSON Lines (`snapshot.records_file`)."""
+    serve_metrics: tuple[str, int] | None = None
+    """`--serve-metrics HOST:PORT`: gputui's own /metrics (`frontends.exporter`)."""
 
 
 @dataclass(frozen=True, slots=True)

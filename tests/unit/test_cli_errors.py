@@ -22,6 +22,7 @@ BAD_FLAG = {
     "burn": ["--seconds", "soon"],
     "compare": ["x.json", "--headroom", "x"],
     "sessions": ["--bogus"],
+    "records": ["x.json", "--bogus"],
     "scenarios": ["--bogus"],
     "sim": ["--itl-ms", "x"],
 }

@@ -58,6 +58,7 @@ def build_parser() -> OneLineParser:
         add_gpu_arguments,
         add_kv_arguments,
         add_metrics_arguments,
+        add_records_arguments,
         add_scenarios_arguments,
         add_sessions_arguments,
     )
@@ -77,6 +78,9 @@ def build_parser() -> OneLineParser:
         commands.add_parser("compare", help="qualified capacity table and cost of snapshots")
     )
     add_sessions_arguments(commands.add_parser("sessions", help="list saved sessions"))
+    add_records_arguments(
+        commands.add_parser("records", help="a saved session's per-request records (JSON Lines)")
+    )
     add_scenarios_arguments(
         commands.add_parser("scenarios", help="list (and validate) the scenario files")
     )

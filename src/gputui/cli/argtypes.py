@@ -154,3 +154,18 @@ minutes = duration("min")
 """A positive duration; bare numbers in minutes (--max-minutes)."""
 milliseconds = duration("ms", low_open=False)
 """A duration that may be zero; bare numbers in milliseconds (the simulator's latencies)."""
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT` or a bare `PORT` (then on 127.0.0.1, never every interface)."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text.strip()
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 < number < 65536:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT or PORT (1-65535): {text!r}")
+    return host, number

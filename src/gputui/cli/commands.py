@@ -76,6 +76,12 @@ def sessions(args: argparse.Namespace) -> int:
     return run_sessions(take(SessionsOptions, args))
 
 
+def records(args: argparse.Namespace) -> int:
+    from gputui.snapshot.records_export import RecordsOptions, run_records
+
+    return run_records(take(RecordsOptions, args))
+
+
 def scenarios(args: argparse.Namespace) -> int:
     from gputui.workloads.command import ScenariosOptions, run_scenarios
 
@@ -99,6 +105,7 @@ SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "burn": burn,
     "compare": compare,
     "sessions": sessions,
+    "records": records,
     "scenarios": scenarios,
     "sim": sim,
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 from gputui.cli.argtypes import (
     duration,
     fraction,
+    host_port,
     non_negative_float,
     positive_float,
     positive_int,
@@ -174,6 +175,23 @@ def add_record_arguments(parser: argparse.ArgumentParser, *, precision: bool = T
         metavar="DIR",
         help="where snapshots and the crash journal go (default: the sessions folder, "
         "which `gputui sessions` lists)",
+    )
+    live = parser.add_argument_group("per-request records and live metrics")
+    live.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write one JSON line per request as each step finishes (schema in the README; "
+        "`gputui records SNAPSHOT` writes the same from a saved session)",
+    )
+    live.add_argument(
+        "--serve-metrics",
+        type=host_port,
+        default=None,
+        metavar="HOST:PORT",
+        help="serve gputui's own Prometheus metrics (gputui_*) at http://HOST:PORT/metrics "
+        "while it runs (a bare PORT: 127.0.0.1; default off)",
     )
 
 

@@ -1,4 +1,4 @@
-"""The flags of the tool subcommands: `kv`, `gpu`, `metrics`, `compare`, `sessions`, `scenarios`.
+"""The flags of the tool subcommands: kv, gpu, metrics, compare, sessions, records, scenarios.
 
 Declaring them imports nothing heavy (httpx, prometheus-client, pynvml, numpy), so `gputui --help`
 stays fast.
@@ -151,6 +151,19 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
         "--recover",
         action="store_true",
         help="first rebuild a snapshot from each journal a crashed `tui` or `run` left there",
+    )
+
+
+def add_records_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare `gputui records`' arguments."""
+    parser.add_argument("snapshot", metavar="SNAPSHOT", help="a saved session (snapshot JSON)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the JSON Lines here (default: stdout); the rows --records writes live",
     )
 
 

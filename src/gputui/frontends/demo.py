@@ -60,6 +60,8 @@ def headless_run(options: DemoOptions, url: str, model: str) -> RunOptions:
             token_counter=given.token_counter,
             tokenizer=given.tokenizer,
             reuse_prompts=True if given.reuse_prompts else None,
+            records=given.records,
+            serve_metrics=given.serve_metrics,
         ),
         plan=_load_plan(options),
         source=options.tui.source,

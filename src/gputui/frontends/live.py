@@ -159,6 +159,7 @@ class LiveController:
             self._session.close_journal(
                 saved=path is not None or not self._session.finished_steps()
             )
+            self._saver.close_outputs()
             if self._telemetry is not None:
                 self._telemetry.stop()
             self._final_path = path

@@ -5,8 +5,9 @@ Session, the telemetry sampler, the in-flight trace, the SLA and price history, 
 and the controller as its `SaveHost` (the settings now, the load's mode, whether it runs).
 `save` writes a snapshot of every finished step so far (the session goes on) with
 `snapshot.assemble.save_session`, the function `gputui run` uses; `open_journal` has the Session
-journal the run for crash recovery (an OSError is an event, not a failure); `run_info` is the
-run's description in both. `identify` records the server that preflight found.
+journal the run for crash recovery (an OSError is an event, not a failure), with the
+`--records` file and the `--serve-metrics` totals following it (`frontends.outputs`);
+`run_info` is the run's description in both. `identify` records the server that preflight found.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gputui.engine.context_limit import ContextLimit
 from gputui.engine.identity import ServerIdentity
 from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
+from gputui.frontends.outputs import RunOutputs
 from gputui.frontends.view import EventKind
 from gputui.metrics.sla_terms import TermsHistory
 from gputui.session import Session
@@ -85,6 +87,18 @@ class LiveSaver:
         """The label of the operator's last save, reused by the final snapshot on quit."""
         self._saved_label: str | None = None
         """The label `last_saved` was written under."""
+        settings = host.settings
+        self.outputs = RunOutputs(
+            settings.records,
+            settings.serve_metrics,
+            lambda: session.sla,
+            lambda message: event("error", message),
+        )
+        """`--records` and `--serve-metrics`: opened now (a bad path or a port in use stops
+        the TUI before it starts), fed by the journal, closed by `close_outputs`."""
+        self.outputs.watch(session)
+        if self.outputs.url is not None:
+            event("info", f"gputui's own metrics at {self.outputs.url}")
 
     def identify(
         self,
@@ -128,9 +142,15 @@ class LiveSaver:
                 journal_header(info, settings.sla),
                 on_error=lambda message: self._event("error", message),
                 extra_lines=journal_lines(self._session, info, self._telemetry),
+                taps=self.outputs.taps,
             )
         except OSError as exc:
-            self._event("error", f"no journal (crash recovery off): {exc}")
+            off = " and per-request records and /metrics counts" if self.outputs.taps else ""
+            self._event("error", f"no journal (crash recovery{off} off): {exc}")
+
+    def close_outputs(self) -> None:
+        """Stop serving /metrics and close the records file (after the journal closed)."""
+        self.outputs.close()
 
     def run_info(
         self, label: str | None, *, complete: bool, interrupted_by: str | None = None

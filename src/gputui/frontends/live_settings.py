@@ -56,6 +56,10 @@ class LiveSettings:
     """The prepared workload's snapshot fields (`workloads.prepare.PreparedRun.details`)."""
     notices: tuple[str, ...] = ()
     """What the header must say about the prompts (`workloads.report.prompt_notices`)."""
+    records: Path | None = None
+    """`--records FILE`: per-request JSON Lines (`frontends.outputs`)."""
+    serve_metrics: tuple[str, int] | None = None
+    """`--serve-metrics HOST:PORT`: gputui's own /metrics while the TUI runs."""
 
 
 def backend_from_server(server_header: str) -> str | None:

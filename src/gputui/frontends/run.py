@@ -16,6 +16,7 @@ from gputui.control.plans import FixedLevels, KneeSweepPlan, Repeats, RepeatTall
 from gputui.control.repeats import fresh_start
 from gputui.control.runner import Plan, PlanRunner
 from gputui.control.sweep import BurstFirer, InFlightTrace, burst_recoveries
+from gputui.frontends.outputs import RunOutputs
 from gputui.frontends.run_args import (
     describe_plan,
     describe_steps,
@@ -54,10 +55,22 @@ class _Outcome:
 def run_command(options: RunOptions) -> int:
     """Run a headless sweep; returns the exit code."""
     options, plan = plan_run(options)
-    ready = prepare_run(options, plan)
+    printer = StepPrinter(sys.stdout)
+    sla = plan.settings.sla
+    shared = options.shared
+    outputs = RunOutputs(shared.records, shared.serve_metrics, lambda: sla, printer.note)
+    try:
+        return _run(options, plan, prepare_run(options, plan), printer, outputs)
+    finally:
+        outputs.close()
+
+
+def _run(
+    options: RunOptions, plan: RunPlan, ready: ReadyRun, printer: StepPrinter, outputs: RunOutputs
+) -> int:
+    """The sweep itself, its snapshot and its lines (`run_command` owns the outputs)."""
     load = options.plan
     settings, target, model = plan.settings, plan.target, ready.checked.model
-    printer = StepPrinter(sys.stdout)
     printer.energy_price, printer.pue = settings.energy_price, settings.pue
     trace = InFlightTrace()
     session = Session(
@@ -69,6 +82,8 @@ def run_command(options: RunOptions) -> int:
         workers=settings.workers,
         ray_address=settings.ray,
     )
+    outputs.watch(session)
+    _print_outputs(outputs, printer)
     stopper = SignalStopper()
     telemetry = telemetry_config(options.telemetry, target.base_url + target.root_prefix)
     sampler = build_sampler(telemetry)
@@ -90,6 +105,7 @@ def run_command(options: RunOptions) -> int:
             journal_header(info, settings.sla),
             printer,
             journal_lines(session, info, sampler),
+            outputs.taps,
         )
         if bursts is not None:
             bursts.start()
@@ -150,6 +166,14 @@ def run_command(options: RunOptions) -> int:
         sys.stderr.write(f"gputui: {rejected}\n")
         return 1
     return 128 + stopper.signal_number if interrupted else 0
+
+
+def _print_outputs(outputs: RunOutputs, printer: StepPrinter) -> None:
+    """Where the per-request records go and the metrics are served."""
+    if outputs.records is not None:
+        printer.note(f"per-request records to {outputs.records.path} (as each step finishes)")
+    if outputs.url is not None:
+        printer.note(f"gputui's own metrics at {outputs.url}")
 
 
 def _print_header(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.frontends.run_printer import StepPrinter
 from gputui.session import Session
-from gputui.snapshot.journal import JournalHeader
+from gputui.snapshot.journal import JournalHeader, JournalTap
 from gputui.telemetry.samples import ServerSample
 
 
@@ -25,12 +25,19 @@ def open_journal(
     header: JournalHeader,
     printer: StepPrinter,
     extra_lines: Callable[[], list[dict[str, object]]],
+    taps: Sequence[JournalTap] = (),
 ) -> Path | None:
-    """The run's crash journal beside its snapshot (a run without one still runs)."""
+    """The run's crash journal beside its snapshot (a run without one still runs).
+
+    `taps` (`--records`, `--serve-metrics`) follow the journal, so without one they are off.
+    """
     try:
-        path = session.open_journal(folder, header, on_error=printer.note, extra_lines=extra_lines)
+        path = session.open_journal(
+            folder, header, on_error=printer.note, extra_lines=extra_lines, taps=taps
+        )
     except OSError as exc:
-        printer.note(f"no journal (crash recovery off): {exc}")
+        off = " and per-request records and /metrics counts" if taps else ""
+        printer.note(f"no journal (crash recovery{off} off): {exc}")
         return None
     printer.note(f"journal {path} (a crash is recovered by gputui sessions --recover)")
     return path

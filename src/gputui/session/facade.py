@@ -20,7 +20,7 @@ The Session also keeps what both front ends share: the event log (`events`), the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +57,7 @@ from gputui.session.messages import (
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S
 from gputui.session.steady import StepProgress, step_so_far
 from gputui.session.window_telemetry import window_telemetry
-from gputui.snapshot.journal import Journal, JournalHeader, JournalWriter
+from gputui.snapshot.journal import Journal, JournalHeader, JournalTap, JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
 _ENGINE_START_TIMEOUT_S = 60.0
@@ -280,14 +280,16 @@ class Session:
         header: JournalHeader,
         on_error: Callable[[str], None] | None = None,
         extra_lines: Callable[[], Iterable[Mapping[str, object]]] | None = None,
+        taps: Sequence[JournalTap] = (),
     ) -> Path:
         """Journal every finished request and step from now on (both front ends; OSError if not).
 
         Steps already started are journalled at once, so a crash loses at most the last second;
         so are their measurement windows as settling moves them, and `extra_lines` (the
-        sampler's hardware and telemetry: `snapshot.journal_telemetry`) at every write.
+        sampler's hardware and telemetry: `snapshot.journal_telemetry`) at every write. `taps`
+        follow the journal's lines on its writer's thread (`--records`, `--serve-metrics`).
         """
-        journal = Journal.create(folder, header)
+        journal = Journal.create(folder, header, taps)
         writer = JournalWriter(
             journal,
             self.all_records,

@@ -13,7 +13,8 @@ own counters (e.g. llama.cpp's `tokens_predicted_total`), how many ok requests h
 report (their tokens were counted as content chunks) or stopped short of the tokens they asked
 for, which `model` names the server answered with, the thinking tokens of reasoning models
 (`reasoning_tokens_total`) and how the tokens of each event were counted (`event_tokens_methods`:
-requests per method, see engine.event_tokens).
+requests per method, see engine.event_tokens). `records` is the per-request table
+(`snapshot.records`), from which `gputui records` writes the `--records` rows again.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.snapshot.records import session_table
 from gputui.snapshot.sections import (
     STEP_ISOLATION,
     BurstSection,
@@ -173,7 +175,17 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
         requests_cancelled=session.cancelled,
     )
     # Extra v1 keys (the models allow unknown keys).
-    extra: dict[str, object] = {"totals": request_totals(session.all_records())}
+    records = session.all_records()
+    extra: dict[str, object] = {
+        "totals": request_totals(records),
+        "records": session_table(
+            records,
+            session.step_specs(),
+            [result.index for result in results],
+            session.started_ns,
+            session.sla,
+        ),
+    }
     if info.repeats is not None:
         extra["repeats"] = info.repeats.to_json()
     if info.settings_changes:

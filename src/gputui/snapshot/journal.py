@@ -4,15 +4,23 @@ Contract: a journal is a file `<session>.journal` in the snapshot folder, one JS
 - a `header` line first (journal version, the writing process's pid, the wall-clock start, label,
   and the snapshot's `target`, `workload`, `sla` and `plan` sections),
 - one `request` line per finished request (compact: step, id, sent time in ms since the session
-  started, TTFT and E2E in ms, input and output tokens, ok, error reason),
-- one `load` line per step started (index, mode, level, start and measurement start in ms), so a
-  step the crash cut short can be rebuilt from its requests,
+  started, TTFT and E2E in ms, input and output tokens, ok, error reason; and, exact, in int ns
+  since the session started: `sent_ns`, `first_ns`, `answer_ns`, `last_ns`, `sched_ns`, with the
+  token events, conversation and turn, requested length and HTTP status: what a per-request
+  record of `snapshot.records` needs),
+- one `load` line per step started (index, mode, level, start and measurement start in ms, the
+  measurement start also exact in `measure_ns`), so a step the crash cut short can be rebuilt
+  from its requests,
 - one `measure` line whenever a step's measurement start or end becomes known or moves (a
   settled step starts measuring where it settled; a closed step has its end), so the step the
   crash cut short is rebuilt with the window it had,
 - one `step` line per finished step (the snapshot's `Step`, exactly as a snapshot stores it),
 - `hardware` and `telemetry` lines from the telemetry sampler (`snapshot.journal_telemetry`):
   the hardware section when it changes, and telemetry points as they arrive, downsampled.
+
+Taps (`JournalTap`: the `--records` file, the `--serve-metrics` exporter) see every line, and
+the finished requests themselves, after each flush, on the writer's thread: they follow the
+session through this seam alone, never through its internals.
 
 Lines are buffered in memory and written by `flush()` (the caller flushes about once a second, off
 the UI's event loop) with one `write` + `fsync`, so a `kill -9` loses at most the last second and
@@ -36,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 import orjson
 
@@ -71,9 +79,13 @@ def _ms(ns: int | None, origin_ns: int) -> float | None:
     return None if ns is None else round((ns - origin_ns) / 1e6, 3)
 
 
+def _since(ns: int | None, origin_ns: int) -> int | None:
+    return None if ns is None else ns - origin_ns
+
+
 def request_line(record: RequestRecord, origin_ns: int) -> dict[str, object]:
-    """The compact journal form of one finished request (times in ms)."""
-    return {
+    """The compact journal form of one finished request (ms for recovery, exact ns for records)."""
+    line: dict[str, object] = {
         "kind": "request",
         "step": record.step_index,
         "id": record.request_id,
@@ -85,16 +97,71 @@ def request_line(record: RequestRecord, origin_ns: int) -> dict[str, object]:
         "cached": record.cached_input_tokens,
         "ok": record.ok,
         "err": record.error,
+        "sent_ns": record.sent_ns - origin_ns,
+        "first_ns": _since(record.first_token_ns, origin_ns),
+        "answer_ns": _since(record.first_answer_ns, origin_ns),
+        "last_ns": record.end_ns - origin_ns,
+        "sched_ns": _since(record.queued_ns, origin_ns),
+        "events": int(record.token_ns.size),
+        "conv": record.conversation_id,
+        "turn": record.turn,
+        "req_out": record.requested_output_tokens,
+        "status": record.status_code,
     }
+    if record.cached_input_tokens is None and record.server_timings is not None:
+        line["cache_n"] = record.server_timings.cache_n  # llama.cpp's own prefix-cache count
+    return line
+
+
+def load_line(spec: StepSpec, origin_ns: int, *, hidden: bool) -> dict[str, object]:
+    """A step's start (`add_load`): its load, and where its measurement starts."""
+    return {
+        "kind": "load",
+        "index": spec.index,
+        "mode": spec.mode,
+        "level": spec.level,
+        "start_ms": _ms(spec.start_ns, origin_ns),
+        "measure_ms": _ms(spec.measure_start_ns, origin_ns),
+        "measure_ns": spec.measure_start_ns - origin_ns,
+        "hidden": hidden,
+    }
+
+
+def measure_line(spec: StepSpec, origin_ns: int) -> dict[str, object]:
+    """A step's measurement window as it stands (`add_measure`)."""
+    closed = spec.end_ns >= 0
+    return {
+        "kind": "measure",
+        "index": spec.index,
+        "measure_ms": _ms(spec.measure_start_ns, origin_ns),
+        "measure_ns": spec.measure_start_ns - origin_ns,
+        "end_ms": _ms(spec.end_ns, origin_ns) if closed else None,
+        "end_ns": spec.end_ns - origin_ns if closed else None,
+    }
+
+
+class JournalTap(Protocol):
+    """Follows a journal: every line and finished request, after each flush (writer's thread)."""
+
+    def take(self, lines: Sequence[Mapping[str, object]], records: Sequence[RequestRecord]) -> None:
+        """The lines queued since the last flush (in order), and the requests among them."""
+        ...
+
+    def close(self) -> None:
+        """The journal closed: nothing follows."""
+        ...
 
 
 class Journal:
     """Writes one session's journal (thread-safe: appends from any thread, flushes from one)."""
 
-    def __init__(self, path: Path, header: JournalHeader) -> None:
+    def __init__(self, path: Path, header: JournalHeader, taps: Sequence[JournalTap] = ()) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._pending: list[bytes] = []
+        self._taps = tuple(taps)
+        self._tapped: list[Mapping[str, object]] = []
+        self._tapped_records: list[RequestRecord] = []
         self._closed = False
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("ab")
@@ -116,53 +183,49 @@ class Journal:
         self.flush()
 
     @classmethod
-    def create(cls, folder: Path, header: JournalHeader) -> Journal:
+    def create(
+        cls, folder: Path, header: JournalHeader, taps: Sequence[JournalTap] = ()
+    ) -> Journal:
         """A new journal in `folder`, named after the wall-clock start and the label."""
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", header.label or "session").strip("-")[:40]
         path = folder / f"{stamp}-{slug or 'session'}-{os.getpid()}{SUFFIX}"
-        return cls(path, header)
+        return cls(path, header, taps)
 
     def _append(self, line: dict[str, object]) -> None:
+        encoded = orjson.dumps(line) + b"\n"
         with self._lock:
             if not self._closed:
-                self._pending.append(orjson.dumps(line) + b"\n")
+                self._pending.append(encoded)
+                if self._taps:
+                    self._tapped.append(line)
 
     def add_requests(self, records: Iterable[RequestRecord], origin_ns: int) -> int:
         """Queue finished requests; returns how many."""
-        lines = [orjson.dumps(request_line(r, origin_ns)) + b"\n" for r in records]
+        kept = list(records)
+        lines = [request_line(r, origin_ns) for r in kept]
+        encoded = [orjson.dumps(line) + b"\n" for line in lines]
         with self._lock:
             if not self._closed:
-                self._pending.extend(lines)
+                self._pending.extend(encoded)
+                if self._taps:
+                    self._tapped.extend(lines)
+                    self._tapped_records.extend(kept)
         return len(lines)
 
     def add_load(self, spec: StepSpec, origin_ns: int, *, hidden: bool = False) -> None:
         """Queue a step's start, so a step the crash cut short can be rebuilt from its requests."""
-        self._append(
-            {
-                "kind": "load",
-                "index": spec.index,
-                "mode": spec.mode,
-                "level": spec.level,
-                "start_ms": _ms(spec.start_ns, origin_ns),
-                "measure_ms": _ms(spec.measure_start_ns, origin_ns),
-                "hidden": hidden,
-            }
-        )
+        self._append(load_line(spec, origin_ns, hidden=hidden))
 
     def add_measure(self, spec: StepSpec, origin_ns: int) -> None:
         """Queue a step's current measurement window (start, and end once it is closed)."""
-        self._append(
-            {
-                "kind": "measure",
-                "index": spec.index,
-                "measure_ms": _ms(spec.measure_start_ns, origin_ns),
-                "end_ms": _ms(spec.end_ns, origin_ns) if spec.end_ns >= 0 else None,
-            }
-        )
+        self._append(measure_line(spec, origin_ns))
 
     def add_lines(self, lines: Iterable[Mapping[str, object]]) -> None:
-        """Queue other lines (each with its `kind`), e.g. `snapshot.journal_telemetry`'s."""
+        """Queue other lines (each with its `kind`), e.g. `snapshot.journal_telemetry`'s.
+
+        Taps do not see them (telemetry: no tap reads it).
+        """
         encoded = [orjson.dumps(dict(line)) + b"\n" for line in lines]
         with self._lock:
             if not self._closed:
@@ -177,21 +240,41 @@ class Journal:
         self._append({"kind": "step", "step": step})
 
     def flush(self) -> None:
-        """Write what is queued and fsync it (blocking: call it off the event loop)."""
+        """Write what is queued and fsync it (blocking: call it off the event loop).
+
+        Then the taps get the same lines, outside the lock (appends never wait for a tap), even
+        when the write failed (a full disk must not starve `--records` or /metrics).
+        """
         with self._lock:
             if self._closed or not self._pending:
                 return
             data, self._pending = b"".join(self._pending), []
-            self._file.write(data)
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            lines, self._tapped = self._tapped, []
+            records, self._tapped_records = self._tapped_records, []
+            try:
+                self._file.write(data)
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except OSError as exc:
+                failed: OSError | None = exc
+            else:
+                failed = None
+        for tap in self._taps:
+            tap.take(lines, records)
+        if failed is not None:
+            raise failed
 
     def close(self, *, delete: bool) -> None:
         """Flush and close; `delete` after a clean save (the snapshot now holds everything)."""
-        self.flush()
-        with self._lock:
-            self._closed = True
-            self._file.close()
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                was_closed, self._closed = self._closed, True
+                self._file.close()
+            if not was_closed:
+                for tap in self._taps:
+                    tap.close()
         if delete:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
@@ -245,7 +328,14 @@ class JournalWriter:
             self.poll()
 
     def poll(self) -> None:
-        """Queue the requests and steps finished since the last poll, then write them."""
+        """Queue the requests and steps finished since the last poll, then write them.
+
+        The steps are taken first: every request and the final window of each is then read
+        after it finished, so they precede its `step` line (what `snapshot.records` relies on).
+        """
+        finished = []
+        while self._steps:
+            finished.append(self._steps.popleft())
         by_step: dict[int, list[RequestRecord]] = {}
         for record in self._records():
             by_step.setdefault(record.step_index, []).append(record)
@@ -259,8 +349,8 @@ class JournalWriter:
             if self._windows.get(spec.index) != window:
                 self._windows[spec.index] = window
                 self.journal.add_measure(spec, self._origin_ns)
-        while self._steps:
-            self.journal.add_step(*self._steps.popleft())
+        for result, diagnosis in finished:
+            self.journal.add_step(result, diagnosis)
         if self._extra_lines is not None:
             self._add_extra_lines(self._extra_lines)
         try:

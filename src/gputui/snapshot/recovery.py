@@ -44,6 +44,7 @@ from gputui.snapshot.models import (
     Workload,
     step_from_result,
 )
+from gputui.snapshot.records import RecordRows, finish_order, journal_ns, rows_table
 from gputui.snapshot.sections import HardwareSection, PlanSection, TelemetrySection
 from gputui.snapshot.step_models import renumbered
 from gputui.snapshot.store import save_snapshot
@@ -136,18 +137,25 @@ def _count(value: object) -> int | None:
 
 
 def _record(line: Mapping[str, object]) -> RequestRecord:
-    """A journalled request as a record (times from the session's start; no token stamps)."""
-    sent = _ns(line.get("sent_ms")) or 0
+    """A journalled request as a record (times from the session's start; no token stamps).
+
+    Exact ns where the journal has them (`sent_ns`, `first_ns`, `last_ns`), else its ms.
+    """
+    sent = journal_ns(line, "sent_ns", "sent_ms") or 0
     ttft, e2e = _ns(line.get("ttft_ms")), _ns(line.get("e2e_ms"))
+    first = _count(line.get("first_ns"))
+    if first is None and "first_ns" not in line and ttft is not None:
+        first = sent + ttft
+    last = _count(line.get("last_ns"))
     out = _count(line.get("out")) or 0
     error = line.get("err")
     return RequestRecord(
         request_id=_count(line.get("id")) or 0,
         step_index=_count(line.get("step")) or 0,
         sent_ns=sent,
-        end_ns=sent + (e2e or 0),
+        end_ns=last if last is not None else sent + (e2e or 0),
         ok=bool(line.get("ok")),
-        first_token_ns=None if ttft is None else sent + ttft,
+        first_token_ns=first,
         output_tokens=out,
         input_tokens=_count(line.get("in")),
         tokens_from_usage=True,
@@ -181,10 +189,12 @@ def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
         window: Mapping[str, object] = windows.get(index, {})
         mine = records.get(index, [])
         start = _ns(load.get("start_ms"))
-        measure = _ns(window.get("measure_ms", load.get("measure_ms")))
+        measure = journal_ns(window, "measure_ns", "measure_ms")
+        if measure is None:
+            measure = journal_ns(load, "measure_ns", "measure_ms")
         if start is None or measure is None:
             continue
-        end = _ns(window.get("end_ms"))
+        end = journal_ns(window, "end_ns", "end_ms")
         level = load.get("level")
         if end is None:
             end = max((r.end_ns for r in mine), default=start)
@@ -198,6 +208,19 @@ def _cut_short(contents: JournalContents, sla: Sla) -> list[Step]:
         )
         rebuilt.append(step_from_result(aggregate_step(spec, mine, sla, incomplete=True)))
     return rebuilt
+
+
+def _records_table(contents: JournalContents, sla: Sla) -> dict[str, object]:
+    """The per-request table a save would have written (`snapshot.records`).
+
+    The steps as recovered (finished and cut short) measured their requests; the rest is warm-up.
+    """
+    decider = RecordRows(sla)
+    steps = [{"kind": "step", "step": {"index": step.index}} for step in contents.steps]
+    rows = decider.feed([*contents.loads, *contents.measures, *steps, *contents.requests])
+    rows += decider.close(cut_short=True)
+    rows.sort(key=finish_order)
+    return rows_table(rows)
 
 
 def _totals(requests: list[dict[str, object]]) -> dict[str, int]:
@@ -346,6 +369,7 @@ def recover(path: Path, folder: Path) -> Path | None:
             **snapshot.model_dump(mode="json"),
             "recovered_from": recovered,
             "totals": _totals(contents.requests),
+            "records": _records_table(contents, sla.to_sla()),
         }
     )
     snapshot = _with_prefix_cache(snapshot, contents)

@@ -2,10 +2,10 @@
 
 Contract: `MeasuredSession` lists exactly what `assemble` reads, so the snapshot package depends
 on these few figures and not on the `session` package (the Session satisfies it structurally, as
-can a test's fake). Every member is read, never written: the finished steps and every received
-record, the SLA they were judged by, the cancelled and failed-probe counts, the round-trip
-summary, the run's start stamp, the engine's own cost, and the step diagnoses with the diagnoser
-that attaches them to the snapshot.
+can a test's fake). Every member is read, never written: the finished steps, every received
+record and the steps' windows, the SLA they were judged by, the cancelled and failed-probe
+counts, the round-trip summary, the run's start stamp, the engine's own cost, and the step
+diagnoses with the diagnoser that attaches them to the snapshot.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.sla import Sla
-from gputui.metrics.step import StepResult
+from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.metrics.summary import Summary
 from gputui.snapshot.models import Snapshot
@@ -81,6 +81,10 @@ class MeasuredSession(Protocol):
 
     def all_records(self) -> Sequence[RequestRecord]:
         """Every record received (cancelled ones excluded)."""
+        ...
+
+    def step_specs(self) -> Sequence[StepSpec]:
+        """Every step so far, with its measurement window (the per-request `records` table)."""
         ...
 
     def diagnoses(self) -> Mapping[int, StepDiagnosis]:

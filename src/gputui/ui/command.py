@@ -201,6 +201,8 @@ def live_controller(
         notices=prompt_notices(prepared),
         target_precision=values["target_precision"] or DEFAULT_TARGET_PRECISION,
         max_step_s=values["max_step_seconds"],
+        records=options.shared.records,
+        serve_metrics=options.shared.serve_metrics,
     )
     config = telemetry_config(options.telemetry, target.base_url + target.root_prefix)
     sampler = build_sampler(dataclasses.replace(config, gpu="none") if simulated else config)
