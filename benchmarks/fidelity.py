@@ -14,6 +14,12 @@ to one core and the client to the other, as on a 2-core node.
 `continuous_usage` asks for a running usage on every event (the server then sends bigger events),
 `tokenizer` counts event texts with the server's /tokenize when the usage total disagrees.
     python benchmarks/fidelity.py --tui-live [--tui-levels 64,256]   # the live TUI vs headless
+    python benchmarks/fidelity.py --records [--tui-levels 256]   # the cost of --records
+
+`--records` runs each level three ways, side by side: the bare Session (the rows above), with
+the crash journal that `gputui run` always keeps, and with the journal plus `--records FILE` and
+`--serve-metrics` scraped once a second (both follow the journal); it prints TTFT against the
+server's record, the engine's CPU and the session process's own CPU (journal, records, scrapes).
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +120,10 @@ class Result:
     failures: int
     ttft_p50_ms: float = 0.0
     server_ttft_p50_ms: float = 0.0
+    session_cpu_s: float = 0.0
+    """CPU of the benchmark's own process (the Session, its journal and outputs) during the run."""
+    rows: int = 0
+    """Rows the --records file got."""
 
 
 def counting_fields(counting: str) -> dict[str, Any]:
@@ -129,6 +141,7 @@ def run_gputui(
     output_tokens: int,
     workers: int = 1,
     counting: str = "none",
+    outputs: str = "none",
 ) -> Result:
     httpx.post(url + "/sim/reset", timeout=10)
     config = EngineConfig(
@@ -143,16 +156,102 @@ def run_gputui(
     )
     session = Session(config, Sla(None, None, None), warmup_s=0.0, workers=workers)
     session.start()
-    time.sleep(0.5)
-    before = session.status
-    assert before is not None, "engine did not report"
-    session.set_load("concurrency", concurrency)
-    time.sleep(seconds)
-    session.stop(cancel=False, drain_timeout_s=60)
+    with session_outputs(session, outputs) as rows:
+        time.sleep(0.5)
+        before = session.status
+        assert before is not None, "engine did not report"
+        session_cpu0 = time.process_time()
+        session.set_load("concurrency", concurrency)
+        time.sleep(seconds)
+        session.stop(cancel=False, drain_timeout_s=60)
+        session_cpu_s = time.process_time() - session_cpu0
     status = session.status
     assert status is not None
     cpu_s = status.cpu_s - before.cpu_s
-    return session_result(session, url, cpu_s, 100 * cpu_s / (status.wall_s - before.wall_s))
+    result = session_result(session, url, cpu_s, 100 * cpu_s / (status.wall_s - before.wall_s))
+    result.session_cpu_s = session_cpu_s
+    result.rows = rows[0]
+    return result
+
+
+@contextlib.contextmanager
+def session_outputs(session: Session, outputs: str) -> Iterator[list[int]]:
+    """The journal ("journal"), and also --records and a scraped --serve-metrics ("records").
+
+    Yields a one-item list that holds, once closed, the rows the records file got.
+    """
+    import tempfile
+
+    from gputui.frontends.outputs import RunOutputs
+    from gputui.snapshot.journal import JournalHeader
+    from gputui.snapshot.models import SlaBounds, Target, Workload
+
+    rows = [0]
+    if outputs == "none":
+        yield rows
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        records = Path(folder) / "records.jsonl" if outputs == "records" else None
+        serve = ("127.0.0.1", 0) if outputs == "records" else None
+        extras = RunOutputs(records, serve, lambda: session.sla)
+        extras.watch(session)
+        header = JournalHeader(
+            label="fidelity",
+            target=Target(
+                url=session.config.client.target.api_url, model="sim", endpoint="completions"
+            ),
+            workload=Workload(input_tokens=64, output_tokens=128, endpoint="completions"),
+            sla=SlaBounds(),
+            plan={"mode": "concurrency"},
+        )
+        session.open_journal(Path(folder), header, taps=extras.taps)
+        stop = threading.Event()
+        scraper = threading.Thread(target=_scrape_every_second, args=(extras.url, stop))
+        scraper.start()
+        try:
+            yield rows
+        finally:
+            stop.set()
+            scraper.join()
+            session.close_journal(saved=True)
+            extras.close()
+            if records is not None:
+                rows[0] = sum(1 for _ in records.open("rb"))
+
+
+def _scrape_every_second(url: str | None, stop: threading.Event) -> None:
+    """What a Prometheus scraping gputui would cost it (nothing without a server)."""
+    while url is not None and not stop.wait(1.0):
+        with urllib.request.urlopen(url, timeout=5) as response:  # no TLS context to build
+            response.read()
+
+
+def records_cost(levels: list[int], seconds: float, repeats: int, output_tokens: int) -> None:
+    """TTFT excess over the server's record and CPU: bare, journal, journal + records + metrics."""
+    print(f"\n--records cost: TTFT excess over the server's record, median of {repeats}")
+    header = (
+        f"{'outputs':<8} {'conc':>5} {'TTFT p50':>8} {'excess':>7} {'TTFT p99':>8} {'excess':>7} "
+        f"{'ITL diff':>8} {'engine CPU':>10} {'session CPU s':>13} {'rows':>7} {'fail':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    with sim_server(50, 10) as url:
+        for level in levels:
+            for outputs in ("none", "journal", "records"):
+                r = median_result(
+                    [
+                        run_gputui(url, level, seconds, output_tokens, outputs=outputs)
+                        for _ in range(repeats)
+                    ]
+                )
+                print(
+                    f"{outputs:<8} {level:>5} {r.ttft_p50_ms:>8.2f} "
+                    f"{r.ttft_p50_ms - r.server_ttft_p50_ms:>+7.2f} {r.ttft_p99_ms:>8.2f} "
+                    f"{r.ttft_p99_ms - r.server_ttft_p99_ms:>+7.2f} "
+                    f"{r.itl_mean_ms - r.server_itl_mean_ms:>+8.3f} {r.cpu_percent:>9.1f}% "
+                    f"{r.session_cpu_s:>13.2f} {r.rows:>7} {r.failures:>5.0f}",
+                    flush=True,
+                )
 
 
 def session_result(session: Session, url: str, cpu_s: float, cpu_percent: float) -> Result:
@@ -349,10 +448,19 @@ def main() -> None:
         help="only the TUI-live vs headless TTFT table (at --tui-levels)",
     )
     parser.add_argument("--tui-levels", default="64,256")
+    parser.add_argument(
+        "--records",
+        action="store_true",
+        help="only the cost of --records and --serve-metrics (at --tui-levels)",
+    )
     args = parser.parse_args()
     with contextlib.suppress(OSError):
         os.sched_setaffinity(0, {CLIENT_CPU})
     levels = [int(x) for x in args.levels.split(",")]
+    if args.records:
+        tui_levels = [int(x) for x in args.tui_levels.split(",")]
+        records_cost(tui_levels, args.seconds, args.repeats, args.output_tokens)
+        return
     if args.tui_live:
         tui_live(
             [int(x) for x in args.tui_levels.split(",")],
