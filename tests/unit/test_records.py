@@ -192,3 +192,19 @@ def test_p95_from_the_rows_is_the_steps_p95() -> None:
     ttft = sorted(_floats([r for r in rows if r["step"] == 0], "ttft_s"))
     p95 = statistics.quantiles(ttft, n=100, method="inclusive")[94]
     assert math.isclose(aggregate_step(spec, records, SLA).ttft_s.p95 or 0, p95, abs_tol=1e-12)
+
+
+def test_a_hidden_step_takes_no_number_as_in_a_saved_snapshot() -> None:
+    specs = [_spec(0, 0, 100, 1000), _spec(1, 1000, 1000, 2000), _spec(2, 2000, 2100, 3000)]
+    records = [
+        rec(sent_ms=500, end_ms=600, tokens_ms=[550, 560], step=0),
+        rec(sent_ms=1500, end_ms=1600, tokens_ms=[1550, 1560], step=1),  # the held load
+        rec(sent_ms=2500, end_ms=2600, tokens_ms=[2550, 2560], step=2),
+    ]
+    decider = RecordRows(SLA)
+    lines = [load_line(s, T0, hidden=s.index == 1) for s in specs]
+    lines += [request_line(r, T0) for r in records] + [_step_line(0), _step_line(2)]
+    live = decider.feed(lines)
+    assert [r["step"] for r in live] == [None, 0, 1]  # hidden: null; step 2 is the file's 1
+    saved = list(table_rows(session_table(records, specs, [0, 2], T0, SLA)))
+    assert [r["step"] for r in saved] == [0, None, 1]  # (in the order they finished)

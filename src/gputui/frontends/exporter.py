@@ -219,12 +219,19 @@ class GputuiCollector(Collector):
         yield from self.totals.families()
         session = self.session
         if session is not None:
-            yield from _live_families(session.latest, session.status)
-            yield from _step_families(session.finished_steps())
+            steps = session.finished_steps()
+            yield from _live_families(session.latest, session.status, steps)
+            yield from _step_families(steps)
 
 
-def _live_families(frame: StatsFrame | None, status: EngineStatus | None) -> Iterator[Metric]:
-    """Load, in flight, the open step and its verdict so far, the client's own CPU and lag."""
+def _live_families(
+    frame: StatsFrame | None, status: EngineStatus | None, steps: Sequence[StepResult]
+) -> Iterator[Metric]:
+    """Load, in flight, the open step and its verdict so far, the client's own CPU and lag.
+
+    Steps are numbered as the snapshot numbers them (0, 1, 2 ...: hidden carry-on steps take
+    none), so the open step's index is the count of finished steps before it.
+    """
     if status is not None:
         yield GaugeMetricFamily(
             "gputui_in_flight_requests", "Requests sent and not yet finished.",
@@ -243,9 +250,10 @@ def _live_families(frame: StatsFrame | None, status: EngineStatus | None) -> Ite
     level.add_metric([frame.mode], frame.level)
     yield level
     yield GaugeMetricFamily("gputui_paused", "1 while sending is paused.", value=int(frame.paused))
+    before = sum(1 for step in steps if step.index < frame.step_index)
     yield GaugeMetricFamily(
-        "gputui_step_index", "The open step's index (the snapshot's numbering).",
-        value=frame.step_index,
+        "gputui_step_index", "The open step's index (as the snapshot will number it).",
+        value=before,
     )  # fmt: skip
     verdict = GaugeMetricFamily(
         "gputui_step_verdict", "The open step's SLA verdict so far (1 on the current one).",
@@ -275,7 +283,7 @@ def _step_families(steps: Sequence[StepResult]) -> Iterator[Metric]:
         "1 for each finished step, labelled with its level and SLA verdict.",
         labels=["step", "mode", "level", "verdict"],
     )
-    for step in steps:
-        labels = [str(step.index), step.mode, f"{step.level:g}", step.sla_verdict or "none"]
+    for number, step in enumerate(steps):  # the snapshot's numbering
+        labels = [str(number), step.mode, f"{step.level:g}", step.sla_verdict or "none"]
         verdicts.add_metric(labels, 1)
     yield verdicts

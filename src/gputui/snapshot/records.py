@@ -6,8 +6,9 @@ float seconds, computed exactly as the snapshot's statistics compute them
 (`metrics.request_metrics`): `ttft_s`, `ttfat_s`, `tpot_s` and `e2e_s` are null where the
 snapshot counts no such sample (a failed request, no first token, a 1-token TPOT). `good` is
 `metrics.sla.meets_sla` of an ok request. `step` is the index of the snapshot's step that
-measured the request, or null: warm-up (sent before its step's measurement started), a hidden
-step (the load an automatic sweep holds between steps) or a step the snapshot does not have.
+measured the request (the snapshot numbers its steps 0, 1, 2 ..., hidden carry-on steps taking
+none), or null: warm-up (sent before its step's measurement started), a hidden step (the load
+held after a hold or between a plan's steps) or a step the snapshot does not have.
 
 When is a row's step known? Only once its step is finished (closed, and every request sent
 during it back): that is when the snapshot's step is decided. `RecordRows` therefore follows the
@@ -263,9 +264,11 @@ class RecordRows:
         return self._pending.pop(index, [])
 
     def _measured(self, index: int, line: Mapping[str, object]) -> int | None:
-        """`index` when the request is in its step's measured sample (`metrics.step`).
+        """The snapshot's index of step `index` when the request is in its measured sample.
 
-        Else None: it was sent before the step's measurement started (its warm-up).
+        Else None: it was sent before the step's measurement started (its warm-up). A snapshot
+        numbers its steps 0, 1, 2 ... leaving out the hidden carry-on steps
+        (`snapshot.step_models.renumbered`), so the index is the count of visible steps before.
         """
         window = self._windows.get(index)
         if window is None or window.hidden or window.measure_ns is None:
@@ -274,7 +277,9 @@ class RecordRows:
         if window.end_ns is not None:
             start = min(start, window.end_ns)  # closed before it settled: all warm-up
         sent = journal_ns(line, "sent_ns", "sent_ms")
-        return index if sent is not None and sent >= start else None
+        if sent is None or sent < start:
+            return None
+        return sum(1 for i, w in self._windows.items() if i < index and not w.hidden)
 
     def _rows(
         self, decided: Sequence[tuple[Mapping[str, object], int | None]]
@@ -321,11 +326,15 @@ def session_table(
 ) -> dict[str, object]:
     """A live session's `records` table, decided as its journal's lines would be.
 
-    `finished` are the snapshot's steps; the rest is warm-up. Rows in the order they finished.
+    `finished` are the snapshot's steps (by the session's step index); the rest is warm-up, or
+    of a step the snapshot does not hold. Rows in the order they finished.
     """
     decider = RecordRows(sla)
-    lines: list[Mapping[str, object]] = [load_line(s, origin_ns, hidden=False) for s in specs]
-    lines.extend({"kind": "step", "step": {"index": index}} for index in finished)
+    saved = set(finished)
+    lines: list[Mapping[str, object]] = [
+        load_line(s, origin_ns, hidden=s.index not in saved) for s in specs
+    ]
+    lines.extend({"kind": "step", "step": {"index": index}} for index in saved)
     lines.extend(request_line(r, origin_ns) for r in records)
     rows = decider.feed(lines) + decider.close()
     rows.sort(key=finish_order)
