@@ -12,14 +12,15 @@ Contract: a journal is a file `<session>.journal` in the snapshot folder, one JS
   measurement start also exact in `measure_ns`), so a step the crash cut short can be rebuilt
   from its requests,
 - one `measure` line whenever a step's measurement start or end becomes known or moves (a
-  settled step starts measuring where it settled; a closed step has its end), so the step the
-  crash cut short is rebuilt with the window it had,
+  settled step starts measuring where it settled; a closed step has its end; both also exact in
+  `measure_ns`, `end_ns`), so the step the crash cut short is rebuilt with the window it had,
 - one `step` line per finished step (the snapshot's `Step`, exactly as a snapshot stores it),
 - `hardware` and `telemetry` lines from the telemetry sampler (`snapshot.journal_telemetry`):
   the hardware section when it changes, and telemetry points as they arrive, downsampled.
 
-Taps (`JournalTap`: the `--records` file, the `--serve-metrics` exporter) see every line, and
-the finished requests themselves, after each flush, on the writer's thread: they follow the
+Taps (`JournalTap`: the `--records` file, the `--serve-metrics` exporter) see the header,
+request, load, measure and step lines, and the finished requests themselves, after each flush,
+on the writer's thread: they follow the
 session through this seam alone, never through its internals.
 
 Lines are buffered in memory and written by `flush()` (the caller flushes about once a second, off
