@@ -6,9 +6,11 @@ float seconds, computed exactly as the snapshot's statistics compute them
 (`metrics.request_metrics`): `ttft_s`, `ttfat_s`, `tpot_s` and `e2e_s` are null where the
 snapshot counts no such sample (a failed request, no first token, a 1-token TPOT). `good` is
 `metrics.sla.meets_sla` of an ok request. `step` is the index of the snapshot's step that
-measured the request (the snapshot numbers its steps 0, 1, 2 ..., hidden carry-on steps taking
-none), or null: warm-up (sent before its step's measurement started), a hidden step (the load
-held after a hold or between a plan's steps) or a step the snapshot does not have.
+measured the request (sent in its measurement window; the snapshot numbers its steps 0, 1, 2
+..., hidden carry-on steps taking none), or null: warm-up (sent before its step's measurement
+started), the hand-over (sent after its step closed, while its last measured requests
+finished), a hidden step (the load held after a hold or between a plan's steps) or a step the
+snapshot does not have.
 
 When is a row's step known? Only once its step is finished (closed, and every request sent
 during it back): that is when the snapshot's step is decided. `RecordRows` therefore follows the
@@ -31,7 +33,7 @@ import numpy as np
 from gputui.engine.records import RequestRecord
 from gputui.metrics.sla import Sla, meets_sla
 from gputui.metrics.step import StepSpec
-from gputui.snapshot.journal import load_line, request_line
+from gputui.snapshot.journal import load_line, measure_line, request_line
 
 RECORDS_SCHEMA_VERSION: Final = 1
 
@@ -266,19 +268,20 @@ class RecordRows:
     def _measured(self, index: int, line: Mapping[str, object]) -> int | None:
         """The snapshot's index of step `index` when the request is in its measured sample.
 
-        Else None: it was sent before the step's measurement started (its warm-up). A snapshot
+        That is, as `metrics.step.aggregate_step` has it: sent in [measurement start, close).
+        Else None: sent before (its warm-up) or after (the hand-over's load, run unmeasured until
+        the step's last measured request is back). A snapshot
         numbers its steps 0, 1, 2 ... leaving out the hidden carry-on steps
         (`snapshot.step_models.renumbered`), so the index is the count of visible steps before.
         """
         window = self._windows.get(index)
         if window is None or window.hidden or window.measure_ns is None:
             return None
-        start = window.measure_ns
-        if window.end_ns is not None:
-            start = min(start, window.end_ns)  # closed before it settled: all warm-up
         sent = journal_ns(line, "sent_ns", "sent_ms")
-        if sent is None or sent < start:
+        if sent is None or sent < window.measure_ns:
             return None
+        if window.end_ns is not None and sent >= window.end_ns:
+            return None  # sent after the close: the hand-over's unmeasured load
         return sum(1 for i, w in self._windows.items() if i < index and not w.hidden)
 
     def _rows(
@@ -331,9 +334,10 @@ def session_table(
     """
     decider = RecordRows(sla)
     saved = set(finished)
-    lines: list[Mapping[str, object]] = [
-        load_line(s, origin_ns, hidden=s.index not in saved) for s in specs
-    ]
+    lines: list[Mapping[str, object]] = []
+    for spec in specs:
+        lines += [load_line(spec, origin_ns, hidden=spec.index not in saved)]
+        lines += [measure_line(spec, origin_ns)]
     lines.extend({"kind": "step", "step": {"index": index}} for index in saved)
     lines.extend(request_line(r, origin_ns) for r in records)
     rows = decider.feed(lines) + decider.close()
