@@ -56,6 +56,7 @@ def run_command(options: RunOptions) -> int:
     """Run a headless sweep; returns the exit code."""
     options, plan = plan_run(options)
     printer = StepPrinter(sys.stdout)
+    printer.energy_price, printer.pue = plan.settings.energy_price, plan.settings.pue
     sla = plan.settings.sla
     shared = options.shared
     outputs = RunOutputs(shared.records, shared.serve_metrics, lambda: sla, printer.note)
@@ -71,7 +72,6 @@ def _run(
     """The sweep itself, its snapshot and its lines (`run_command` owns the outputs)."""
     load = options.plan
     settings, target, model = plan.settings, plan.target, ready.checked.model
-    printer.energy_price, printer.pue = settings.energy_price, settings.pue
     trace = InFlightTrace()
     session = Session(
         ready.config,
@@ -82,8 +82,7 @@ def _run(
         workers=settings.workers,
         ray_address=settings.ray,
     )
-    outputs.watch(session)
-    _print_outputs(outputs, printer)
+    _watch(outputs, session, printer)
     stopper = SignalStopper()
     telemetry = telemetry_config(options.telemetry, target.base_url + target.root_prefix)
     sampler = build_sampler(telemetry)
@@ -168,8 +167,9 @@ def _run(
     return 128 + stopper.signal_number if interrupted else 0
 
 
-def _print_outputs(outputs: RunOutputs, printer: StepPrinter) -> None:
-    """Where the per-request records go and the metrics are served."""
+def _watch(outputs: RunOutputs, session: Session, printer: StepPrinter) -> None:
+    """Export the session's live state; say where the records go and the metrics are served."""
+    outputs.watch(session)
     if outputs.records is not None:
         printer.note(f"per-request records to {outputs.records.path} (as each step finishes)")
     if outputs.url is not None:
