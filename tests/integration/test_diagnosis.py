@@ -232,8 +232,10 @@ def test_long_contexts_on_a_4090_queue(tmp_path: Path) -> None:
     assert verdict is not None
     assert verdict["verdict"] == "kv-capacity", verdict  # the queue, explained
     line = next(e for e in verdict["evidence"] if "waiting" in e)
-    assert "KV cache full" in line, line
-    assert "no room for another request" in line, line
+    # Judged by admission (vLLM allocates whole blocks: usage alone misleads): the pool holds 5
+    # requests of ~8k tokens whole, and as many ran while the rest waited.
+    assert "the cache holds 5 requests of the step's length whole" in line, line
+    assert "free while requests waited" in line and "a prompt needs 438" in line, line
     assert "preemptions" in line, line  # how many (0-2 in 8 s) depends on chunk timing
 
 

@@ -78,6 +78,6 @@ def test_a_sequence_limit_reads_scheduler_limit(tmp_path: Path) -> None:
     low, high = load_snapshot(out).steps
     assert (low.bottleneck or {}).get("verdict") != "scheduler-limit", low.bottleneck
     assert high.bottleneck is not None and high.bottleneck["verdict"] == "scheduler-limit"
-    assert saved(high.bottleneck)["evidence"][0].startswith("running held at 16 in "), (
-        high.bottleneck
-    )
+    assert saved(high.bottleneck)["evidence"][0].startswith(
+        "sequence limit: running held at 16 in "
+    ), high.bottleneck

@@ -67,8 +67,17 @@ def test_the_closed_loops_own_plateau_is_not_the_schedulers_limit() -> None:
     client_plateau = _replace(A100_32, level=128, running_max=128, waiting_mean=3.0, itl_p95_s=0.02)
     found = bottleneck(client_plateau)
     assert found["verdict"] == "scheduler-limit"  # its queue is 43 % of TTFT: the token budget
-    assert found["evidence"][0].startswith("queue 43% of TTFT with 3 waiting on average")
+    assert found["evidence"][0].startswith("token budget, likely: queue 43% of TTFT with 3 waiting")
     assert "max_num_batched_tokens" in found["evidence"][0]
+    assert found["low_confidence"] is True  # no tokens per engine step to confirm it
+    # With them: steps of 1 token per running request are decode only, no budget taken.
+    decode_only = bottleneck(_replace(client_plateau, tokens_per_engine_step=31.0))
+    assert "token budget" not in decode_only["evidence"][0]
+    chunked = bottleneck(_replace(client_plateau, tokens_per_engine_step=2048.0))
+    assert chunked["verdict"] == "scheduler-limit" and chunked["low_confidence"] is False
+    assert chunked["evidence"][0].startswith(
+        "token budget: engine steps carried 2048 tokens on average for 30 running"
+    )
     # max_num_seqs 32 at 64 streams: 32 run, 32 wait, KV has room.
     capped = _replace(A100_32, level=64, waiting_max=33, waiting_mean=31.0, itl_p95_s=0.02)
     capped = _replace(capped, closed_loop_streams=64.0)
@@ -77,7 +86,9 @@ def test_the_closed_loops_own_plateau_is_not_the_schedulers_limit() -> None:
     assert "running held" not in bottleneck(small)["evidence"][0]
     found = bottleneck(capped)
     assert found["verdict"] == "scheduler-limit"
-    assert found["evidence"][0].startswith("running held at 32 in 90% of samples with 31 waiting")
+    assert found["evidence"][0].startswith(
+        "sequence limit: running held at 32 in 90% of the samples with requests waiting, 31 waiting"
+    )
     assert "max_num_seqs" in found["evidence"][0]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from gputui.catalog.specs import GpuSpec
 from gputui.diagnosis.window import (
     ClientWindow,
@@ -24,7 +26,7 @@ from gputui.metrics.roofline_use import catalog_gpu
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_diagnosis import Flat
 from gputui.metrics.step_evidence import StepEvidence
-from gputui.metrics.ttft_breakdown import e2e_breakdown, ttft_breakdown
+from gputui.metrics.ttft_breakdown import e2e_breakdown, noise, ttft_breakdown
 from gputui.telemetry.samples import GpuSample
 from gputui.telemetry.step_telemetry import StepTelemetry
 
@@ -59,13 +61,18 @@ def latency_breakdowns(
     latency: Mapping[str, object] | None,
     measured_ok: Sequence[RequestRecord],
     rtt_mean: float | None,
+    rtt_spread: float | None = None,
 ) -> tuple[Flat | None, Flat | None]:
-    """The step's TTFT and end-to-end breakdowns (`steps[].ttft_breakdown`, `e2e_breakdown`)."""
+    """The step's TTFT and end-to-end breakdowns (`steps[].ttft_breakdown`, `e2e_breakdown`).
+
+    `rtt_spread`: the probe's standard deviation over the step, for the parts' `noise_s`.
+    """
     queue = _latency_mean(latency, "queue_s")
     prefill = _latency_mean(latency, "prefill_s")
     if latency is not None and latency.get("source") == "timings":
         queue = 0.0
     connects = [r.connect_ns for r in measured_ok if r.connect_ns is not None]
+    ttfts = [(f - r.sent_ns) / 1e9 for r in measured_ok if (f := r.first_token_ns) is not None]
     connect_mean = sum(connects) / 1e9 / len(measured_ok) if measured_ok else None
     breakdown = ttft_breakdown(
         result.ttft_s.mean,
@@ -74,6 +81,7 @@ def latency_breakdowns(
         prefill,
         connect_mean,
         server_ttft_mean_s=_latency_mean(latency, "ttft_s"),
+        noise_s=noise(rtt_spread, float(np.std(ttfts)) if len(ttfts) > 1 else None, len(ttfts)),
     )
     e2e = e2e_breakdown(
         result.e2e_s.mean,
@@ -109,6 +117,13 @@ def step_evidence(
         waiting_growth=server.get("waiting_growth"),
         kv_usage_max=server.get("kv_usage_max"),
         kv_room_requests=_kv_room(server, roofline),
+        kv_blocked_share=server.get("kv_blocked_share"),
+        kv_free_blocks_waiting=server.get("kv_free_blocks_waiting"),
+        kv_need_blocks=server.get("kv_need_blocks"),
+        kv_blocks_total=server.get("kv_blocks_total"),
+        running_held_share=server.get("running_held_share"),
+        kv_holds_requests=server.get("kv_holds_requests"),
+        tokens_per_engine_step=server.get("tokens_per_engine_step"),
         running_mean=server.get("running_mean"),
         preemptions=server.get("preemptions"),
         gpu_util_mean_pct=gpu.get("gpu_util_mean_pct"),

@@ -61,7 +61,7 @@ from gputui.metrics.step_diagnosis import (
     bottleneck_verdict,
     flat,
 )
-from gputui.metrics.ttft_breakdown import client_label
+from gputui.metrics.ttft_breakdown import client_label, part_text
 from gputui.snapshot.models import Snapshot
 from gputui.telemetry.histogram_recorder import HistogramRecorder, recorder_for
 from gputui.telemetry.sampler import TelemetrySampler, Traces
@@ -167,8 +167,13 @@ class StepDiagnoser:
         lo, hi = spec.measure_start_ns, spec.end_ns
         rtt = session.rtt_between(lo, hi) or session.rtt_between(spec.start_ns, hi)
         rtt_mean = float(np.mean(rtt)) / 1e9 if rtt else None
+        rtt_spread = float(np.std(rtt)) / 1e9 if len(rtt) > 1 else None
         traces = self._sampler.traces(downsample_to=None) if self._sampler is not None else None
-        server = server_window(traces.server, lo, hi) if traces is not None else ServerWindow()
+        server = (
+            server_window(traces.server, lo, hi, **_request_tokens(records))
+            if traces is not None
+            else ServerWindow()
+        )
         gpu, gpu_spec = gpu_in_window(traces.gpu if traces is not None else (), lo, hi)
         gpu = with_step_telemetry(gpu, result.telemetry)
         with self._lock:
@@ -183,7 +188,7 @@ class StepDiagnoser:
             rtt_ns=round((rtt_mean or 0.0) * 1e9),
             next_step=any(s.index > result.index for s in specs),
         )
-        breakdown, e2e = latency_breakdowns(result, latency, measured_ok, rtt_mean)
+        breakdown, e2e = latency_breakdowns(result, latency, measured_ok, rtt_mean, rtt_spread)
         roofline = self._roofline(result, measured_ok or records, server, gpu_spec)
         evidence = step_evidence(
             result,
@@ -344,6 +349,19 @@ class StepDiagnoser:
         )
 
 
+def _request_tokens(records: Sequence[RequestRecord]) -> dict[str, float | None]:
+    """The step's mean prompt (a waiting request's need) and prompt + output (what one holds)."""
+    prompts = [n for r in records if (n := r.input_tokens or r.requested_input_tokens)]
+    outputs = [max(r.output_tokens, r.requested_output_tokens) for r in records]
+    if not prompts:
+        return {"need_tokens": None, "hold_tokens": None}
+    need = float(np.mean(prompts))
+    return {
+        "need_tokens": need,
+        "hold_tokens": need + (float(np.mean(outputs)) if outputs else 0.0),
+    }
+
+
 def _start(shifted_ns: int, last_earlier_ns: int, span_ns: int) -> int:
     """The later of the shifted start and the earlier requests' last event, at most mid-window."""
     return max(shifted_ns, min(last_earlier_ns, shifted_ns + span_ns // 2))
@@ -356,7 +374,8 @@ def _end(start_ns: int, shifted_ns: int, later_ns: Sequence[int | None]) -> int:
 
 
 def _ms(part: Flat, key: str) -> str:
-    return f"{(number(part, key) or 0.0) * 1e3:.0f}"
+    value = number(part, key) or 0.0
+    return f"{value * 1e3:.0f}" if value >= 0.0 else part_text(value, number(part, "noise_s"))
 
 
 def knee_explanation(knee_level: float, steps: Sequence[Mapping[str, object]]) -> str | None:

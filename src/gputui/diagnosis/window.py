@@ -20,6 +20,7 @@ for `metrics.bottleneck.StepEvidence` or JSON-ready dicts for the snapshot:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypedDict
@@ -65,6 +66,14 @@ class ServerWindow(TypedDict, total=False):
     kv_usage_max: float | None
     kv_capacity_tokens: int | None
     preemptions: int | None
+    kv_blocks_total: int | None
+    kv_block_size: int | None
+    kv_need_blocks: int | None
+    kv_free_blocks_waiting: int | None
+    kv_blocked_share: float | None
+    running_held_share: float | None
+    kv_holds_requests: int | None
+    tokens_per_engine_step: float | None
 
 
 class GpuWindow(TypedDict, total=False):
@@ -106,8 +115,19 @@ class SaturationEvidence(TypedDict):
     closed_loop_streams: float | None
 
 
-def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> ServerWindow:
-    """Queue and KV facts of the server inside [lo, hi] (empty dict without samples)."""
+def server_window(
+    samples: Sequence[ServerSample],
+    lo_ns: int,
+    hi_ns: int,
+    *,
+    need_tokens: float | None = None,
+    hold_tokens: float | None = None,
+) -> ServerWindow:
+    """Queue and KV facts of the server inside [lo, hi] (empty dict without samples).
+
+    `need_tokens`: what a waiting request needs admitted (the step's mean prompt); `hold_tokens`:
+    what it holds at its end (prompt + output), for the admission facts (`kv_admission`).
+    """
     inside = [s for s in samples if lo_ns <= s.t_ns <= hi_ns]
     if not inside:
         return ServerWindow()
@@ -127,7 +147,72 @@ def server_window(samples: Sequence[ServerSample], lo_ns: int, hi_ns: int) -> Se
         kv_usage_max=max(kv) if kv else None,
         kv_capacity_tokens=capacity[-1] if capacity else None,
         preemptions=pre[-1] - pre[0] if len(pre) >= 2 else (0 if pre else None),
+        **kv_admission(inside, need_tokens, hold_tokens),
+        tokens_per_engine_step=_tokens_per_step(before[-1:] + inside),
     )
+
+
+class Admission(TypedDict):
+    """Whether waiting requests could have been admitted (`kv_admission`)."""
+
+    kv_blocks_total: int | None
+    kv_block_size: int | None
+    kv_need_blocks: int | None
+    kv_free_blocks_waiting: int | None
+    """The median free KV blocks at the samples where requests waited."""
+    kv_blocked_share: float | None
+    """Share of those samples whose free blocks could not hold one waiting request's prompt."""
+    running_held_share: float | None
+    """Share of the samples where requests waited with KV room whose running count was its max."""
+    kv_holds_requests: int | None
+    """Whole requests of the step's length (prompt + output) the cache holds at once."""
+
+
+def kv_admission(
+    inside: Sequence[ServerSample], need_tokens: float | None, hold_tokens: float | None = None
+) -> Admission:
+    """The KV cache judged by admission, not by a percentage (vLLM allocates whole blocks).
+
+    Free blocks = (1 - usage) x the block count (vLLM's `cache_config_info` `num_gpu_blocks`
+    and `block_size`; else capacity tokens, one token a block); a waiting request needs its
+    prompt's blocks, ceil(need_tokens / block_size). Each sample with requests waiting says
+    whether the next one fit; those that did, whether running sat at its most (a sequence limit).
+    The cache holds blocks // ceil(hold_tokens / block_size) whole requests at once: running at
+    that many while others wait is the cache's limit however free it looked between admissions.
+    """
+    last = next((s for s in reversed(inside) if s.kv_blocks_total or s.kv_capacity_tokens), None)
+    size = (last.kv_block_size or 1) if last is not None else None
+    blocks = None
+    if last is not None and size:
+        blocks = last.kv_blocks_total or (last.kv_capacity_tokens or 0) // size or None
+    need = math.ceil(need_tokens / size) if need_tokens and size else None
+    queued = [s for s in inside if s.requests_waiting and s.kv_cache_usage is not None]
+    free = [round((1.0 - (s.kv_cache_usage or 0.0)) * blocks) for s in queued] if blocks else []
+    blocked = [f < need for f in free] if need is not None and free else []
+    roomy = [s for s, b in zip(queued, blocked, strict=True) if not b] if blocked else queued
+    top = max((s.requests_running or 0 for s in inside), default=0)
+    held = [s.requests_running == top for s in roomy if s.requests_running is not None]
+    return Admission(
+        kv_blocks_total=blocks,
+        kv_block_size=size,
+        kv_need_blocks=need,
+        kv_free_blocks_waiting=int(np.median(free)) if free else None,
+        kv_blocked_share=sum(blocked) / len(blocked) if blocked else None,
+        running_held_share=sum(held) / len(held) if held and top > 0 else None,
+        kv_holds_requests=(
+            blocks // math.ceil(hold_tokens / size) if blocks and size and hold_tokens else None
+        ),
+    )
+
+
+def _tokens_per_step(samples: Sequence[ServerSample]) -> float | None:
+    """Mean tokens per engine step between the first and last sample (None: not exposed)."""
+    counted = [s for s in samples if s.engine_steps_total is not None and s.step_tokens_total]
+    if len(counted) < 2:
+        return None
+    steps = (counted[-1].engine_steps_total or 0) - (counted[0].engine_steps_total or 0)
+    tokens = (counted[-1].step_tokens_total or 0) - (counted[0].step_tokens_total or 0)
+    return tokens / steps if steps > 0 else None
 
 
 def _share_near_max(values: Sequence[int]) -> float | None:

@@ -27,10 +27,11 @@ The rules run in this order and the first that holds is the verdict:
    window's samples. The step is "measured while throttled", and so is a capacity taken from it.
 3. `network`: the RTT is >= NETWORK_SHARE of the mean TTFT.
 4. `queue`: the server's queue time is >= QUEUE_SHARE of TTFT, or requests were waiting and the
-   KV cache was full (>= KV_FULL, or no room for one more request of the step's mean context),
-   preemptions occurred or more requests waited than ran. (Shares of TTFT count only when network
-   + queue + prefill (+ the server's other time, when split) explain CONSISTENT_LOW..CONSISTENT_HIGH
-   of it.)
+   KV cache could not admit them (judged by admission: free blocks against a prompt's need,
+   `metrics.saturation.kv_full`; where the block count is not exposed, usage >= KV_FULL or no
+   room for one more request of the step's mean context), preemptions occurred or more requests
+   waited than ran. (Shares of TTFT count only when network + queue + prefill (+ the server's
+   other time, when split) explain CONSISTENT_LOW..CONSISTENT_HIGH of it.)
 5. `prefill-compute`: prefill is >= PREFILL_SHARE of TTFT and prefill used >= COMPUTE_HIGH of
    the card's dense peak.
 6. `decode-bandwidth`: decode used >= BANDWIDTH_HIGH of the card's bandwidth and TPOT grew by
@@ -68,13 +69,17 @@ from gputui.metrics.error_log import errors_text
 from gputui.metrics.json_read import number
 from gputui.metrics.saturation import (
     SATURATION_VERDICTS,
+    admission_text,
     explain_saturation,
     refine_bandwidth,
     refine_queue,
 )
+from gputui.metrics.saturation import (
+    kv_full as kv_is_full,
+)
 from gputui.metrics.step_diagnosis import BottleneckVerdict, Flat
 from gputui.metrics.step_evidence import StepEvidence
-from gputui.metrics.ttft_breakdown import client_label
+from gputui.metrics.ttft_breakdown import client_label, part_text
 
 ERRORS_SHARE: Final = 0.5
 CLIENT_CPU_PCT: Final = 90.0
@@ -145,16 +150,21 @@ def breakdown_text(b: Flat) -> str:
     """'TTFT 49 ms = queue 0.0 ms + prefill 25 ms + server other 9.0 ms + network ... + client ...'.
 
     Without the server's own TTFT the last part reads 'client+server' (see
-    metrics.ttft_breakdown: the server's rest could not be split from the client's).
+    metrics.ttft_breakdown: the server's rest could not be split from the client's). A part
+    below zero reads 'within noise (±x ms)' or says it is beyond the noise (`part_text`).
     """
-    other = number(b, "server_other_s")
-    server = "" if other is None else f" + server other {_ms(other)}"
+    noise_s = number(b, "noise_s")
+
+    def part(key: str) -> str:
+        return part_text(number(b, key), noise_s)
+
+    server = (
+        "" if number(b, "server_other_s") is None else f" + server other {part('server_other_s')}"
+    )
     client = client_label(b)
-    ttft, queue, prefill = number(b, "ttft_s"), number(b, "queue_s"), number(b, "prefill_s")
-    network, rest = number(b, "network_s"), number(b, "client_s")
     return (
-        f"TTFT {_ms(ttft)} = queue {_ms(queue)} + prefill {_ms(prefill)}"
-        f"{server} + network {_ms(network)} + {client} {_ms(rest)}"
+        f"TTFT {_ms(number(b, 'ttft_s'))} = queue {part('queue_s')} + prefill {part('prefill_s')}"
+        f"{server} + network {part('network_s')} + {client} {part('client_s')}"
     )
 
 
@@ -200,9 +210,7 @@ class _Findings:
 def bottleneck(e: StepEvidence) -> BottleneckVerdict:
     """The verdict and its evidence (rules and order in the module docstring)."""
     found = _Findings()
-    kv_full = (e.kv_usage_max is not None and e.kv_usage_max >= KV_FULL) or (
-        e.kv_room_requests is not None and e.kv_room_requests < 1.0
-    )
+    kv_full = kv_is_full(e, KV_FULL)
     backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
     server_queued = bool(e.waiting_max) and (kv_full or bool(e.preemptions) or backlog)
     mostly_failed = _errors_rule(e, found)
@@ -364,7 +372,10 @@ def _queue_bits(e: StepEvidence, *, kv_full: bool) -> list[str]:
     queue_bits = []
     if e.kv_usage_max is not None:
         queue_bits.append(("KV cache full" if kv_full else "KV cache") + f" {_pct(e.kv_usage_max)}")
-    if e.kv_room_requests is not None and e.kv_room_requests < 1.0:
+    admission = admission_text(e)
+    if admission is not None:
+        queue_bits.append(admission)
+    elif e.kv_room_requests is not None and e.kv_room_requests < 1.0:
         queue_bits.append("no room for another request")
     if e.waiting_max is not None:
         grow = f" (+{e.waiting_growth})" if e.waiting_growth and e.waiting_growth > 0 else ""

@@ -54,6 +54,10 @@ TPOT_GROWTH: Final = 0.3
 GPU_BUSY_PCT: Final = 90.0
 NETWORK_SHARE_LOW: Final = 0.25
 CLIENT_CPU_LOW: Final = 70.0
+KV_BLOCKED_SHARE: Final = 0.5
+"""Share of the samples with requests waiting that found no room for a prompt: KV-bound."""
+BUDGET_STEP_RATIO: Final = 4.0
+"""Tokens per engine step over running requests from which steps carry prefill chunks."""
 SATURATED_GAIN: Final = 0.10
 """Output tok/s growth per doubling of load under which a step counts as saturated (the knee's)."""
 
@@ -108,9 +112,37 @@ def is_loaded(e: StepEvidence) -> bool:
     return bool(e.sla_failed) or (gain is not None and gain < SATURATED_GAIN)
 
 
-def _kv_full(e: StepEvidence, kv_full: float) -> bool:
-    usage = e.kv_usage_max is not None and e.kv_usage_max >= kv_full
+def kv_full(e: StepEvidence, usage_full: float) -> bool:
+    """The KV cache could not admit the waiting requests.
+
+    Judged by admission where the block count is known: as many requests ran as the cache holds
+    whole (prompt + output) while others waited, or >= KV_BLOCKED_SHARE of the samples with
+    requests waiting had fewer free blocks than one prompt needs (vLLM allocates whole blocks, so
+    a cache that admits no one may read 85 %); else by usage >= `usage_full` or no room for one
+    more request of the step's mean context.
+    """
+    holds, top = e.kv_holds_requests, e.running_max
+    if holds is not None and top and e.waiting_max and top >= holds:
+        return True  # as many ran as the cache holds whole, and more waited
+    if e.kv_blocked_share is not None:
+        return e.kv_blocked_share >= KV_BLOCKED_SHARE
+    usage = e.kv_usage_max is not None and e.kv_usage_max >= usage_full
     return usage or (e.kv_room_requests is not None and e.kv_room_requests < 1.0)
+
+
+def admission_text(e: StepEvidence) -> str | None:
+    """'the cache holds 2 requests of the step's length, 2 ran; 4 of 32 KV blocks free ...'."""
+    if e.kv_free_blocks_waiting is None or e.kv_need_blocks is None:
+        return None
+    holds = ""
+    if e.kv_holds_requests is not None:
+        holds = f"the cache holds {e.kv_holds_requests} requests of the step's length whole, "
+        holds += f"{e.running_max} ran; " if e.running_max is not None else ""
+    return (
+        f"{holds}{e.kv_free_blocks_waiting} of {e.kv_blocks_total} KV blocks free while requests "
+        f"waited (median), a prompt needs {e.kv_need_blocks}: no room in "
+        f"{_pct(e.kv_blocked_share or 0.0)} of those samples"
+    )
 
 
 def _kv_text(e: StepEvidence) -> str:
@@ -123,31 +155,43 @@ def _waiting_text(e: StepEvidence) -> str:
 
 
 def _at_cap(e: StepEvidence) -> bool:
-    """Running held at its most while a queue of >= QUEUE_OF_BATCH of it waited on average.
+    """Running held at its most while requests waited that the KV cache could admit.
 
-    A closed loop at N streams also holds running near N, with the few requests that just
-    arrived waiting for the next engine step: that plateau is the client's, and its queue short.
+    Where the admission facts exist: >= RUNNING_AT_CAP_SHARE of the samples with requests waiting
+    and KV room had running at its max. Else: running near its max in most samples, with a queue
+    of >= QUEUE_OF_BATCH of it on average. A closed loop at N streams also holds running near N,
+    with the few requests that just arrived waiting for the next engine step: that plateau is the
+    client's.
     """
-    share, top = e.running_at_max_share, e.running_max
-    if share is None or share < RUNNING_AT_CAP_SHARE or not top:
+    top = e.running_max
+    if not top:
         return False
     streams = e.closed_loop_streams
     if streams is not None and top >= streams * (1.0 - RUNNING_CAP_SLACK):
         return False  # every stream the client holds runs: the ceiling is the client's
+    if e.running_held_share is not None:
+        return e.running_held_share >= RUNNING_AT_CAP_SHARE
+    share = e.running_at_max_share
+    if share is None or share < RUNNING_AT_CAP_SHARE:
+        return False
     waiting = e.waiting_mean if e.waiting_mean is not None else 0.0
     return waiting >= max(1.0, QUEUE_OF_BATCH * top)
 
 
-def refine_queue(e: StepEvidence, kv_full: float) -> Finding | None:
+def refine_queue(e: StepEvidence, usage_full: float) -> Finding | None:
     """What makes requests queue: the KV cache, or the scheduler's limits (None: unknown)."""
-    if e.waiting_max and (_kv_full(e, kv_full) or e.preemptions):
-        room = ", no room for another request" if (e.kv_room_requests or 1.0) < 1.0 else ""
-        full = e.kv_usage_max is not None and e.kv_usage_max >= kv_full
-        kv = f"KV cache full {_pct(e.kv_usage_max or 0.0)}" if full else _kv_text(e)
+    if e.waiting_max and (kv_full(e, usage_full) or e.preemptions):
+        admission = admission_text(e)
+        if admission is not None:
+            kv = f"{_kv_text(e)}; {admission}"
+        else:
+            full = e.kv_usage_max is not None and e.kv_usage_max >= usage_full
+            room = ", no room for another request" if (e.kv_room_requests or 1.0) < 1.0 else ""
+            kv = (f"KV cache full {_pct(e.kv_usage_max or 0.0)}" if full else _kv_text(e)) + room
         return Finding(
             "kv-capacity",
             (
-                f"{kv}{room}, {e.preemptions or 0} preemptions, {_waiting_text(e)}: "
+                f"{kv}, {e.preemptions or 0} preemptions, {_waiting_text(e)}: "
                 "requests wait for KV blocks",
             ),
         )
@@ -160,28 +204,47 @@ def refine_bandwidth(e: StepEvidence) -> Finding | None:
 
 
 def _scheduler(e: StepEvidence, *, budget: bool = True) -> Finding | None:
+    """`scheduler-limit`, saying which limit binds: the sequence limit or the token budget."""
     waiting = e.waiting_mean if e.waiting_mean is not None else e.waiting_max
     if not waiting or waiting < 1 or e.kv_usage_max is None:
         return None
+    admission = admission_text(e)
+    room = f"{_kv_text(e)}" + (f"; {admission}" if admission else "")
     if _at_cap(e):
-        share = e.running_at_max_share or 0.0
+        held = e.running_held_share
+        share = held if held is not None else (e.running_at_max_share or 0.0)
         return Finding(
             "scheduler-limit",
             (
-                f"running held at {e.running_max} in {_pct(share)} of samples with "
-                f"{_waiting_text(e)} and {_kv_text(e)}: the engine admits no more sequences "
-                "(its sequence limit, vLLM's max_num_seqs)",
+                f"sequence limit: running held at {e.running_max} in {_pct(share)} of the samples "
+                f"with requests waiting, {_waiting_text(e)}, {room}: the engine admits no more "
+                "sequences (vLLM's max_num_seqs)",
+            ),
+        )
+    if not budget:
+        return None
+    per_step, running = e.tokens_per_engine_step, e.running_mean
+    if per_step is not None:
+        if not running or per_step < BUDGET_STEP_RATIO * running:
+            return None  # decode-only steps: the budget is not what holds the queue
+        return Finding(
+            "scheduler-limit",
+            (
+                f"token budget: engine steps carried {per_step:.0f} tokens on average for "
+                f"{running:.0f} running, {_waiting_text(e)}, {room}: each step's batch-token "
+                "budget is taken by prefill chunks (vLLM's max_num_batched_tokens)",
             ),
         )
     b = e.breakdown
-    if budget and b is not None and _part(b, "queue_share") >= QUEUE_SHARE_LOW:
+    if b is not None and _part(b, "queue_share") >= QUEUE_SHARE_LOW:
         return Finding(
             "scheduler-limit",
             (
-                f"queue {_pct(_part(b, 'queue_share'))} of TTFT with {_waiting_text(e)} and "
-                f"{_kv_text(e)}: each engine step's token budget is taken (vLLM's "
-                "max_num_batched_tokens)",
+                f"token budget, likely: queue {_pct(_part(b, 'queue_share'))} of TTFT with "
+                f"{_waiting_text(e)} and {room}, running not held at a ceiling (the server "
+                "publishes no tokens per step to confirm it; vLLM's max_num_batched_tokens)",
             ),
+            low_confidence=True,
         )
     return None
 

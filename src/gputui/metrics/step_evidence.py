@@ -28,6 +28,18 @@ class StepEvidence:
     kv_usage_max: float | None = None
     kv_room_requests: float | None = None
     """Free KV at its fullest, in requests of the step's mean context: < 1 means full for them."""
+    kv_blocked_share: float | None = None
+    """Share of the samples with requests waiting whose free KV blocks could not hold one more
+    prompt (diagnosis.window.kv_admission); None where the block count is not exposed."""
+    kv_free_blocks_waiting: int | None = None
+    kv_need_blocks: int | None = None
+    kv_blocks_total: int | None = None
+    kv_holds_requests: int | None = None
+    """Whole requests of the step's length the KV cache holds at once."""
+    running_held_share: float | None = None
+    """Share of the samples with requests waiting and KV room whose running count was its max."""
+    tokens_per_engine_step: float | None = None
+    """Mean tokens each engine step carried (vLLM's iteration_tokens_total), None: not exposed."""
     running_mean: float | None = None
     preemptions: int | None = None
     """Preemptions inside the window (counter delta)."""

@@ -22,14 +22,25 @@ written, after any new connection was set up, so connection setup is *not* insid
 per request (`connect_s`) is reported beside the breakdown, not in it. `e2e_breakdown` does the
 same for the mean E2E with queue, prefill and decode (no server-side E2E rest is split there).
 Pure functions; None in, None out (a server without queue/prefill numbers gets no breakdown).
+
+A part is a difference of means measured apart (the client's requests, the server's histogram
+window, the probe), so it can come out below zero. `noise_s` says how far that is noise: the RTT
+probe's spread and the client's mean TTFT's standard error, combined (root of the sum of
+squares). `part_text` shows a negative part as "within noise (±x ms)" when it is within
+NOISE_SPREADS of that, else as a negative in ms that says it is beyond the noise; never raw
+microseconds, and a bar that draws it as zero says so in its text.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Final
 
 from gputui.metrics.step_diagnosis import Flat
+
+NOISE_SPREADS: Final = 2.0
+"""A negative part within this many `noise_s` is noise (about 95 %)."""
 
 UNSPLIT: Final = (
     "client_s includes the server's own overhead outside queue and prefill (API, tokenization, "
@@ -55,6 +66,7 @@ def ttft_breakdown(
     prefill_mean_s: float | None,
     connect_mean_s: float | None = None,
     server_ttft_mean_s: float | None = None,
+    noise_s: float | None = None,
 ) -> Flat | None:
     """`steps[].ttft_breakdown` (see the module docstring); None when a part is unknown."""
     if not ttft_mean_s or ttft_mean_s <= 0 or queue_mean_s is None or prefill_mean_s is None:
@@ -73,6 +85,7 @@ def ttft_breakdown(
     out["unsplit"] = None if split else UNSPLIT
     out["connect_s"] = None if connect_mean_s is None else round(connect_mean_s, 6)
     out["rtt_measured"] = rtt_mean_s is not None
+    out["noise_s"] = None if noise_s is None else round(noise_s, 6)
     out["formula"] = (
         "TTFT(mean) = network (RTT probe mean) + server queue (mean) + server prefill (mean) + "
         "server other (server TTFT mean - queue - prefill) + client (TTFT - server TTFT - "
@@ -83,6 +96,26 @@ def ttft_breakdown(
         "connection setup is outside TTFT"
     )
     return out
+
+
+def noise(rtt_spread_s: float | None, ttft_std_s: float | None, n: int) -> float | None:
+    """`noise_s`: the probe's spread and the mean TTFT's standard error combined (None: neither)."""
+    error = ttft_std_s / math.sqrt(n) if ttft_std_s is not None and n > 0 else None
+    known = [x for x in (rtt_spread_s, error) if x is not None]
+    return math.sqrt(sum(x * x for x in known)) if known else None
+
+
+def part_text(value_s: float | None, noise_s: float | None, *, unit: str = " ms") -> str:
+    """A part in ms; a negative one 'within noise (±0.4 ms)' or '-13.4 ms (beyond noise ±0.4)'."""
+    if value_s is None:
+        return "-"
+    if value_s >= 0.0:
+        ms = value_s * 1e3
+        return f"{ms:.0f}{unit}" if ms >= 9.5 else f"{ms:.1f}{unit}"
+    spread = f"±{noise_s * 1e3:.1f}{unit}" if noise_s is not None else "noise unknown"
+    if noise_s is not None and -value_s <= NOISE_SPREADS * noise_s:
+        return f"within noise ({spread})"
+    return f"{value_s * 1e3:.1f}{unit} (below zero beyond noise, {spread})"
 
 
 def client_label(breakdown: Mapping[str, object]) -> str:

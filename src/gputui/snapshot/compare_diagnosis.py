@@ -13,8 +13,11 @@ snapshot saved before the server's other time was split shows "-" there).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
+from gputui.metrics.json_read import number
+from gputui.metrics.ttft_breakdown import part_text
 from gputui.snapshot.compare import Comparison
 from gputui.snapshot.models import Snapshot, Step
 
@@ -57,6 +60,14 @@ def _ms(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 1e3:.1f} ms"
 
 
+def _part(breakdown: Mapping[str, object], key: str) -> str:
+    """A part in ms; one below zero says whether that is within the noise (`part_text`)."""
+    value = number(breakdown, key)
+    if value is None or value >= 0.0:
+        return _ms(breakdown.get(key))
+    return part_text(value, number(breakdown, "noise_s"))
+
+
 def _share(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value:.0%}"
 
@@ -78,7 +89,7 @@ def diagnosis_rows(cmp: Comparison) -> list[list[str]] | None:
             verdict += " (throttled)"
         b = step.ttft_breakdown or {}
         roof = step.roofline or {}
-        parts = {key: _ms(b.get(key)) for key, _, _ in PARTS}
+        parts = {key: _part(b, key) for key, _, _ in PARTS}
         if b.get("unsplit"):  # no server TTFT: the client's part holds the server's rest too
             parts["client_s"] += " (+server)"
         rows.append(

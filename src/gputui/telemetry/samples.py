@@ -125,6 +125,10 @@ class ServerSample:
     """Tokens per KV block."""
     kv_capacity_tokens: int | None = None
     """Tokens the KV cache holds when full (blocks x block size, or the server's own figure)."""
+    engine_steps_total: int | None = None
+    """Engine steps so far (vLLM's `iteration_tokens_total` histogram's count)."""
+    step_tokens_total: int | None = None
+    """Tokens those steps carried (its sum): per step, the batch-token budget in use."""
     spec_drafts_total: int | None = None
     """Speculative decoding (see telemetry.spec_decode): decode steps that drafted."""
     spec_draft_tokens_total: int | None = None

@@ -111,6 +111,8 @@ def _vllm(index: PromIndex, t_ns: int) -> ServerSample:
         kv_blocks_total=blocks_total,
         kv_block_size=block_size,
         kv_capacity_tokens=_capacity(blocks_total, block_size),
+        engine_steps_total=_int(index.total("vllm:iteration_tokens_total_count")),
+        step_tokens_total=_int(index.total("vllm:iteration_tokens_total_sum")),
         prefix_cache_queries_total=_int(index.total("vllm:prefix_cache_queries_total")),
         prefix_cache_hits_total=_int(index.total("vllm:prefix_cache_hits_total")),
         **spec_fields(index, "vllm:"),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from gputui.frontends.view import LiveView
 from gputui.metrics.json_read import number
+from gputui.metrics.ttft_breakdown import part_text
 from gputui.ui.render import format as fmt
 from gputui.ui.render.spans import Line
 
@@ -130,10 +131,13 @@ def step_bar_lines(
         if p == "server_other" and value is None:
             continue
         name = "client+srv" if p == "client" and breakdown.get("unsplit") else NAMES[p]
-        parts += [
-            (f" {glyphs[p]}", ROLES[p]),
-            (f"{name} {fmt.duration(float(value or 0.0))}", "dim"),
-        ]
+        value = float(value or 0.0)
+        text = (  # a part below zero is drawn as none: its text says why (no raw negative us)
+            fmt.duration(value)
+            if value >= 0.0
+            else part_text(value, number(breakdown, "noise_s"), unit="ms")
+        )
+        parts += [(f" {glyphs[p]}", ROLES[p]), (f"{name} {text}", "dim")]
     if sum(len(t) for t, _ in line + parts) <= width:
         return [line + parts]
     return [line, [(" " * (len(label) - 1), ""), *parts]]
