@@ -143,6 +143,7 @@ def assert_no_percentile_finer_than_its_bucket(latency: dict[str, Any]) -> None:
             else:
                 assert q not in summary["bounds"], (key, q)
                 assert summary["resolution_s"][q] <= summary["mean"], (key, q, summary)
+                assert summary["resolution_s"][q] <= 0.25 * summary[q], (key, q, summary)
 
 
 @pytest.mark.alone  # the TTFT split and the client state read timings: no neighbour

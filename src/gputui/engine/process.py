@@ -33,7 +33,6 @@ from gputui.engine.commands import (
     UnknownCommand,
     check_command,
 )
-from gputui.engine.http import ConnectionPool
 from gputui.engine.load import LoadController, RequestShape
 from gputui.engine.probe import RttProbe
 from gputui.engine.records import RequestRecord
@@ -164,19 +163,22 @@ class _Engine:
         ).start()
         self._flush()  # the first (empty) batch tells the parent the engine is ready
         background = [loop.create_task(self._flush_forever()), loop.create_task(self._lag())]
-        if config.probe_path:
-            target = config.client.target
-            pool = ConnectionPool(
+        probe = None
+        target = config.client.target
+        if config.probe_path and target.scheme == "http":
+            probe = RttProbe(
                 target.host,
                 target.port,
-                ssl_context=None,
-                connect_timeout_s=config.client.timeouts.connect_s,
+                config.probe_path,
+                config.probe_interval_s,
+                self._add_rtt,
+                timeout_s=max(config.client.timeouts.connect_s, 10.0),
             )
-            probe = RttProbe(pool, config.probe_path, config.probe_interval_s, self._add_rtt)
-            if target.scheme == "http":
-                background.append(loop.create_task(probe.run()))
+            probe.start(loop)  # timed on its own thread: the loop's lag is not network
         cancel = await self._stop_requested
         await self._load.stop(cancel=cancel, drain_timeout_s=config.client.timeouts.request_s)
+        if probe is not None:
+            probe.stop()
         for task in background:
             task.cancel()
         await self._client.aclose()

@@ -12,7 +12,8 @@ reaches the rank holds the quantile; inside it the value is interpolated linearl
 bucket's lower bound (the previous bound, 0 for the first bucket) and its upper bound; a rank in
 the +Inf bucket returns the highest finite bound. A quantile is therefore only as fine as its
 bucket: `resolution_s` gives the width of the bucket each quantile fell in, and a quantile whose
-bucket is coarser than the values is reported as a bound, not a number (`bucket_bound`).
+bucket is coarser than the values, or wider than a quarter of the quantile itself, is reported as a
+bound, not a number (`bucket_bound`).
 
 Names (reference.md section 4): vLLM `vllm:time_to_first_token_seconds`,
 `vllm:request_queue_time_seconds`, `vllm:request_prefill_time_seconds`,
@@ -39,7 +40,8 @@ INTERPOLATION: Final = (
     "Prometheus histogram_quantile: linear within the bucket holding rank q x count, from the "
     "previous bound (0 for the first) to the bucket's bound; means exact from _sum/_count. A "
     "quantile in the first bucket, in the +Inf bucket or in a bucket wider than the window's "
-    "mean is a bound (bounds[q]: '< 0.3 s', '> 80 s', '0.1-0.25 s'), its value None"
+    "mean or than a quarter of the quantile is a bound (bounds[q]: '< 0.3 s', '> 80 s', "
+    "'0.1-0.25 s'), its value None"
 )
 QUANTILES: Final = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
 
@@ -197,7 +199,13 @@ class QuantileBound(TypedDict):
     text: str
 
 
-def bucket_bound(lower_s: float, upper_s: float, mean_s: float | None) -> QuantileBound | None:
+QUANTILE_RESOLUTION: Final = 0.25
+"""A quantile whose bucket is wider than this share of its value is a bound, not a number."""
+
+
+def bucket_bound(
+    lower_s: float, upper_s: float, mean_s: float | None, value_s: float | None = None
+) -> QuantileBound | None:
     """The bound a quantile in bucket (lower, upper] is reported as, or None (see the rule).
 
     The rule: a quantile is only as fine as the bucket it fell in, so it is a bound, never an
@@ -207,14 +215,18 @@ def bucket_bound(lower_s: float, upper_s: float, mean_s: float | None) -> Quanti
       ~0.01 ms: interpolation would say 150 ms, the bound says '< 0.3 s';
     - it fell in the +Inf bucket (only "more than the highest bound": '> 80 s');
     - its bucket is wider than the window's mean (the bucket is coarser than the values it
-      summarises): the bucket's edges, '0.1-0.25 s'.
+      summarises), or than QUANTILE_RESOLUTION of the quantile's own interpolated value
+      (`value_s`; a mean of 0.21 s in the 0.1-0.25 s bucket read "183 ms"): the bucket's
+      edges, '0.1-0.25 s'.
     Returns {"above_s", "below_s" (None for +Inf), "text"}.
     """
     if math.isinf(upper_s):
         return {"above_s": lower_s, "below_s": None, "text": f"> {_seconds_text(lower_s)}"}
     if lower_s <= 0.0:
         return {"above_s": 0.0, "below_s": upper_s, "text": f"< {_seconds_text(upper_s)}"}
-    if mean_s is not None and upper_s - lower_s > mean_s:
+    width = upper_s - lower_s
+    coarse = value_s is not None and width > QUANTILE_RESOLUTION * value_s
+    if coarse or (mean_s is not None and width > mean_s):
         return {"above_s": lower_s, "below_s": upper_s, "text": _range_text(lower_s, upper_s)}
     return None
 
@@ -232,7 +244,8 @@ def summarize_histogram(h: Histogram) -> dict[str, Any]:
     for key, q in QUANTILES:
         found = quantile(h, q)
         bucket = _bucket_of(h, q)
-        bound = None if bucket is None else bucket_bound(*bucket, mean)
+        value = None if found is None else found[0]
+        bound = None if bucket is None else bucket_bound(*bucket, mean, value)
         out[key] = None if found is None or bound is not None else found[0]
         resolution[key] = None if found is None or math.isinf(found[1]) else found[1]
         if bound is not None:
