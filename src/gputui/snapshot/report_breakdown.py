@@ -16,6 +16,7 @@ from html import escape
 from typing import Final
 
 from gputui.metrics.json_read import number
+from gputui.metrics.ttft_breakdown import part_text
 from gputui.snapshot.compare import Comparison
 from gputui.snapshot.compare_diagnosis import PARTS
 from gputui.snapshot.models import Snapshot, Step
@@ -92,6 +93,14 @@ def breakdown_chart(
     return "".join(out)
 
 
+def _part(step: Step, key: str) -> str:
+    """A part's tooltip: its ms, or, drawn as nothing below zero, whether that is noise."""
+    raw = number(step.ttft_breakdown, key)
+    if raw is None or raw >= 0.0:
+        return f"{max(raw or 0.0, 0.0) * 1e3:.1f} ms"
+    return part_text(raw, number(step.ttft_breakdown, "noise_s")) + ", drawn as 0"
+
+
 def _bar(step: Step, x: float, w: float, base: float, px_per_s: float) -> list[str]:
     """One step's stacked parts and its mean-TTFT mark, each with a tooltip."""
     out = []
@@ -103,7 +112,7 @@ def _bar(step: Step, x: float, w: float, base: float, px_per_s: float) -> list[s
         y -= height
         out.append(
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{height:.1f}" '
-            f'fill="{colour}"><title>{escape(where)}; {label} {value * 1e3:.1f} ms</title></rect>'
+            f'fill="{colour}"><title>{escape(where)}; {label} {_part(step, key)}</title></rect>'
         )
     ttft = _seconds(step, "ttft_s")
     if ttft > 0:  # the client's mean TTFT: parts that overshoot it show above this mark
