@@ -259,7 +259,8 @@ class StepDiagnoser:
                     update={"measured_while_throttled": throttled}
                 )
         if snapshot.knee is not None:
-            text = knee_explanation(snapshot.knee.level, [s.model_dump() for s in steps])
+            mine = [s.model_dump() for s in steps if s.mode == snapshot.knee.mode]
+            text = knee_explanation(snapshot.knee.level, mine)
             if text is not None:
                 update["knee"] = snapshot.knee.model_copy(update={"explanation": text})
         return snapshot.model_copy(update=update)
@@ -378,6 +379,13 @@ def _ms(part: Flat, key: str) -> str:
     return f"{value * 1e3:.0f}" if value >= 0.0 else part_text(value, number(part, "noise_s"))
 
 
+def _has_data(step: Mapping[str, object]) -> bool:
+    """A request finished in it (a row without the counts is taken to have data)."""
+    if "requests_ok" not in step:
+        return True
+    return (number(step, "requests_ok") or 0) + (number(step, "requests_failed") or 0) > 0
+
+
 def knee_explanation(knee_level: float, steps: Sequence[Mapping[str, object]]) -> str | None:
     """'knee at 32: <evidence of the first step past it>; TTFT 620 ms = queue 410 + ...'.
 
@@ -388,6 +396,7 @@ def knee_explanation(knee_level: float, steps: Sequence[Mapping[str, object]]) -
             (level, step, verdict)
             for step in steps
             if (level := number(step, "level") or 0.0) > knee_level
+            and _has_data(step)
             and step.get("bottleneck")
             and (verdict := bottleneck_verdict(step.get("bottleneck"))) is not None
         ),

@@ -1,10 +1,11 @@
 """What the live screen shows, built by one pure function from frames, steps and events.
 
 Contract: `build_view` turns a `ViewInputs` (the front end's state, the latest frames, the
-finished steps and the event log) into a frozen `LiveView`; it derives knee, capacity and the best
-step and nothing else, so the live controller and a replayed snapshot (`ui.replay`) get the same
-screen from the same figures (the event rules they share are `gputui.session.events`). Nothing here
-reads a clock or imports Textual.
+finished steps and the event log) into a frozen `LiveView`; it derives knee, capacity, bound and
+the best step and nothing else (the knee, capacity and bound by `metrics.knee_summary`, the one
+function the saved snapshot uses too), so the live controller and a replayed snapshot
+(`ui.replay`) get the same screen from the same figures (the event rules they share are
+`gputui.session.events`). Nothing here reads a clock or imports Textual.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from types import MappingProxyType
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.load import LoadMode
 from gputui.metrics.capacity import Capacity
-from gputui.metrics.capacity_caveats import judged_capacity
-from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.knee import Knee
+from gputui.metrics.knee_summary import KneeBound, knee_summary
 from gputui.metrics.precision import DEFAULT_TARGET_PRECISION
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
@@ -88,6 +89,8 @@ class LiveView:
     """'knee at 32: bound by queue at 64; ...': the verdict of the first step past the knee."""
     price_per_hour: float | None = None
     """The node's hourly price (--price-per-hour, or the settings dialog), for the cost."""
+    knee_bound: KneeBound | None = None
+    """What bound the first step past the knee (`metrics.knee_summary`): 'queue at 64'."""
 
     def diagnosis(self, step: StepResult) -> StepDiagnosis:
         """The step's diagnosis (every part None when it has none)."""
@@ -138,8 +141,7 @@ class ViewInputs:
 def build_view(inputs: ViewInputs) -> LiveView:
     """The view of these inputs (see the module docstring)."""
     steps = inputs.steps
-    knee = knee_from_steps(steps, mode=inputs.mode) if steps else None
-    capacity = judged_capacity(steps, inputs.sla, diagnoses=inputs.diagnoses) if steps else None
+    summary = knee_summary(steps, inputs.sla, inputs.diagnoses, mode=inputs.mode)
     return LiveView(
         seq=inputs.seq,
         target_url=inputs.target_url,
@@ -154,10 +156,10 @@ def build_view(inputs: ViewInputs) -> LiveView:
         session_s=inputs.session_s,
         frame=inputs.frame,
         steps=steps,
-        knee=knee.knee if knee else None,
-        knee_reason=knee.reason if knee else "no finished step yet",
-        capacity=capacity.capacity if capacity else None,
-        capacity_reason=capacity.reason if capacity else "no finished step yet",
+        knee=summary.knee,
+        knee_reason=summary.knee_reason,
+        capacity=summary.capacity,
+        capacity_reason=summary.capacity_reason,
         telemetry=inputs.telemetry,
         traces=inputs.traces,
         events=inputs.events,
@@ -167,17 +169,18 @@ def build_view(inputs: ViewInputs) -> LiveView:
         throughput_history=inputs.throughput_history,
         error_rate_history=inputs.error_rate_history,
         ui_cpu_percent=inputs.ui_cpu_percent,
-        best_step_index=best_step_index(steps, capacity.capacity if capacity else None),
+        best_step_index=best_step_index(steps, summary.capacity),
         label=inputs.label,
         journal_path=inputs.journal_path,
         stopped=inputs.stopped,
         workload=inputs.workload,
         diagnoses=inputs.diagnoses,
-        knee_explanation=_knee_explanation(knee.knee if knee else None, steps, inputs.diagnoses),
+        knee_explanation=_knee_explanation(summary.knee, steps, inputs.diagnoses),
         control=inputs.control,
         target_precision=inputs.target_precision,
         notices=inputs.notices,
         price_per_hour=inputs.price_per_hour,
+        knee_bound=summary.bound,
     )
 
 
@@ -190,7 +193,7 @@ def _knee_explanation(
     rows = [
         {"level": s.level, **diagnoses[s.index].fields()}
         for s in steps
-        if s.index in diagnoses and s.mode == knee.mode
+        if s.index in diagnoses and s.mode == knee.mode and s.requests_ok + s.requests_failed
     ]
     return knee_explanation(knee.level, rows)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,11 +35,12 @@ from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.metrics.bursts import BurstRecovery
-from gputui.metrics.capacity_caveats import judged_capacity
-from gputui.metrics.knee import Knee, knee_from_steps
+from gputui.metrics.knee_summary import KneeSummary, knee_bound, knee_summary
 from gputui.metrics.repeats import RepeatSpread
 from gputui.metrics.sla import Sla
 from gputui.metrics.sla_terms import TermsChange
+from gputui.metrics.step import StepResult
+from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.metrics.validation import ValidationHold
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.journal_telemetry import JournalTelemetry
@@ -131,10 +132,9 @@ class RunInfo:
 def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
     """The snapshot of everything the session measured."""
     results = session.finished_steps()
-    knee = knee_from_steps(results, mode=info.mode) if results else None
-    capacity = (
-        judged_capacity(results, session.sla, diagnoses=session.diagnoses()) if results else None
-    )
+    # The one function the live view uses too (`metrics.knee_summary`): one knee, capacity, bound.
+    diagnoses = session.diagnoses()
+    summary = knee_summary(results, session.sla, diagnoses, mode=info.mode)
     extra_body = _extra_body(info)
     target = _target(info)
     snapshot = Snapshot(
@@ -144,12 +144,10 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
         workload=_workload(info, extra_body, _workload_fields(info, session.all_records())),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
-        knee=_knee_model(knee.knee if knee else None, info),
-        knee_reason=knee.reason if knee else "no finished step",
-        capacity=CapacityModel.from_capacity(capacity.capacity)
-        if capacity and capacity.capacity
-        else None,
-        capacity_reason=capacity.reason if capacity else "no finished step",
+        knee=_knee_model(summary, info, results, diagnoses),
+        knee_reason=summary.knee_reason,
+        capacity=CapacityModel.from_capacity(summary.capacity) if summary.capacity else None,
+        capacity_reason=summary.capacity_reason,
         network=_network(session, info),
         client=_client(session, info),
         plan=PlanSection.model_validate(
@@ -245,8 +243,13 @@ def journal_lines(
     return lines
 
 
-def _knee_model(knee: Knee | None, info: RunInfo) -> KneeModel | None:
-    """The knee: after an auto sweep that found one, the sweep's, with its evidence.
+def _knee_model(
+    summary: KneeSummary,
+    info: RunInfo,
+    steps: Sequence[StepResult],
+    diagnoses: Mapping[int, StepDiagnosis],
+) -> KneeModel | None:
+    """The knee and its bound: after an auto sweep that found one, the sweep's, with its evidence.
 
     The sweep's knee rests on ramp levels a doubling apart (`metrics.knee_sweep`); the evidence
     is `gains_per_doubling`, the output tok/s gain per doubling at each ramp level.
@@ -256,10 +259,15 @@ def _knee_model(knee: Knee | None, info: RunInfo) -> KneeModel | None:
         model = KneeModel(
             level=level, mode="concurrency", method="gain_per_doubling", reason=reason
         )
-    elif knee is not None:
-        model = KneeModel.from_knee(knee)
+    elif summary.knee is not None:
+        model = KneeModel.from_knee(summary.knee)
     else:
         return None
+    bound = summary.bound
+    if info.auto_knee is not None or bound is None:  # the sweep's knee: its own bound, if any
+        bound = knee_bound(model.level, model.mode, steps, diagnoses)
+    if bound is not None:
+        model = model.model_copy(update={"bound_by": bound.verdict, "bound_at": bound.level})
     if info.knee_gains is None:
         return model
     gains = [{"level": level, "gain": gain} for level, gain in info.knee_gains]

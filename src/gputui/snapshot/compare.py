@@ -30,6 +30,7 @@ from gputui.metrics.cost import (
     demand_output_tokens_per_s,
     servers_needed,
 )
+from gputui.metrics.knee_summary import KneeBound, knee_bound
 from gputui.metrics.sla import error_rate
 from gputui.metrics.step import StepMode
 from gputui.snapshot.comparable import (
@@ -159,6 +160,11 @@ class CompareRow:
     pue: float = 1.0
     total_cost_per_million_output_tokens: float | None = None
     """Hourly cost + energy cost per M output tokens, shown beside both (never in either)."""
+    knee_level: float | None = None
+    """The saved knee (`metrics.knee_summary`, as the live view showed it)."""
+    bound_by: str | None = None
+    """What bound the first step past the knee with data (`knee_bound_of`)."""
+    bound_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +177,12 @@ class Comparison:
     currency: str | None = None
     demand: Demand | None = None
     at_output_tokens_per_s: float | None = None
+
+
+def knee_bound_of(snapshot: Snapshot) -> KneeBound | None:
+    """The bound past the saved knee, by the live view's rule (`metrics.knee_summary`)."""
+    knee = snapshot.knee
+    return None if knee is None else knee_bound(knee.level, knee.mode, snapshot.steps)
 
 
 def _capacity_step(snapshot: Snapshot) -> Step | None:
@@ -212,6 +224,7 @@ def _row(
     step = _capacity_step(snap)
     kwh_price, pue = energy_terms(snap, *energy_terms_given)
     energy = energy_at(step, kwh_price, pue)
+    bound = knee_bound_of(snap)
     tok_ci, ttft_ci, tpot_ci = capacity_intervals(snap, step)
     curve = sweep_curve(snap)
     rate = cap.error_rate if cap is not None else None
@@ -268,6 +281,9 @@ def _row(
         energy_price_per_kwh=kwh_price,
         pue=pue,
         total_cost_per_million_output_tokens=total_cost(cost, energy),
+        knee_level=snap.knee.level if snap.knee is not None else None,
+        bound_by=bound.verdict if bound is not None else None,
+        bound_at=bound.level if bound is not None else None,
     )
 
 

@@ -1,8 +1,10 @@
 """What bound each compared run, and where its TTFT went: the comparison's diagnosis slice.
 
-Contract: `diagnosed_step(snapshot)` picks the step a comparison explains: the qualified
-capacity's step when it was diagnosed, else the first diagnosed step past the knee, else the last
-diagnosed step (None for a snapshot saved before issue 18: then nothing is shown for it).
+Contract: `diagnosed_step(snapshot)` picks the step a comparison explains: the knee's bound,
+the first step past the knee with data and a verdict (`compare.knee_bound_of`: the rule of the
+live view and of the saved knee, so every screen names one cause), else the qualified capacity's
+step when it was diagnosed, else the last diagnosed step with data (None for a snapshot saved
+before issue 18: then nothing is shown for it).
 `diagnosis_rows(cmp)` gives the "bound by" slice of the table (verdict, the level it is read at,
 TTFT and its network/queue/prefill/server other/client parts, decode bandwidth and prefill
 compute use), or None when no snapshot was diagnosed, so older comparisons render as before (a
@@ -18,12 +20,12 @@ from typing import Final
 
 from gputui.metrics.json_read import number
 from gputui.metrics.ttft_breakdown import part_text
-from gputui.snapshot.compare import Comparison
+from gputui.snapshot.compare import Comparison, knee_bound_of
 from gputui.snapshot.models import Snapshot, Step
 
 TITLE: Final = (
-    "What bound it (at the qualified level; TTFT = network + queue + prefill + server other + "
-    "client)"
+    "What bound it (past the knee, else at the qualified level; TTFT = network + queue + "
+    "prefill + server other + client)"
 )
 HEADERS: Final = (
     "snapshot", "bound by", "at", "TTFT", "network", "queue", "prefill", "server other",
@@ -41,7 +43,10 @@ PARTS: Final = (
 
 def diagnosed_step(snapshot: Snapshot) -> Step | None:
     """The step whose verdict speaks for the run (see the module docstring)."""
-    steps = [s for s in snapshot.steps if s.bottleneck and not s.incomplete]
+    bound = knee_bound_of(snapshot)
+    if bound is not None:
+        return next(s for s in snapshot.steps if s.index == bound.step_index)
+    steps = [s for s in snapshot.steps if s.bottleneck and s.requests_ok + s.requests_failed > 0]
     if not steps:
         return None
     cap = snapshot.capacity
@@ -49,10 +54,6 @@ def diagnosed_step(snapshot: Snapshot) -> Step | None:
         at = [s for s in steps if s.mode == cap.mode and s.level == cap.level]
         if at:
             return at[-1]
-    if snapshot.knee is not None:
-        past = sorted((s for s in steps if s.level > snapshot.knee.level), key=lambda s: s.level)
-        if past:
-            return past[0]
     return steps[-1]
 
 

@@ -100,6 +100,8 @@ def row_record(row: CompareRow, cmp: Comparison) -> dict[str, object]:
         ),
         "total_cost_per_million_output_tokens": row.total_cost_per_million_output_tokens,
     }
+    # Issue 28: the knee and what bound the first step past it, as the live view showed them.
+    record |= {"knee_level": row.knee_level, "bound_by": row.bound_by, "bound_at": row.bound_at}
     return record
 
 

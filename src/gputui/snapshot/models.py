@@ -215,6 +215,10 @@ class KneeModel(_Model):
     reason: str
     explanation: str | None = None
     """What bound the first step past the knee, with its evidence (diagnosis)."""
+    bound_by: str | None = None
+    """The diagnosis verdict of the first step past the knee with data (`metrics.knee_summary`)."""
+    bound_at: float | None = None
+    """That step's level."""
 
     @classmethod
     def from_knee(cls, knee: Knee) -> KneeModel:

@@ -21,8 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from gputui.diagnosis.step import knee_explanation
 from gputui.engine.records import RequestRecord
-from gputui.metrics.capacity_caveats import judged_capacity
-from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.knee_summary import knee_summary
 from gputui.metrics.prefix_cache import PrefixCacheMeter, counter_delta_rate
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
@@ -322,16 +321,20 @@ def recover(path: Path, folder: Path) -> Path | None:
     if not steps:
         path.unlink()
         return None
-    mode = steps[-1].mode
-    knee = knee_from_steps(steps, mode=mode)
-    capacity = judged_capacity(steps, sla.to_sla())
+    # The one function a saved snapshot and the live view use (`metrics.knee_summary`).
+    summary = knee_summary(steps, sla.to_sla(), mode=steps[-1].mode)
     label = header.get("label")
     price, precision = header.get("price_per_hour"), header.get("precision")
     last: dict[str, object] = contents.sections[-1] if contents.sections else {}
-    knee_model = KneeModel.from_knee(knee.knee) if knee.knee else None
+    knee_model = KneeModel.from_knee(summary.knee) if summary.knee else None
     if knee_model is not None:  # the diagnosed steps explain it, as in a saved snapshot
-        text = knee_explanation(knee_model.level, [s.model_dump() for s in steps])
-        knee_model = knee_model.model_copy(update={"explanation": text})
+        mine = [s.model_dump() for s in steps if s.mode == knee_model.mode]
+        text = knee_explanation(knee_model.level, mine)
+        bound = summary.bound
+        update: dict[str, object] = {"explanation": text}
+        if bound is not None:
+            update |= {"bound_by": bound.verdict, "bound_at": bound.level}
+        knee_model = knee_model.model_copy(update=update)
     snapshot = Snapshot(
         label=label if isinstance(label, str) else None,
         complete=False,
@@ -352,9 +355,9 @@ def recover(path: Path, folder: Path) -> Path | None:
         client=_section(Client, last.get("client")),
         interrupted_by="lost (recovered from the journal)",
         knee=knee_model,
-        knee_reason=knee.reason,
-        capacity=CapacityModel.from_capacity(capacity.capacity) if capacity.capacity else None,
-        capacity_reason=capacity.reason,
+        knee_reason=summary.knee_reason,
+        capacity=CapacityModel.from_capacity(summary.capacity) if summary.capacity else None,
+        capacity_reason=summary.capacity_reason,
     )
     # Snapshots allow extra keys: say where this one came from.
     recovered = {

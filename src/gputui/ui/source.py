@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gputui.frontends.view import LiveView, best_step_index
-from gputui.metrics.capacity import qualified_capacity
+from gputui.metrics.knee_summary import knee_summary
 from gputui.metrics.rejudge import rejudge_by_intervals
 from gputui.metrics.sla_terms import SessionTerms
 
@@ -191,7 +191,9 @@ class ReplaySource:
 def rejudged_view(view: LiveView, terms: SessionTerms) -> LiveView:
     """The view under other terms: its steps' verdicts, the capacity and the price."""
     steps = tuple(rejudge_by_intervals(s, terms.sla) for s in view.steps)
-    capacity = qualified_capacity(steps, terms.sla) if steps else None
+    # The same function as the live view and the snapshot (`metrics.knee_summary`).
+    summary = knee_summary(steps, terms.sla, view.diagnoses, mode=view.mode) if steps else None
+    capacity = summary if summary is not None and summary.capacity else None
     return replace(
         view,
         seq=view.seq + 100_000,
@@ -199,6 +201,6 @@ def rejudged_view(view: LiveView, terms: SessionTerms) -> LiveView:
         price_per_hour=terms.price_per_hour,
         steps=steps,
         capacity=capacity.capacity if capacity else None,
-        capacity_reason=capacity.reason if capacity else view.capacity_reason,
+        capacity_reason=summary.capacity_reason if summary else view.capacity_reason,
         best_step_index=best_step_index(steps, capacity.capacity if capacity else None),
     )

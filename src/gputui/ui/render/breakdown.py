@@ -98,17 +98,15 @@ def bound_by(verdict: Mapping[str, object] | None, *, short: bool = False) -> tu
 
 
 def knee_label(view: LiveView) -> str:
-    """The knee mark's text: 'knee 32 · queue', the verdict of the first step past the knee."""
+    """The knee mark's text: 'knee 32 · queue', what bound the first step past the knee.
+
+    The bound is the view's (`metrics.knee_summary`: a step with data), as the snapshot saves it.
+    """
     knee = view.knee
     if knee is None:
         return ""
-    past = sorted(
-        (s for s in view.steps if s.mode == knee.mode and s.level > knee.level),
-        key=lambda s: s.level,
-    )
-    verdicts = [v for s in past if (v := view.diagnosis(s).bottleneck) is not None]
-    likely = "?" if verdicts and verdicts[0].get("low_confidence") else ""
-    tail = f" · {verdicts[0]['verdict']}{likely}" if verdicts else ""
+    bound = view.knee_bound
+    tail = f" · {bound.verdict}{'?' if bound.low_confidence else ''}" if bound else ""
     return f"knee {knee.level:g}{tail}"
 
 

@@ -71,7 +71,9 @@ def header_groups(view: LiveView, width: int = COMPACT_BELOW) -> list[Group]:
         groups.append((0, [(state, dot_role), *tail]))
     elif view.paused:
         groups.append((0, [("❚❚ paused", "warn")]))
-    if frame is not None and frame.step_phase == UNMEASURED and view.control == "operator":
+    if view.stopped:  # every step is finished and saved: no live step to show
+        groups.append((0, [("stopped", "warn")]))
+    elif frame is not None and frame.step_phase == UNMEASURED and view.control == "operator":
         # After a hold: the load runs on, but no step is open until a load key opens one.
         groups.append((0, [("no step open", "warn"), (" (+ - to measure)", "dim")]))
         groups.append((2, [("in flight ", "label"), (str(frame.in_flight), "")]))

@@ -8,6 +8,7 @@ range when the capacity's throughput interval is wide, the point otherwise.
 from __future__ import annotations
 
 from gputui.frontends.view import LiveView
+from gputui.metrics.outcome import step_outcome
 from gputui.metrics.sla_terms import CostRange, cost_range, sla_text
 from gputui.metrics.verdict_progress import verdict_needs_text
 from gputui.ui.render.spans import Line
@@ -36,6 +37,12 @@ def cost_text(cost: CostRange) -> str:
 def verdict_spans(view: LiveView) -> Line:
     """The open step's "P95 verdict: 23 of 59 requests, ~40 s" (nothing while settling)."""
     frame = view.frame
+    if view.stopped and view.steps:  # the last step as saved, not its last live estimate
+        last = view.steps[-1]
+        outcome = step_outcome(last)
+        mark = ", incomplete" if last.incomplete else ""
+        text = f"step {len(view.steps)} ({last.level:g}{mark}): {outcome}, as saved"
+        return [(text, _VERDICT_ROLES.get(outcome, "inconclusive"))]
     progress = frame.verdict_progress if frame is not None else None
     if progress is None or frame is None or frame.paused:
         return []
