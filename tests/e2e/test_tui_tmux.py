@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -116,7 +117,9 @@ def test_a_dropped_terminal_saves_the_session(
 
 HEADER_ITEMS = [
     r"● \d+ concurrent ×\d+",
-    r"step \d+ \d+s( AUTO| HOLD)? (settling( ≤\d+ s)?|measuring n=\d+( ±(open|[\d.]+ %))?)",
+    r"step \d+ \d+s( AUTO| HOLD)? (paused|settling( ≤\d+ s)?|measuring n=\d+( ±(open|[\d.]+ %))?)",
+    r"no step open \(\+ - to measure\)",
+    r"stopped",
     r"(P95|error-rate) verdict: \d+ of \d+ requests(, ~\d+ s)?",
     r"SLA verdict: (pass|fail) \(n=\d+\)",
     r"SLA verdict: inconclusive on \d+ requests \(.+\)",
@@ -176,3 +179,26 @@ def test_at_80x24_the_header_fits_and_every_key_is_in_the_footer(
     tmux("send-keys", "-t", session, "q")
     screen = wait_for(pane, lambda s: "GPUTUI-EXIT=" in s)
     assert "GPUTUI-EXIT=0" in screen and "Traceback" not in screen
+
+
+def test_a_tui_that_never_reached_its_server_exits_non_zero(tmp_path: Path, session: str) -> None:
+    """Nothing measured is a failure: `q` on a target that never answered exits 1, and says so."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = shlex.join(
+        [str(GPUTUI), "tui", "--url", f"http://127.0.0.1:{port}", "--model", "sim",
+         "--snapshot-dir", str(tmp_path), "--gpu-telemetry", "none"]
+    )  # fmt: skip
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+         f"{command}; echo GPUTUI-EXIT=$?; sleep 60")  # fmt: skip
+
+    def pane() -> str:
+        return tmux("capture-pane", "-p", "-t", session)
+
+    wait_for(pane, lambda s: "unreachable" in s)
+    tmux("send-keys", "-t", session, "q")
+    screen = wait_for(pane, lambda s: "GPUTUI-EXIT=" in s)
+    assert "GPUTUI-EXIT=1" in screen
+    assert f"gputui: never reached http://127.0.0.1:{port} (unreachable:" in screen
+    assert "Traceback" not in screen

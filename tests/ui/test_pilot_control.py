@@ -98,7 +98,7 @@ async def test_auto_sweep_fills_the_chart_and_a_load_key_takes_control_back(
             assert frame.level == reached * 2 and frame.step_phase != "auto"  # it stopped
 
             await pilot.press("h")  # hold this level
-            assert controller.control == "holding"
+            assert controller.control == "holding", [e.text for e in view().events][-8:]
             await wait_for(pilot, lambda: _frame(controller).step_phase == "holding")
             await wait_for(pilot, lambda: _frame(controller).measured_n > 0)
             await pilot.press("minus")

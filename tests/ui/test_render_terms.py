@@ -45,3 +45,26 @@ def test_the_verdict_line_leads_while_a_step_measures() -> None:
     no_bounds = replace(view, sla=Sla())
     assert "SLA none  price" in text_of(terms_line(no_bounds))
     assert len(header_lines(waiting, 160)) == 3
+
+
+def test_at_80_columns_the_price_and_the_cost_stay_in_view() -> None:
+    view = replay_views()[-1]
+    assert view.capacity is not None and view.frame is not None
+    capacity = replace(view.capacity, output_tokens_per_s=160.0, output_tokens_per_s_ci=None)
+    priced = replace(
+        view,
+        price_per_hour=7.0,
+        capacity=capacity,
+        frame=replace(view.frame, verdict_progress=VerdictProgress("inconclusive", 23, 0.9)),
+    )
+    for height in (3, 2):
+        header = "\n".join(text_of(line) for line in header_lines(priced, 80, height))
+        assert "price 7/h" in header and "cost 12.2/M out tok at 16" in header, header
+    third = text_of(header_lines(priced, 80, 3)[2])
+    # The SLA went first (the chart labels its lines); the verdict's progress still fits.
+    assert (
+        third.rstrip()
+        == "P95 verdict: 23 of 59 requests, ~40 s  price 7/h  cost 12.2/M out tok at 16"
+    )
+    unpriced = replace(priced, price_per_hour=None)
+    assert "price none (e sets it)" in text_of(header_lines(unpriced, 80, 3)[2])

@@ -59,7 +59,7 @@ def test_table_has_one_line_per_session(tmp_path: Path) -> None:
     assert lines[0].split() == ["date", "label", "target", "GPU", "capacity", "knee", "file"]
     assert lines[2].startswith("2025-01-01 10:00:00  rtx    llama @ http://x/v1  unknown")
     assert "600.0 out tok/s at concurrency 8" in lines[2]
-    assert lines[2].endswith("a.json")
+    assert lines[2].endswith(str(tmp_path / "a.json"))
 
 
 def test_delete_session(tmp_path: Path) -> None:
@@ -75,3 +75,32 @@ def test_delete_session(tmp_path: Path) -> None:
 def test_default_dir_is_the_user_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_sessions_dir() == tmp_path / "gputui" / "sessions"
+
+
+def test_the_listed_file_is_a_path_compare_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gputui.cli import main
+
+    write(tmp_path, "a.json", "2025-01-01T10:00:00+00:00", "rtx")
+    assert main(["sessions", "--dir", str(tmp_path)]) == 0
+    listed = capsys.readouterr().out.splitlines()[2].split()[-1]
+    assert listed == str(tmp_path / "a.json")
+    monkeypatch.chdir("/")  # from anywhere: not a name relative to the folder
+    assert main(["compare", listed, "--format", "json"]) == 0
+    assert '"label"' in capsys.readouterr().out
+
+
+def test_sessions_help_says_where_the_folder_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gputui.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    with pytest.raises(SystemExit) as done:
+        main(["sessions", "--help"])
+    assert done.value.code == 0
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps the path at its hyphens
+    folder = tmp_path / "gputui" / "sessions"
+    assert f"Listthesnapshotssavedin{folder}" in text
+    assert f"(default:{folder})" in text

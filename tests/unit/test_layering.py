@@ -251,6 +251,7 @@ RANKS: dict[str, int] = {
     "gputui.errors": 0,
     "gputui.durations": 0,
     "gputui.jsontypes": 0,
+    "gputui.folders": 0,
     "gputui.catalog": 0,
     "gputui.engine": 1,
     "gputui.metrics": 1,

@@ -17,6 +17,7 @@ from gputui.cli.argtypes import (
     seconds,
 )
 from gputui.cli.shared_flags import add_energy_price_arguments
+from gputui.folders import default_sessions_dir
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -140,12 +141,17 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare `gputui sessions`' flags."""
+    folder = default_sessions_dir()
+    parser.description = (
+        f"List the snapshots saved in {folder} (the TUI's and `gputui run`'s default folder; "
+        "--dir for another): each file's whole path, which `gputui compare` takes as it is."
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--dir",
         default=None,
         metavar="DIR",
-        help="folder of saved snapshots (default: the TUI's, under the user data dir)",
+        help=f"folder of saved snapshots (default: {folder})",
     )
     parser.add_argument(
         "--recover",

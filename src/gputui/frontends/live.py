@@ -180,6 +180,11 @@ class LiveController:
         """Whether the target has answered (the load is applied from then on)."""
         return self._connector.connected
 
+    @property
+    def connect_state(self) -> str:
+        """The preflight's state: "connecting", "unreachable: <why>" or "ok"."""
+        return self._connector.state
+
     # commands (the UI's control API) ------------------------------------------------------------
     def save(self, label: str | None = None) -> Path | None:
         """Save a snapshot of everything finished so far (the session goes on)."""

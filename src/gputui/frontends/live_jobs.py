@@ -18,6 +18,7 @@ from gputui.control.auto import AutoControl
 from gputui.engine.load import LoadMode
 from gputui.frontends.live_settings import LiveSettings
 from gputui.frontends.view import EventKind
+from gputui.metrics.hold_looks import HOLD_LOOKS
 from gputui.metrics.outcome import hold_outcome
 from gputui.session import Session
 from gputui.session.steady import UNMEASURED
@@ -84,7 +85,12 @@ class LiveJobs:
             self._host.measure_again()  # after a hold no step is open: the operator opens one
         self._control = "holding"  # before the job starts: it may end at once
         level = self._host.load_level()
-        self._event("info", f"holding {level:g} until ±{target * 100:g} % and decided")
+        looks = "/".join(str(n) for n in HOLD_LOOKS)
+        self._event(
+            "info",
+            f"holding {level:g}: its verdict looked at after {looks} requests; ends at the first "
+            f"pass or fail while ±{target * 100:g} %, else at the last look or the time limit",
+        )
         self._jobs.hold_until_precise(target)
 
     def start_auto(self) -> None:

@@ -1,7 +1,8 @@
 """How the operator's load keys change the load: pure functions of the mode, level and factor.
 
-Contract: `scaled_level` is `+`/`-` (concurrency moves at least one and stays within 1..4096;
-a rate keeps three decimals and at least 0.05/s), `next_factor` is `]`/`[` over `FACTORS`, and
+Contract: `scaled_level` is `+`/`-` (concurrency moves at least one either way and stays within
+1..4096; a rate keeps three decimals and at least 0.05/s, so ×f then ÷f comes back to the level
+it left: 10.53 stays 10.53), `next_factor` is `]`/`[` over `FACTORS`, and
 `switched_load` is `r`: the other mode at about the load the latest frame shows.
 """
 
@@ -20,6 +21,8 @@ def scaled_level(mode: LoadMode, level: float, factor: float) -> float:
         scaled = round(level * factor)
         if factor > 1:
             scaled = max(scaled, int(level) + 1)
+        elif factor < 1:  # 2 ÷ 1.25 rounds back to 2: down moves at least one too
+            scaled = min(scaled, int(level) - 1)
         return float(max(1, min(scaled, MAX_CONCURRENCY)))
     return round(max(0.05, level * factor), 3)
 

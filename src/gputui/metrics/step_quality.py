@@ -52,6 +52,12 @@ def step_warnings(result: StepResult, longer: tuple[str, str] = LONGER_IN_RUN) -
         reached = (
             f"±{max(finite):.1%}" if finite and len(finite) == len(widths) else "an open interval"
         )
+        if result.verdict_basis is not None:  # a hold (`h`): its looks ended it
+            lines.append(
+                f"imprecise: the hold ended ({result.verdict_basis}) with {reached}, short of "
+                "its precision target; its verdict stands at that look's error"
+            )
+            return lines
         lines.append(
             f"imprecise: the step ended at its maximum length with {reached}, short of its "
             f"precision target; {longer[0]}"

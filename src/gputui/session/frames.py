@@ -102,14 +102,19 @@ def build_frame(
     workers: int,
     paused: bool,
     handover: Handover | None = None,
+    paused_at_ns: int | None = None,
 ) -> StatsFrame:
-    """The frame of the latest step at `now_ns`, from the figures the session loop keeps (pure)."""
+    """The frame of the latest step at `now_ns`, from the figures the session loop keeps (pure).
+
+    While paused (since `paused_at_ns`) the step's clock stands at the pause.
+    """
+    clock_ns = now_ns if paused_at_ns is None else max(min(paused_at_ns, now_ns), step.start_ns)
     return StatsFrame(
         seq=seq,
         mode=step.mode,
         level=step.level,
         step_index=step.index,
-        step_elapsed_s=(now_ns - step.start_ns) / 1e9,
+        step_elapsed_s=(clock_ns - step.start_ns) / 1e9,
         in_warmup=now_ns < step.measure_start_ns,
         in_flight=status.in_flight if status else 0,
         paused=paused,

@@ -111,6 +111,8 @@ class SessionLoop:
         """When each RTT sample reached the session (per-step network share; diagnosis)."""
         self.probes_failed = 0
         self.paused = False
+        self.paused_at_ns: int | None = None
+        """When the pause began (the open step's clock stands there while paused)."""
         self.job_phase = "measuring"
         self.target_state = "ok"
         self.journal: JournalWriter | None = None
@@ -287,6 +289,7 @@ class SessionLoop:
                 self.ledger.close_current(command.now_ns)
         elif isinstance(command, PauseChanged):
             self.paused = command.paused
+            self.paused_at_ns = time.perf_counter_ns() if command.paused else None
         elif isinstance(command, JobPhaseChanged):
             self.job_phase = command.phase
         elif isinstance(command, StepTargetSet):
@@ -369,6 +372,7 @@ class SessionLoop:
             steps_finished=len(self.ledger.finished),
             workers=self._workers,
             paused=self.paused,
+            paused_at_ns=self.paused_at_ns if self.paused else None,
             handover=handover_state(self.ledger, now),
         )
         self.show_frame(frame)

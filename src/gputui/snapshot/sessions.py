@@ -16,17 +16,11 @@ from datetime import datetime
 from pathlib import Path
 
 from gputui.errors import SnapshotError
+from gputui.folders import default_sessions_dir as default_sessions_dir
 from gputui.metrics.capacity import level_text
 from gputui.snapshot.hardware import gpu_summary
 from gputui.snapshot.models import Snapshot
 from gputui.snapshot.store import load_snapshot
-
-
-def default_sessions_dir() -> Path:
-    """Where sessions are saved unless the user says otherwise."""
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("gputui")) / "sessions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +159,7 @@ def sessions_table(sessions: Sequence[SessionInfo]) -> str:
             )
             + ("" if s.complete else " (incomplete)"),
             s.knee_level or "none",
-            s.path.name,
+            str(s.path),  # the whole path: `gputui compare` takes it as it is
         ]
         for s in sessions
     ]

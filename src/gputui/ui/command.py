@@ -277,7 +277,14 @@ def run_tui(
     finally:
         path = controller.stop(save=True, label=values["label"])
     _say(path, app.recovered)
-    return 128 + app.signalled if app.signalled is not None else 0
+    if app.signalled is not None:
+        return 128 + app.signalled
+    if not controller.connected:  # nothing was measured: a failure, as for `gputui run`
+        with contextlib.suppress(OSError):
+            url = settings.engine.client.target.base_url
+            sys.stderr.write(f"gputui: never reached {url} ({controller.connect_state})\n")
+        return 1
+    return 0
 
 
 def _say(path: Path | None, recovered: list[Path]) -> None:

@@ -168,6 +168,9 @@ def step_state(view: LiveView, frame: StatsFrame) -> Line:
         line.append((" AUTO", "accent"))
     elif "holding" in (view.control, frame.step_phase):
         line.append((" HOLD", "accent"))
+    if frame.paused or view.paused:  # nothing is sent: its clock stands (`build_frame`)
+        line.append((" paused", "warn"))
+        return line
     if frame.settle_remaining_s is not None or frame.in_warmup:
         left = frame.settle_remaining_s
         # The warm-up's longest: steady state usually ends it sooner.

@@ -59,14 +59,16 @@ TermsPart = tuple[int, Line]
 def terms_parts(view: LiveView) -> list[TermsPart]:
     """The verdict's progress, the SLA, the price and the cost at the capacity, each whole.
 
-    The price is the first to go when the line is short: the cost beside it carries its effect.
+    The price and the cost always stay (at 80x24 too: what the operator pays is the point); when
+    the line is short the SLA goes first (the chart labels its lines and `e` shows it), then the
+    verdict's progress.
     """
     verdict = verdict_spans(view)
-    parts: list[TermsPart] = [(0, verdict)] if verdict else []
-    parts.append((0, [("SLA ", "label"), (sla_text(view.sla), "")]))
+    parts: list[TermsPart] = [(1, verdict)] if verdict else []
+    parts.append((2, [("SLA ", "label"), (sla_text(view.sla), "")]))
     if view.price_per_hour is None:
-        return [*parts, (1, [("price ", "label"), ("none (e sets it)", "dim")])]
-    parts.append((1, [("price ", "label"), (f"{view.price_per_hour:g}/h", "")]))
+        return [*parts, (0, [("price ", "label"), ("none (e sets it)", "dim")])]
+    parts.append((0, [("price ", "label"), (f"{view.price_per_hour:g}/h", "")]))
     cost = cost_range(view.capacity, view.price_per_hour)
     if cost is None:
         return [*parts, (0, [("cost ", "label"), ("- (no qualified capacity yet)", "dim")])]

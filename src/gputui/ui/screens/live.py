@@ -43,6 +43,7 @@ class LiveScreen(Screen[None]):
             "step_up",
             "Load ×",
             id="step_up",
+            key_display="+",
             tooltip="Multiply the load by the factor (a new step)",
         ),
         Binding(
@@ -50,6 +51,7 @@ class LiveScreen(Screen[None]):
             "step_down",
             "Load ÷",
             id="step_down",
+            key_display="-",
             tooltip="Divide the load by the factor (a new step)",
         ),
         Binding(
