@@ -77,7 +77,7 @@ async def test_the_live_view_the_snapshot_compare_and_the_report_name_one_knee(
                 for level in LEVELS:
                     await wait_for(pilot, _at_level(controller, level))
                     started = time.perf_counter()
-                    await wait_for(pilot, lambda: _measured(controller) > 0)
+                    await wait_for(pilot, lambda: _measured(controller) > 0, timeout_s=40)
                     await pilot.pause(max(STEP_S - (time.perf_counter() - started), 0.0))
                     if level < LEVELS[-1]:
                         await pilot.press("plus")
@@ -111,7 +111,9 @@ async def test_the_live_view_the_snapshot_compare_and_the_report_name_one_knee(
         (bound.verdict, bound.level) if bound else (None, None)
     )
     html = _compare(path, "html", capsys)
-    assert ">knee</text>" in html  # the ring at the knee
+    # The report's ring at the knee and square at the capacity, at the same levels.
+    assert f": knee at {view.knee.level:g}</title>" in html
+    assert f": qualified capacity at {view.capacity.level:g}</title>" in html
     if bound is not None:
         assert f"<td>{bound.verdict}" in html or f">{bound.verdict}<" in html
     print("steps:", steps, "knee:", label, "capacity:", view.capacity.level)
