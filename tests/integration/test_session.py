@@ -80,6 +80,8 @@ def test_level_changes_pause_and_bursts_make_steps(fixed_sim: SimProcess) -> Non
         r
         for r in session.all_records()
         if specs[r.step_index].measure_start_ns <= r.sent_ns < specs[r.step_index].end_ns
+        and not r.burst  # the burst's: in no step's figures, counted apart
     ]
     assert sum(r.requests_ok for r in results) == len(measured)
+    assert sum(r.requests_burst for r in results) == 10
     assert len(measured) < len(session.all_records())  # the warm-ups were excluded

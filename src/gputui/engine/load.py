@@ -116,7 +116,7 @@ class LoadController:
     def burst(self, count: int) -> None:
         """Send `count` requests at once, on top of the current load."""
         for _ in range(count):
-            self._spawn_request(None)
+            self._spawn_request(None, burst=True)
 
     async def stop(self, *, cancel: bool, drain_timeout_s: float) -> None:
         """Send nothing more; abort in-flight requests (`cancel`) or wait for them to finish."""
@@ -174,8 +174,8 @@ class LoadController:
             if not self.stopping:
                 self._spawn_request(next_ns)
 
-    def _spawn_request(self, queued_ns: int | None) -> None:
-        task = asyncio.create_task(self._one_request(queued_ns))
+    def _spawn_request(self, queued_ns: int | None, *, burst: bool = False) -> None:
+        task = asyncio.create_task(self._one_request(queued_ns, burst=burst))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
@@ -223,12 +223,12 @@ class LoadController:
         self._on_record(out)
         return record
 
-    async def _one_request(self, queued_ns: int | None) -> str | None:
+    async def _one_request(self, queued_ns: int | None, *, burst: bool = False) -> str | None:
         """Send one request and hand its record on; returns its failure reason."""
         record = await self._send(None, queued_ns)
         if record is None:
             return None
-        self._on_record(record)
+        self._on_record(replace(record, burst=True) if burst else record)
         return record.error
 
     async def _send(

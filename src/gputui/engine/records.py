@@ -107,6 +107,8 @@ class RequestRecord:
     output_text: str | None = None
     """The answer, only while a conversation needs it; dropped before the record leaves the
     engine process."""
+    burst: bool = False
+    """Sent by a burst (`Burst`) on top of the load: measured as the burst, in no step's figures."""
 
 
 def cached_tokens(record: RequestRecord) -> int | None:

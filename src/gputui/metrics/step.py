@@ -145,6 +145,8 @@ class StepResult:
     (`metrics.hold_looks`), e.g. 'pass at look 2 of 4 (n=240, 0.625 % each side)'."""
     ended_early: str | None = None
     """Why the step ended early: flooded with rejections (`metrics.error_log.flood_reason`)."""
+    requests_burst: int = 0
+    """Requests a burst sent during the step: counted, but in none of its figures."""
     handover_s: float = 0.0
     """How long the step's load ran on, unmeasured, after it closed: until its last measured
     request ended (the next level starts only then: `session.loads`)."""
@@ -180,7 +182,9 @@ def aggregate_step(
     incomplete: bool = False,
 ) -> StepResult:
     """Reduce a step's finished records to its StepResult (semantics in the module docstring)."""
-    mine = [r for r in records if r.step_index == spec.index]
+    # A burst's requests are the burst's (`metrics.bursts`): in none of the step's figures.
+    mine = [r for r in records if r.step_index == spec.index and not r.burst]
+    burst = sum(1 for r in records if r.step_index == spec.index and r.burst)
     cols = record_columns(mine)
     lo_ns, hi_ns = spec.measure_start_ns, spec.end_ns
     duration_s = max(hi_ns - lo_ns, 0) * _NS_TO_S
@@ -240,6 +244,7 @@ def aggregate_step(
         error_messages=first_messages(mine) or None,
         ended_early=flood_reason(mine),
         handover_s=_handover_s(cols.end_ns[measured], hi_ns),
+        requests_burst=burst,
     )
     ci = rate_and_share_intervals(
         cols,

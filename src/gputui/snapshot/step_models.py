@@ -223,6 +223,8 @@ class Step(_Model):
     requests_warmup: NonNegativeInt = 0
     """Requests sent before the step's measurement started: in no statistic, but counted, so
     the steps account for every request (`totals.requests`); 0 in files from before it."""
+    requests_burst: NonNegativeInt | None = None
+    """Requests a burst sent during the step: in none of its figures (the burst's own section)."""
     handover_s: NonNegativeFloat | None = None
     """After the step closed, how long its load ran on unmeasured until its last measured
     request ended; the next level started only then (None in files from before it)."""
@@ -324,6 +326,7 @@ def _step_core(result: StepResult) -> Step:
         error_messages=result.error_messages,
         ended_early=result.ended_early,
         handover_s=result.handover_s,
+        requests_burst=result.requests_burst or None,
         telemetry=(
             StepTelemetryModel.model_validate(result.telemetry.to_dict())
             if result.telemetry is not None
