@@ -76,6 +76,13 @@ def test_a_suspect_or_throttled_step_marks_its_capacity() -> None:
     cap = judged_capacity(steps, SLA, diagnoses=diagnoses).capacity
     assert cap is not None and cap.level == 16.0
     assert [c.split(":")[0] for c in cap.caveats] == ["SUSPECT"]
+    assert "the client was saturated" in cap.caveats[0]
+    # A host whose other processes held the CPUs: not the client's saturation (issue 31).
+    busy = {1: _diagnosis({"verdict": "host-contended", "suspect": True,
+                           "client_state": "host-contended"})}  # fmt: skip
+    cap = judged_capacity(steps, SLA, diagnoses=busy).capacity
+    assert cap is not None and cap.caveats[0].startswith("SUSPECT: measured on a contended host")
+    assert "saturated" not in cap.caveats[0]
     hot = {1: _diagnosis({"verdict": "throttled", "throttled": True})}
     cap = judged_capacity(steps, SLA, diagnoses=hot).capacity
     assert cap is not None and [c.split(":")[0] for c in cap.caveats] == ["throttled"]

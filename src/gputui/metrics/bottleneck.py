@@ -103,7 +103,7 @@ LATENCY_RISE: Final = 0.2
 
 VERDICTS: Final[dict[str, str]] = {
     "errors": "most requests failed (e.g. rejected with HTTP 4xx): the step measures no load",
-    "client": "the load generator itself (CPU, event-loop lag, late dispatch): numbers suspect",
+    "client": "the load generator's own CPU near a core (its loop lags): numbers suspect",
     "host-contended": "other processes hold the client's CPUs: it waits to run, numbers suspect",
     "network": "the round trip to the server is most of TTFT",
     "queue": "requests wait: queue time dominates TTFT, KV cache near full, preemptions",

@@ -10,7 +10,8 @@ Contract of `judged_capacity(steps, sla, mode=None, diagnoses=None)`:
   Its cost then rests on point estimates too.
 - Either capacity carries `caveats`, one sentence each: a lower level failed (the capacity lies
   above a failure: noise or instability), the step at that level was client-bound (SUSPECT: the
-  load generator's own queueing is in its numbers) or measured while throttled. The diagnoses
+  load generator's own queueing is in its numbers; on a contended host, that wait) or measured
+  while throttled. The diagnoses
   (`steps[].bottleneck`, from `diagnoses` by step index or the step's own `bottleneck`) give the
   last two.
 
@@ -122,7 +123,13 @@ def _caveats(
         )
     at = [s for s in mine if s.level == capacity.level]
     verdicts = [_bottleneck(s, diagnoses) for s in at]
-    if any(v.get("suspect") or v.get("verdict") == "client" for v in verdicts):
+    suspect = [v for v in verdicts if v.get("suspect") or v.get("verdict") == "client"]
+    if any(v.get("client_state") == "host-contended" for v in suspect):
+        out.append(  # not the client's own CPU: more workers would not help (metrics.client_state)
+            "SUSPECT: measured on a contended host (the client waited for a CPU); that wait is "
+            "in the numbers"
+        )
+    elif suspect:
         out.append(
             "SUSPECT: measured while the client was saturated; its queueing is in the numbers"
         )
