@@ -180,13 +180,17 @@ async def test_a_hold_then_a_load_key_keeps_every_finished_step(
             await wait_for(pilot, lambda: _frame(controller).level == 2)
             await pilot.press("h")
             assert controller.control == "holding"
+            header = app.screen.query_one(SessionHeader)
+            # While it holds, the header shows the verdict the hold will save (its looks').
+            await wait_for(
+                pilot, lambda: any("hold verdict: " in header.render_line(y).text for y in range(3))
+            )
             await wait_for(pilot, lambda: controller.control == "operator", timeout_s=20.0)
             held = view().steps[-1]
             assert held.level == 2 and held.verdict_basis is not None
             assert held.duration_s < 6.0  # its 4 s limit (or a look before it)
             # No step opened by itself: the header says so, and nothing is measured.
             await wait_for(pilot, lambda: _frame(controller).step_phase == "unmeasured")
-            header = app.screen.query_one(SessionHeader)
             await wait_for(pilot, lambda: "no step open" in header.render_line(0).text)
             ended = [e.text for e in view().events if e.text.startswith("hold ended")]
             assert ended and f"step {len(view().steps)} {held.verdict_basis}" in ended[-1]

@@ -68,3 +68,18 @@ def test_at_80_columns_the_price_and_the_cost_stay_in_view() -> None:
     )
     unpriced = replace(priced, price_per_hour=None)
     assert "price none (e sets it)" in text_of(header_lines(unpriced, 80, 3)[2])
+
+
+def test_during_a_hold_the_header_shows_the_verdict_the_hold_will_save() -> None:
+    view = replay_views()[-1]
+    assert view.frame is not None
+    nominal = VerdictProgress("pass", 130, 4.0)  # the nominal interval already passes ...
+    basis = "inconclusive at look 1 of 4 (n=120, 0.625 % each side)"  # ... the look does not
+    frame = replace(view.frame, verdict_progress=nominal, hold_look=("inconclusive", basis))
+    held = replace(view, control="holding", frame=frame)
+    line = terms_line(held)
+    assert line[0] == (f"hold verdict: {basis}", "inconclusive")
+    passed = replace(held, frame=replace(frame, hold_look=("pass", basis.replace("in", "", 1))))
+    assert terms_line(passed)[0][1] == "ok"
+    waiting = replace(held, frame=replace(frame, hold_look=("inconclusive", "no look yet")))
+    assert terms_line(waiting)[0] == ("hold verdict: no look yet", "warn")

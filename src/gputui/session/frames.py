@@ -83,6 +83,9 @@ class StatsFrame:
     """The step's SLA verdict so far and what deciding it still needs (the header's line)."""
     handover: Handover | None = None
     """Set while the step before this one closes: this step's level has not started yet."""
+    hold_look: tuple[str, str] | None = None
+    """During a hold (`h`): the step's verdict as it will be saved, and why ('pass at look 1 of
+    4 (...)'): the hold's latest look (`metrics.hold_looks`), not the nominal interval's."""
 
 
 def build_frame(
@@ -103,6 +106,7 @@ def build_frame(
     paused: bool,
     handover: Handover | None = None,
     paused_at_ns: int | None = None,
+    hold_look: tuple[str, str] | None = None,
 ) -> StatsFrame:
     """The frame of the latest step at `now_ns`, from the figures the session loop keeps (pure).
 
@@ -136,6 +140,7 @@ def build_frame(
         precision=phase.precision,
         verdict_progress=phase.verdict_progress,
         handover=handover,
+        hold_look=hold_look,
     )
 
 

@@ -374,6 +374,7 @@ class SessionLoop:
             paused=self.paused,
             paused_at_ns=self.paused_at_ns if self.paused else None,
             handover=handover_state(self.ledger, now),
+            hold_look=self.ledger.verdicts.get(step.index),
         )
         self.show_frame(frame)
         diagnoser = self.diagnosis.diagnoser

@@ -43,6 +43,11 @@ def verdict_spans(view: LiveView) -> Line:
         mark = ", incomplete" if last.incomplete else ""
         text = f"step {len(view.steps)} ({last.level:g}{mark}): {outcome}, as saved"
         return [(text, _VERDICT_ROLES.get(outcome, "inconclusive"))]
+    if frame is not None and frame.hold_look is not None and not frame.paused:
+        verdict, basis = frame.hold_look  # what the hold will save, not the nominal interval's
+        waiting = basis.startswith("no look")  # nothing decided yet: as the progress reads
+        role = _VERDICT_ROLES.get(verdict, "warn" if waiting else "inconclusive")
+        return [(f"hold verdict: {basis}", role)]
     progress = frame.verdict_progress if frame is not None else None
     if progress is None or frame is None or frame.paused:
         return []
