@@ -41,3 +41,28 @@ def test_old_level_requests_finish_before_the_new_level_starts(fixed_sim: SimPro
         tail = [r for r in records if r.step_index == after.index and r.sent_ns < after.start_ns]
         assert tail
         assert results[after.index].requests_warmup >= len(tail)
+
+
+def test_a_burst_is_measured_apart_and_the_step_resettles_after_it(fixed_sim: SimProcess) -> None:
+    """Issue 28: the TUI's `b` never enters a step's figures; the level re-settles after it."""
+    session = make_session(fixed_sim.url)
+    session.start(frame_interval_s=0.25)
+    session.set_load("concurrency", 4)
+    time.sleep(2.0)
+    session.burst(16, resettle=True)
+    time.sleep(2.5)
+    session.stop(cancel=False, drain_timeout_s=10)
+    before, after = session.finished_steps()
+    assert (before.level, after.level) == (4.0, 4.0)
+    assert before.requests_burst == 0 and after.requests_burst == 16
+    specs = session.step_specs()
+    burst = [r for r in session.all_records() if r.burst]
+    assert len(burst) == 16
+    assert min(r.sent_ns for r in burst) >= specs[1].start_ns  # fired once step 0 handed over
+    assert specs[1].measure_start_ns >= max(r.end_ns for r in burst)  # settled after it
+    # Its throughput is the 4 streams' alone: within the burst-free step's interval.
+    ci = before.output_tokens_per_s_ci
+    assert ci is not None and ci[0] is not None and ci[1] is not None
+    assert ci[0] <= after.output_tokens_per_s <= ci[1]
+    told = [e.text for e in session.events.items() if e.text.startswith("burst of 16 at 4")]
+    assert told and "all back in" in told[0] and "P95 TTFT" in told[0]

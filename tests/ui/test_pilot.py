@@ -48,11 +48,17 @@ async def test_keys_step_the_engine_save_and_quit(fixed_sim: SimProcess, tmp_pat
                 frame = view().frame
                 return frame.level if frame is not None else None
 
+            def measured() -> bool:
+                frame = view().frame
+                return frame is not None and frame.handover is None and frame.measured_n > 0
+
             await wait_for(pilot, lambda: level() == 1)
+            await wait_for(pilot, measured)
             for key, target in (("plus", 2), ("up", 4), ("minus", 2), ("plus", 4)):
                 await pilot.press(key)
                 await wait_for(pilot, lambda t=target: level() == t)  # type: ignore[misc]
-                await pilot.pause(0.3)  # a few requests per step
+                # A level left before it measured anything is no step (issue 28): wait for one.
+                await wait_for(pilot, measured)
             await wait_for(pilot, lambda: len(view().steps) >= 4)
             assert [s.level for s in view().steps][:4] == [1, 2, 4, 2]
             # A step closed inside its warm-up records the warm-up it used: all of it.

@@ -269,7 +269,7 @@ class LiveController:
         """Fire the burst on top of the load."""
         self._jobs.take_control()
         if self._running and self.connected:
-            self._session.burst(self.settings.burst_size)
+            self._session.burst(self.settings.burst_size, resettle=True)
             self._event("info", f"burst of {self.settings.burst_size} requests")
         return self.settings.burst_size
 

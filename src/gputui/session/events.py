@@ -13,15 +13,18 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+import numpy as np
 
 from gputui.metrics.client_state import ADVICE, HOST_CONTENDED
 from gputui.metrics.step_quality import LONGER_IN_TUI, step_warnings
 
 if TYPE_CHECKING:
     from gputui.engine.load import LoadMode
+    from gputui.engine.records import RequestRecord
     from gputui.metrics.step import StepResult, StepSpec
     from gputui.session.frames import StatsFrame
     from gputui.telemetry.sampler import TelemetryFrame
@@ -75,6 +78,23 @@ def load_event(mode: LoadMode, level: float) -> Event:
     """The event of a load change."""
     unit = "concurrent" if mode == "concurrency" else "req/s"
     return "info", f"load {level:g} {unit}"
+
+
+def burst_event(
+    spec: StepSpec, count: int, fired_ns: int, records: Sequence[RequestRecord]
+) -> Event:
+    """A burst measured as the burst: "burst of 32 at 4: back in 6.1 s, P95 TTFT 2.3 s ..."."""
+    ok = [r for r in records if r.ok]
+    back_s = (max(r.end_ns for r in records) - fired_ns) / 1e9 if records else 0.0
+    text = f"burst of {count} at {spec.level:g}: all back in {back_s:.1f} s"
+    ttft = [(r.first_token_ns - r.sent_ns) / 1e9 for r in ok if r.first_token_ns is not None]
+    if ttft:
+        text += f", P95 TTFT {float(np.percentile(ttft, 95)):.2f} s"
+    if ok:
+        e2e = [(r.end_ns - r.sent_ns) / 1e9 for r in ok]
+        text += f", P95 E2E {float(np.percentile(e2e, 95)):.2f} s"
+    failed = len(records) - len(ok)
+    return "info", text + (f", {failed} failed" if failed else "")
 
 
 def unmeasured_event(spec: StepSpec) -> Event:

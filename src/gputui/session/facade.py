@@ -163,9 +163,13 @@ class Session:
         """Send again."""
         self._loads.resume()
 
-    def burst(self, count: int) -> None:
-        """Fire `count` requests at once on top of the current load."""
-        self._loads.burst(count)
+    def burst(self, count: int, *, resettle: bool = False) -> None:
+        """Fire `count` requests at once on top of the current load.
+
+        `resettle` (the TUI's `b`): measured apart from the steps around it, which hand over
+        before it and settle after it (`session.loads.LoadChanges.burst`).
+        """
+        self._loads.burst(count, resettle=resettle)
 
     def reconnect(self) -> None:
         """Close the engine's idle connections: the next requests connect afresh (`--repeats`)."""

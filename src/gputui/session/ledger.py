@@ -60,6 +60,8 @@ class StepLedger:
         self.unmeasured: list[StepSpec] = []
         """Steps closed before they measured anything, oldest first: hidden, and said in the
         event log only (`session.events.unmeasured_event`)."""
+        self.bursts: dict[int, tuple[int, int]] = {}
+        """Bursts by the step they fired in: (requests, when); their records are `burst`."""
         self.pending: int | None = None
         """The step opened at a new level whose load waits for the hand-over (module contract)."""
         self.window_telemetry: WindowTelemetry | None = None
@@ -107,6 +109,10 @@ class StepLedger:
             and s.index not in self.finished
             and s.index not in self.hidden
         ]
+
+    def burst_records(self, index: int) -> list[RequestRecord]:
+        """The records of the burst fired in step `index` that are back."""
+        return [r for r in self.records.get(index, []) if r.burst]
 
     def outstanding(self, index: int) -> int:
         """Requests of step `index` sent and not back yet."""

@@ -27,7 +27,13 @@ from gputui.engine.commands import Burst, Load, Pause, Reconnect, Resume
 from gputui.engine.load import LoadMode
 from gputui.metrics.step import StepSpec
 from gputui.session.loop import SessionLoop
-from gputui.session.messages import PauseChanged, PendingLevel, RunStopping, StepOpened
+from gputui.session.messages import (
+    BurstFired,
+    PauseChanged,
+    PendingLevel,
+    RunStopping,
+    StepOpened,
+)
 
 
 class LoadChanges:
@@ -46,6 +52,8 @@ class LoadChanges:
         self._running: StepSpec | None = None
         """The step whose load the engine runs now (the old one while a step is pending)."""
         self._pending: StepSpec | None = None
+        self._burst_after = 0
+        """A burst that fires once the hand-over is over (`burst` with `resettle`)."""
 
     def set_load(self, mode: LoadMode, level: float) -> StepSpec:
         """Close the current step and open one at this load (stamped now; module contract)."""
@@ -105,6 +113,9 @@ class LoadChanges:
             self._pending = None
             self._sent = self._running = step
             self._engine.send(Load(step.mode, step.level, step.index))
+            if self._burst_after:
+                self._fire(step.index, self._burst_after)
+                self._burst_after = 0
         return step
 
     @property
@@ -122,9 +133,28 @@ class LoadChanges:
         self._loop.post(PauseChanged(paused=False))
         self._engine.send(Resume())
 
-    def burst(self, count: int) -> None:
-        """Fire `count` requests at once on top of the load."""
+    def burst(self, count: int, *, resettle: bool = False) -> None:
+        """Fire `count` requests at once on top of the load.
+
+        `resettle` (the TUI's `b`): the open step closes first and hands over like a change of
+        level; the burst fires when its measured requests are back, and the same level opens a
+        step that settles only once the burst's requests are back too (`session.steady`).
+        """
+        now = time.perf_counter_ns()
+        with self._order:
+            running = self._running
+            if resettle and self._pending is not None:
+                self._burst_after += count  # fires when the hand-over under way is over
+                return
+            if resettle and running is not None:
+                self._burst_after = count
+                self._open(running.mode, running.level, hidden=False, now_ns=now, handover=True)
+                return
+            self._fire(running.index if running is not None else -1, count)
+
+    def _fire(self, index: int, count: int) -> None:
         self._engine.send(Burst(count))
+        self._loop.post(BurstFired(index, count, time.perf_counter_ns()))
 
     def reconnect(self) -> None:
         """Close the engine's idle connections: the next requests connect afresh."""
@@ -135,4 +165,5 @@ class LoadChanges:
         now = time.perf_counter_ns()
         with self._order:
             self._sent = self._running = self._pending = None
+            self._burst_after = 0
             self._loop.post(RunStopping(now, interrupted=interrupted))

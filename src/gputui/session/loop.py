@@ -38,6 +38,7 @@ from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import (
     EventLog,
     EventWatcher,
+    burst_event,
     load_event,
     step_events,
     unmeasured_event,
@@ -48,6 +49,7 @@ from gputui.session.ledger import StepLedger
 from gputui.session.messages import (
     Ask,
     Batch,
+    BurstFired,
     Command,
     Finish,
     JobPhaseChanged,
@@ -133,6 +135,7 @@ class SessionLoop:
         self._running = False
         self._thread: threading.Thread | None = None
         self.published = Published(sla=sla)
+        self._bursts_told: set[int] = set()
         self.switch_load: Callable[[int], StepSpec | None] | None = None
         """Starts a pending step's level once the hand-over is over (module contract)."""
 
@@ -244,6 +247,11 @@ class SessionLoop:
                 self.rtt_at_ns.append(batch.arrived_ns)
         self.deliver(self.ledger.finish_ready(self.status, self.sla, force=False))
         self._hand_over(batch.arrived_ns)
+        for index, (count, fired_ns) in list(self.ledger.bursts.items()):
+            back = self.ledger.burst_records(index)
+            if index >= 0 and index not in self._bursts_told and len(back) >= count:
+                self._bursts_told.add(index)
+                self.events.add(*burst_event(self.ledger.specs[index], count, fired_ns, back))
 
     def _hand_over(self, now_ns: int) -> None:
         """Start the pending step's level once the steps before it are finished (or at the cap)."""
@@ -279,6 +287,9 @@ class SessionLoop:
             if not command.hidden:
                 self.events.add(*load_event(spec.mode, spec.level))
             self._hand_over(time.perf_counter_ns())
+        elif isinstance(command, BurstFired):
+            count, fired_ns = self.ledger.bursts.get(command.index, (0, command.fired_ns))
+            self.ledger.bursts[command.index] = (count + command.count, fired_ns)
         elif isinstance(command, PendingLevel):
             if self.ledger.replace_pending(command.spec):
                 self.events.add(*load_event(command.spec.mode, command.spec.level))

@@ -1,9 +1,9 @@
 """The session loop's messages, and the frozen state it publishes.
 
 Contract: the loop's inbox takes a `Batch` (an engine reader thread's finished requests), the
-commands (`StepOpened`, `PendingLevel`, `RunStopping`, `PauseChanged`, `JobPhaseChanged`,
-`StepTargetSet`, `StepVerdictSet`, `Finish`) and questions (`Ask`); all are frozen. After each,
-the loop swaps in a new `Published`, which any thread reads without a lock.
+commands (`StepOpened`, `PendingLevel`, `BurstFired`, `RunStopping`, `PauseChanged`,
+`JobPhaseChanged`, `StepTargetSet`, `StepVerdictSet`, `Finish`) and questions (`Ask`); all are
+frozen. After each, the loop swaps in a new `Published`, which any thread reads without a lock.
 """
 
 from __future__ import annotations
@@ -74,6 +74,15 @@ class PendingLevel:
 
 
 @dataclass(frozen=True, slots=True)
+class BurstFired:
+    """`count` requests went out at `fired_ns` on top of step `index`'s load (`session.loads`)."""
+
+    index: int
+    count: int
+    fired_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunStopping:
     """The run ends at `now_ns`: close the open step (incomplete if `interrupted`)."""
 
@@ -132,6 +141,7 @@ class Ask:
 Command = (
     StepOpened
     | PendingLevel
+    | BurstFired
     | RunStopping
     | PauseChanged
     | JobPhaseChanged

@@ -64,6 +64,8 @@ class StepProgress:
         self._max_warmup_s = max_warmup_s
         self._tracker: SettleTracker | None = None
         self._cached: tuple[int, int, StepPhase] | None = None
+        self._settled: int | None = None
+        """The step whose settling is decided and applied."""
         self._first_verdict: tuple[int, int] | None = None
         """(step index, when) its first verdict can come (`settling.first_verdict_s`)."""
         """(step index, when, phase) of the last precision aggregation."""
@@ -103,15 +105,28 @@ class StepProgress:
             tracker.on_batch(arrived_ns, sent_by_step.get(tracker.index, 0), in_flight)
 
     def settle(self, now_ns: int) -> SteadyStart | None:
-        """Whether the open step has settled; once it has, its window starts there."""
+        """Whether the open step has settled; once it has, its window starts there.
+
+        A step a burst fired in (`session.loads`: the TUI's `b`) settles only once every one of
+        the burst's requests is back (or at its bound): its window starts after the last.
+        """
         tracker, last = self._tracker, self._ledger.last
         if tracker is None or last is None or last.index != tracker.index:
             return None
-        if tracker.result is not None:
+        if self._settled == tracker.index:
             return tracker.result
         found = tracker.decide(now_ns, self._ledger.records.get(tracker.index, []))
-        if found is not None:
-            self._ledger.move_measure_start(tracker.index, found.measure_start_ns)
+        if found is None:
+            return None
+        start = found.measure_start_ns
+        burst = self._ledger.bursts.get(tracker.index)
+        if burst is not None:
+            ends = [r.end_ns for r in self._ledger.burst_records(tracker.index)]
+            if len(ends) < burst[0] and now_ns < tracker.bound_ns:
+                return None  # the burst is still out: the load has not recovered
+            start = max([start, *ends])
+        self._ledger.move_measure_start(tracker.index, start)
+        self._settled = tracker.index
         return found
 
     def settled(self, index: int, now_ns: int) -> bool:
