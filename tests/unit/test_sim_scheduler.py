@@ -290,3 +290,14 @@ def test_same_seed_and_load_give_identical_decisions_and_counts() -> None:
     assert any(entry[3] for entry in log_a)  # the load does exercise preemption
     _, counts_c = run_logged(seed=43)
     assert counts_c != counts_a  # early-EOS draws depend on the seed
+
+
+def test_tokens_per_engine_step_are_counted_as_vllm_buckets_them() -> None:
+    # A 3000-token prompt under a 2048-token budget: a 2048 chunk, a 952 one, then 7 decode steps.
+    s = scheduler(budget=2048)
+    s.add(req(1, 3000, 8))
+    drain(s)
+    assert s.iteration_tokens_sum == 3000 + 7
+    assert sum(s.iteration_counts) == 2 + 7
+    assert s.iteration_counts[0] == 7  # le 1: the decode steps of one request
+    assert s.iteration_counts[9] == 1 and s.iteration_counts[8] == 1  # le 2048, le 1024

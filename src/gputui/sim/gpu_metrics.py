@@ -19,6 +19,7 @@ from typing import Final
 
 from gputui.catalog.memory import BLOCK_SIZE_TOKENS
 from gputui.sim.device import SimDevice
+from gputui.sim.scheduler import ITERATION_BOUNDS
 
 _MIB: Final = 1 << 20
 _UUID_NAMESPACE: Final = uuid_lib.UUID("8a6f3c55-9a2e-4c1b-9a57-1f0b1e2c3d4e")
@@ -47,6 +48,7 @@ def render_metrics(device: SimDevice, served_model_name: str, uuid: str) -> str:
     out: list[str] = []
     _queue_metrics(out, device, served_model_name)
     _token_counters(out, device, served_model_name)
+    _iteration_tokens(out, device, served_model_name)
     _cache_config(out, device)
     _dcgm_metrics(out, device, uuid)
     return "\n".join(out) + "\n"
@@ -142,6 +144,22 @@ def _token_counters(out: list[str], device: SimDevice, served_model_name: str) -
             {"engine": "0", "finished_reason": reason, "model_name": served_model_name}
         )
         out.append(f"vllm:request_success_total{labels} {float(count)!r}")
+
+
+def _iteration_tokens(out: list[str], device: SimDevice, served_model_name: str) -> None:
+    """Tokens per engine step, as vLLM's histogram (the token budget in use per step)."""
+    sched = device.scheduler
+    name = "vllm:iteration_tokens_total"
+    _family(out, name, "histogram", "Histogram of number of tokens per engine_step.")
+    labels = f'engine="0",model_name="{_escape(served_model_name)}"'
+    cumulative = 0
+    bounds = [f"{float(b)!r}" for b in ITERATION_BOUNDS] + ["+Inf"]
+    for le, count in zip(bounds, sched.iteration_counts, strict=True):
+        cumulative += count
+        bucket = f'engine="0",le="{le}",model_name="{_escape(served_model_name)}"'
+        out.append(f"{name}_bucket{{{bucket}}} {float(cumulative)!r}")
+    out.append(f"{name}_count{{{labels}}} {float(cumulative)!r}")
+    out.append(f"{name}_sum{{{labels}}} {float(sched.iteration_tokens_sum)!r}")
 
 
 def _cache_config(out: list[str], device: SimDevice) -> None:

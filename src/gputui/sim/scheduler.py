@@ -26,6 +26,7 @@ Policy (vLLM V1 `Scheduler.schedule`, FCFS):
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from gputui.sim.prefix_cache import BlockPool
 from gputui.sim.profile import SimRequest
 from gputui.sim.roofline import Roofline
 
+ITERATION_BOUNDS: Final = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+"""vLLM 0.32's `iteration_tokens_total` buckets (tokens per engine step)."""
 EOS_MEAN_TOKENS: Final = 512
 """Mean natural answer length when a request allows early EOS (`ignore_eos` false). The stop point
 is drawn from a geometric law, the maximum-entropy choice when only a mean is assumed; with the
@@ -178,6 +181,9 @@ class Scheduler:
         self.num_preemptions_total = 0
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
+        self.iteration_counts = [0] * (len(ITERATION_BOUNDS) + 1)
+        """Engine steps per `ITERATION_BOUNDS` bucket (not cumulative; the last is +Inf)."""
+        self.iteration_tokens_sum = 0
         self.finished_total: dict[str, int] = {"stop": 0, "length": 0, "abort": 0}
 
     @property
@@ -327,6 +333,9 @@ class Scheduler:
         finished: list[tuple[int, str]] = []
         cached: dict[int, int] = {}
         seqs = self._seqs
+        tokens = sum(n for _, n, _ in it.scheduled)
+        self.iteration_counts[bisect.bisect_left(ITERATION_BOUNDS, tokens)] += 1
+        self.iteration_tokens_sum += tokens
         for seq, n, is_decode in it.scheduled:
             rid = seq.request_id
             if seqs.get(rid) is not seq:
