@@ -176,6 +176,8 @@ async def test_a_hold_then_a_load_key_keeps_every_finished_step(
         async with app.run_test(size=(120, 40)) as pilot:
             view = controller.view
             await wait_for(pilot, lambda: _frame(controller).level == 1)
+            # A level left before it measured anything is not a step: let this one measure.
+            await wait_for(pilot, lambda: _frame(controller).measured_n > 0)
             await pilot.press("plus")
             await wait_for(pilot, lambda: _frame(controller).level == 2)
             await pilot.press("h")
