@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
+from gputui.sla_defaults import DEFAULT_MAX_ERROR_RATE
 from gputui.telemetry.setup import TelemetryFlags
 from gputui.workloads.runplan import ShapeFlags
 from gputui.workloads.sources import SourceFlags, SourcePlan
@@ -40,7 +41,9 @@ DEFAULTS: Final[dict[str, Any]] = {
     "ignore_eos": True,
     "sla_ttft_p95": 1.0,
     "sla_tpot_p95": 0.035,
-    "max_error_rate": None,
+    "max_error_rate": DEFAULT_MAX_ERROR_RATE,
+    "sla_e2e_p95": None,
+    "sla_ttfat_p95": None,
     "request_timeout": 600.0,
     "connect_timeout": 10.0,
     "stall_timeout": 60.0,
@@ -71,6 +74,8 @@ class SessionSettings:
     sla_ttft_p95: float | None
     sla_tpot_p95: float | None
     max_error_rate: float | None
+    sla_e2e_p95: float | None
+    sla_ttfat_p95: float | None
     request_timeout: float
     connect_timeout: float
     stall_timeout: float
@@ -94,7 +99,13 @@ class SessionSettings:
         """The SLA as the metrics take it."""
         from gputui.metrics.sla import Sla
 
-        return Sla(self.sla_ttft_p95, self.sla_tpot_p95, self.max_error_rate)
+        return Sla(
+            self.sla_ttft_p95,
+            self.sla_tpot_p95,
+            self.max_error_rate,
+            self.sla_e2e_p95,
+            self.sla_ttfat_p95,
+        )
 
 
 def from_scenario(scenario: Scenario) -> dict[str, Any]:
@@ -105,6 +116,8 @@ def from_scenario(scenario: Scenario) -> dict[str, Any]:
         "sla_ttft_p95": scenario.sla.ttft_p95_s,
         "sla_tpot_p95": scenario.sla.tpot_p95_s,
         "max_error_rate": scenario.sla.max_error_rate,
+        "sla_e2e_p95": scenario.sla.e2e_p95_s,
+        "sla_ttfat_p95": scenario.sla.ttfat_p95_s,
         "ignore_eos": scenario.workload.ignore_eos,
         # a distribution's mean; the prepared workload sends the real lengths
         "input_tokens": nominal["input_tokens"],
@@ -129,6 +142,8 @@ class SharedFlags:
     sla_ttft_p95: float | None = None
     sla_tpot_p95: float | None = None
     max_error_rate: float | None = None
+    sla_e2e_p95: float | None = None
+    sla_ttfat_p95: float | None = None
     request_timeout: float | None = None
     connect_timeout: float | None = None
     stall_timeout: float | None = None
@@ -227,13 +242,23 @@ class DemoOptions:
     out: str = "gputui-demo.json"
 
 
+_SCENARIO_SLA_KEYS: Final = {
+    "sla_ttft_p95": "ttft_p95_s",
+    "sla_tpot_p95": "tpot_p95_s",
+    "max_error_rate": "max_error_rate",
+    "sla_e2e_p95": "e2e_p95_s",
+    "sla_ttfat_p95": "ttfat_p95_s",
+}
+"""Settings key -> scenario `[sla]` key: a scenario's SLA is whole (an absent bound is none)."""
+
+
 def session_settings(flags: SharedFlags, scenario: Scenario | None) -> SessionSettings:
     """Flags, then the scenario's values, then `DEFAULTS`."""
     values = dict(DEFAULTS)
     if scenario is not None:
         values.update({k: v for k, v in from_scenario(scenario).items() if v is not None})
-        for key in ("sla_ttft_p95", "sla_tpot_p95", "max_error_rate"):
-            values[key] = getattr(scenario.sla, key.replace("_p95", "_p95_s"), values[key])
+        for key, name in _SCENARIO_SLA_KEYS.items():
+            values[key] = getattr(scenario.sla, name)
     for name in DEFAULTS:
         given = getattr(flags, name)
         if given is not None:
@@ -332,6 +357,8 @@ def run_with_scenario(options: RunOptions) -> tuple[RunOptions, Scenario | None]
             sla_ttft_p95=scenario.sla.ttft_p95_s,
             sla_tpot_p95=scenario.sla.tpot_p95_s,
             max_error_rate=scenario.sla.max_error_rate,
+            sla_e2e_p95=scenario.sla.e2e_p95_s,
+            sla_ttfat_p95=scenario.sla.ttfat_p95_s,
             endpoint=scenario.endpoint,
             ignore_eos=scenario.workload.ignore_eos,
         )

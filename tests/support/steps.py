@@ -20,6 +20,7 @@ def make_step(
     level: float,
     *,
     output_tokens_per_s: float = 1000.0,
+    good_output_tokens_per_s: float | None = None,
     ttft_p95_s: float | None = 0.5,
     tpot_p95_s: float | None = 0.02,
     requests_ok: int = 100,
@@ -29,7 +30,11 @@ def make_step(
     index: int = 0,
     sla: Sla | None = None,
 ) -> StepResult:
-    """A step at `level` with these headline numbers; `sla_ok` judged against `sla` if given."""
+    """A step at `level` with these headline numbers; `sla_ok` judged against `sla` if given.
+
+    Its good output is all of its output unless `good_output_tokens_per_s` says otherwise.
+    """
+    good = output_tokens_per_s if good_output_tokens_per_s is None else good_output_tokens_per_s
     step = StepResult(
         index=index,
         mode=mode,
@@ -48,7 +53,7 @@ def make_step(
         e2e_s=p95_only(None if ttft_p95_s is None else ttft_p95_s + 5.0),
         connect_s=EMPTY_SUMMARY,
         goodput_requests_per_s=0.0,
-        goodput_output_tokens_per_s=0.0,
+        goodput_output_tokens_per_s=good,
         sla_ok=False,
         incomplete=incomplete,
         output_tokens_from_usage=True,

@@ -108,7 +108,8 @@ async def test_tightening_the_sla_mid_session_rejudges_the_finished_steps(
             error = app.screen.query_one("#settings-error")
             assert "TTFT p95: not a duration: 'fast'" in str(error.render())
             assert isinstance(app.screen, SessionSettingsScreen)  # still open
-            await pilot.press(*["backspace"] * 4, *"5ms", "tab", "tab", "tab")
+            # TTFT, TPOT, E2E, TTFAT, error rate, price: five tabs reach the price
+            await pilot.press(*["backspace"] * 4, *"5ms", *["tab"] * 5)
             await pilot.press(*"4", "enter")  # the price field had "7" selected: now 4
             await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
             await wait_for(pilot, lambda: controller.view().sla.ttft_p95_s == 0.005, 10)
@@ -135,7 +136,13 @@ async def test_tightening_the_sla_mid_session_rejudges_the_finished_steps(
         path = controller.stop()
     assert path is not None
     saved = json.loads(path.read_text())
-    assert saved["sla"] == {"ttft_p95_s": 0.005, "tpot_p95_s": 0.05, "max_error_rate": 0.01}
+    assert saved["sla"] == {
+        "ttft_p95_s": 0.005,
+        "tpot_p95_s": 0.05,
+        "max_error_rate": 0.01,
+        "e2e_p95_s": None,
+        "ttfat_p95_s": None,
+    }
     assert saved["price_per_hour"] == 4.0
     (change,) = saved["settings_changes"]
     assert change["old"] == {"ttft_p95_s": 0.5, "price_per_hour": 7.0}

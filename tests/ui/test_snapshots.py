@@ -115,7 +115,7 @@ def test_live_screen_after_tightening_the_sla(snap_compare: Any) -> None:
         await _drawn(pilot)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, SessionSettingsScreen))
-        await pilot.press(*"150ms", "tab", "tab", "tab", "7", "enter")  # and a price of 7/h
+        await pilot.press(*"150ms", *["tab"] * 5, "7", "enter")  # and a price of 7/h
         await wait_for(pilot, lambda: source.terms != [])
         assert source.terms[0].price_per_hour == 7.0
         await wait_for(pilot, lambda: _steps_sla(pilot) == 0.15)

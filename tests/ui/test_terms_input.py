@@ -42,6 +42,9 @@ def test_mistakes_are_one_line(fields: tuple[str, str, str, str], message: str) 
 
 def test_the_fields_start_from_the_terms() -> None:
     terms = SessionTerms(Sla(1.0, 0.035, 0.01), 7.0)
-    assert field_texts(terms) == ("1s", "35ms", "1%", "7")
+    assert field_texts(terms) == ("1s", "35ms", "1%", "7", "none", "none")
     assert parse_terms(*field_texts(terms)) == terms
-    assert field_texts(SessionTerms(Sla())) == ("none", "none", "none", "none")
+    assert field_texts(SessionTerms(Sla())) == ("none",) * 6
+    full = SessionTerms(Sla(1.0, 0.035, 0.01, e2e_p95_s=20.0, ttfat_p95_s=5.0), 7.0)
+    assert field_texts(full) == ("1s", "35ms", "1%", "7", "20s", "5s")
+    assert parse_terms(*field_texts(full)) == full

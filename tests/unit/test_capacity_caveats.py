@@ -98,3 +98,26 @@ def test_a_no_data_step_is_neither_a_failure_below_nor_the_level_above() -> None
     tight = judged_capacity(steps, Sla(ttft_p95_s=0.2, tpot_p95_s=0.035)).capacity
     assert tight is not None and tight.level == 4
     assert (tight.above_level, tight.above_verdict) == (16.0, "fail")  # not "(8: fail)"
+
+
+def test_a_capacity_below_a_lower_levels_good_output_says_so() -> None:
+    sla = Sla(ttft_p95_s=1.0, tpot_p95_s=0.035, max_error_rate=0.25)
+    # 8 streams: 4 % timed out, so half of its output is good; 4 streams gave more good output.
+    steps = [
+        make_step(4, output_tokens_per_s=500.0, index=0, sla=sla),
+        make_step(
+            8,
+            output_tokens_per_s=800.0,
+            good_output_tokens_per_s=400.0,
+            requests_failed=4,
+            index=1,
+            sla=sla,
+        ),
+    ]
+    capacity = judged_capacity(steps, sla).capacity
+    assert capacity is not None and capacity.level == 8
+    assert capacity.output_tokens_per_s == 400.0
+    assert capacity.caveats == (
+        "concurrency 4 gave more good output (500.0 tok/s against 400.0): "
+        "the extra load bought nothing",
+    )

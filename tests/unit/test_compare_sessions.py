@@ -58,7 +58,7 @@ def test_table_has_one_line_per_session(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0].split() == ["date", "label", "target", "GPU", "capacity", "knee", "file"]
     assert lines[2].startswith("2025-01-01 10:00:00  rtx    llama @ http://x/v1  unknown")
-    assert "600.0 out tok/s at concurrency 8" in lines[2]
+    assert "600.0 good out tok/s at concurrency 8" in lines[2]
     assert lines[2].endswith(str(tmp_path / "a.json"))
 
 

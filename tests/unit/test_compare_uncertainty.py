@@ -35,6 +35,7 @@ def _measured(level: float, tok_s: float, ttft: float, spread: float, index: int
     return replace(
         step,
         output_tokens_per_s_ci=(tok_s * (1 - spread), tok_s * (1 + spread)),
+        goodput_output_tokens_per_s_ci=(tok_s * (1 - spread), tok_s * (1 + spread)),
         ttft_s=replace(step.ttft_s, p95_ci=(ttft * (1 - spread), ttft * (1 + spread))),
         tpot_s=replace(step.tpot_s, p95_ci=(0.019, 0.021)),
     )

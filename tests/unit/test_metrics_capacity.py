@@ -37,6 +37,7 @@ def test_highest_passing_level_with_its_numbers() -> None:
         level=16,
         mode="concurrency",
         output_tokens_per_s=1600.0,
+        all_output_tokens_per_s=1600.0,
         requests_per_s=8.0,
         ttft_p95_s=0.9,
         tpot_p95_s=0.02,

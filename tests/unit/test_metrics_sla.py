@@ -35,6 +35,8 @@ class FakeStep:
     requests_failed: int
     ttft_s: Summary
     tpot_s: Summary
+    e2e_s: Summary = EMPTY_SUMMARY
+    ttfat_s: Summary | None = None
 
 
 def p95(value: float | None) -> Summary:
@@ -65,3 +67,26 @@ def test_step_meets_sla(step: FakeStep, sla: Sla, expected: bool) -> None:
 def test_error_rate() -> None:
     assert error_rate(3, 1) == 0.25
     assert error_rate(0, 0) is None
+
+
+def test_e2e_and_ttfat_bounds_per_request() -> None:
+    ttft = np.array([0.2, 0.2, 0.2])
+    tpot = np.array([0.01, 0.01, 0.01])
+    e2e = np.array([3.0, 9.0, 3.0])
+    ttfat = np.array([1.0, 1.0, 6.0])  # the third thought for 6 s before answering
+    sla = Sla(ttft_p95_s=1.0, e2e_p95_s=5.0, ttfat_p95_s=2.0)
+    assert meets_sla(ttft, tpot, sla, e2e, ttfat).tolist() == [True, False, False]
+    # TTFT alone passes all three
+    assert meets_sla(ttft, tpot, Sla(ttft_p95_s=1.0), e2e, ttfat).tolist() == [True] * 3
+
+
+def test_step_e2e_and_ttfat_bounds() -> None:
+    ok = FakeStep(10, 0, p95(0.3), p95(0.02), e2e_s=p95(8.0), ttfat_s=p95(4.0))
+    assert step_meets_sla(ok, Sla(ttft_p95_s=1.0)) is True
+    assert step_meets_sla(ok, Sla(ttft_p95_s=1.0, e2e_p95_s=5.0)) is False
+    assert step_meets_sla(ok, Sla(ttft_p95_s=1.0, ttfat_p95_s=2.0)) is False
+    assert step_meets_sla(ok, Sla(ttft_p95_s=1.0, e2e_p95_s=9.0, ttfat_p95_s=5.0)) is True
+    # No thinking: TTFAT is TTFT
+    plain = FakeStep(10, 0, p95(0.3), p95(0.02), e2e_s=p95(8.0))
+    assert step_meets_sla(plain, Sla(ttfat_p95_s=0.5)) is True
+    assert step_meets_sla(plain, Sla(ttfat_p95_s=0.2)) is False

@@ -129,23 +129,37 @@ def test_usage_flag_and_short_outputs() -> None:
 
 
 def test_goodput_excludes_exactly_the_slow_first_token() -> None:
-    r = aggregate(Sla(ttft_p95_s=0.4, tpot_p95_s=0.2))
-    # M1 (TTFT 0.5) fails; M2 passes; M6 has no TPOT and passes that bound
-    assert r.goodput_requests_per_s == pytest.approx(0.2)
-    assert r.goodput_output_tokens_per_s == pytest.approx((4 + 1) / 10)
+    r = aggregate(Sla(ttft_p95_s=0.4, tpot_p95_s=0.25))
+    # Good: the warm-up one (TTFT 0.1, TPOT 0.2) and M2 (TTFT 0.3); M1 (TTFT 0.5) is over, M6
+    # is short. Requests ended in W: the warm-up one; tokens in W: its 3 + M2's 3.
+    assert r.goodput_requests_per_s == pytest.approx(0.1)
+    assert r.goodput_output_tokens_per_s == pytest.approx((3 + 3) / 10)
+    assert r.goodput_share == pytest.approx(1 / 6)  # M2 of the 6 measured
 
 
 def test_goodput_excludes_exactly_the_slow_decoder() -> None:
     r = aggregate(Sla(tpot_p95_s=0.1))
-    # M2's TPOT 0.133 fails; M1 (0.057) and the 1-token M6 pass
-    assert r.goodput_requests_per_s == pytest.approx(0.2)
-    assert r.goodput_output_tokens_per_s == pytest.approx((8 + 1) / 10)
+    # Over: the warm-up one (TPOT 0.2) and M2 (0.133); M1 (0.057) is good; M6 is short
+    assert r.goodput_requests_per_s == pytest.approx(0.1)
+    assert r.goodput_output_tokens_per_s == pytest.approx(8 / 10)
 
 
-def test_no_sla_means_every_ok_measured_request_is_good() -> None:
+def test_no_sla_means_every_ok_full_length_request_is_good() -> None:
     r = aggregate()
-    assert r.goodput_requests_per_s == pytest.approx(0.3)
+    # Good: warm-up, M1, M2; M6 stopped short, the failures are never good. Ended in W: the
+    # warm-up one and M1; tokens in W: 3 + 8 + 3 of the 17 that output tok/s counts.
+    assert r.goodput_requests_per_s == pytest.approx(0.2)
+    assert r.goodput_output_tokens_per_s == pytest.approx(1.4)
+    assert r.goodput_output_tokens_per_s <= r.output_tokens_per_s
+    assert r.goodput_share == pytest.approx(2 / 6)
     assert r.sla_ok is True
+
+
+def test_goodput_is_output_when_every_request_is_good() -> None:
+    good = [x for x in scenario() if x.ok and x.output_tokens >= x.requested_output_tokens]
+    r = aggregate_step(SPEC, good, Sla())
+    assert r.goodput_output_tokens_per_s == pytest.approx(r.output_tokens_per_s)
+    assert r.goodput_output_tokens_per_s_ci == r.output_tokens_per_s_ci
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from tests.support.records import ns, rec
 
 STATS_KEYS = {"mean", "p50", "p90", "p95", "p99", "n"}
 STATS_KEYS |= {"p50_ci", "p95_ci", "p99_ci"}  # added in v1 (optional): issue 16
-OPTIONAL_STEP_KEYS = {"event_tokens_method", "ttfat_s", "reasoning_share"}
+OPTIONAL_STEP_KEYS = {"event_tokens_method", "ttfat_s", "reasoning_share", "ttfat_no_answer"}
 STEP_KEYS = {
     "index",
     "mode",
@@ -58,6 +58,7 @@ STEP_KEYS = {
 }
 STEP_KEYS |= {  # added in v1 (optional): intervals and the three-way verdict, issue 16
     "output_tokens_per_s_ci",
+    "goodput_output_tokens_per_s_ci",  # issue 31
     "requests_per_s_ci",
     "rate_ci_batches",
     "error_rate_ci",
@@ -181,7 +182,13 @@ def test_top_level_and_nested_keys_are_exact() -> None:
         "lengths_by_step",
     }
     assert set(data["workload"]) == workload
-    assert set(data["sla"]) == {"ttft_p95_s", "tpot_p95_s", "max_error_rate"}
+    assert set(data["sla"]) == {
+        "ttft_p95_s",
+        "tpot_p95_s",
+        "max_error_rate",
+        "e2e_p95_s",  # issue 31: the full-request and first-answer bounds
+        "ttfat_p95_s",
+    }
     # Optional step keys (issue 17): the event-counting method; TTFAT and reasoning share only
     # for streams with thinking; multi-turn runs and trace replays fill the source keys.
     source_keys = {"turns", "prefix_cache_hit_rate", "conversations", "dispatch_lateness"}
@@ -296,6 +303,8 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "provisional": False,
         "provisional_reason": None,
         "caveats": [],
+        # added in v1 (optional): every output token beside the good output, issue 31
+        "all_output_tokens_per_s": None,
     }
     assert data["bursts"] == [{"peak_rate_per_s": 10.0, "recovered_s": 12.5}]
     assert Snapshot.model_validate(data) == snap

@@ -40,6 +40,22 @@ def thinking(sent_ms: float, answer_ms: float, reasoning: int) -> RequestRecord:
     return replace(base, first_answer_ns=ns(answer_ms), reasoning_tokens=reasoning)
 
 
+def test_ttfat_without_an_answer_is_censored_at_e2e_and_counted() -> None:
+    answered = [thinking(1000 * i, 1000 * i + 150, 5) for i in range(3)]
+    silent = replace(thinking(5000, 0, 10), first_answer_ns=None)  # thought to the end
+    result = aggregate_step(SPEC, [*answered, silent], Sla())
+    assert result.ttfat_no_answer == 1
+    assert result.ttfat_s is not None and result.ttfat_s.n == 4
+    # the silent one counts its E2E (tokens end 190 ms after sending), the others 150 ms
+    assert result.ttfat_s.mean == pytest.approx((3 * 0.15 + 0.19) / 4)
+    assert "no answer: 1" in stream_text(result)
+    # a TTFAT bound fails the silent one as a request, and the step on its P95
+    judged = aggregate_step(SPEC, [*answered, silent], Sla(ttfat_p95_s=0.17))
+    assert judged.goodput_share == pytest.approx(0.75)
+    assert judged.sla_ok is False
+    assert aggregate_step(SPEC, [*answered, silent], Sla(ttft_p95_s=0.17)).sla_ok is True
+
+
 def test_step_reports_ttfat_and_reasoning_share_beside_ttft() -> None:
     records = [thinking(0, 160, 6), thinking(1000, 1180, 8)]
     result = aggregate_step(SPEC, records, Sla())
@@ -50,7 +66,9 @@ def test_step_reports_ttfat_and_reasoning_share_beside_ttft() -> None:
     assert result.reasoning_tokens == 14
     assert result.reasoning_share == pytest.approx(14 / 20)
     assert result.event_tokens_method == "events"
-    assert stream_text(result) == "TTFAT p50/p95 170.0/179.0 ms, reasoning 70.0 %, "
+    assert stream_text(result) == (
+        "TTFAT p50/p95 170.0/179.0 ms (p95 CI 160.0-open), reasoning 70.0 %, "
+    )
     step = step_from_result(result)
     loaded = Step.model_validate(orjson.loads(orjson.dumps(step.model_dump(mode="json"))))
     ttfat = step_ttfat(loaded)

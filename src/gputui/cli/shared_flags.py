@@ -22,6 +22,7 @@ from gputui.cli.argtypes import (
     seconds,
 )
 from gputui.durations import TPOT_IMPLAUSIBLE_S, TTFT_IMPLAUSIBLE_S
+from gputui.sla_defaults import DEFAULT_MAX_ERROR_RATE
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, url: bool = True) -> None:
@@ -106,7 +107,30 @@ def add_sla_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="bound on the P95 time per output token, e.g. 35ms (a bare number is seconds)",
     )
-    sla.add_argument("--max-error-rate", type=fraction, default=None, metavar="F")
+    sla.add_argument(
+        "--sla-e2e-p95",
+        type=duration(implausible_above_s=TTFT_IMPLAUSIBLE_S, what="for a whole request"),
+        default=None,
+        metavar="DURATION",
+        help="bound on the P95 full-request latency (E2E), e.g. 20s (default: none)",
+    )
+    sla.add_argument(
+        "--sla-ttfat-p95",
+        type=duration(implausible_above_s=TTFT_IMPLAUSIBLE_S, what="to the first answer token"),
+        default=None,
+        metavar="DURATION",
+        help="bound on the P95 time to the first answer token, after any thinking, e.g. 5s; a "
+        "request that never answered counts at its E2E (default: none)",
+    )
+    sla.add_argument(
+        "--max-error-rate",
+        type=fraction,
+        default=None,
+        metavar="F",
+        help=f"bound on the failed share of a step's requests (default {DEFAULT_MAX_ERROR_RATE:g}"
+        f" = {DEFAULT_MAX_ERROR_RATE * 100:g} %%: every verdict has one; 1 allows any); a failed "
+        "request is never good output",
+    )
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:

@@ -82,6 +82,10 @@ class StreamingClient:
         )
         self._head = request_head(config)
         self._active: dict[Exchange, int] = {}
+        self._streaming: dict[Exchange, StreamReader] = {}
+        """The readers of the requests in flight, whose tokens `tokens_streamed` counts live."""
+        self._tokens_done = 0
+        """Tokens of the requests that ended (their usage total where it exceeds their events)."""
         self._watchdog: asyncio.Task[None] | None = None
         self._counter: EventCounter | None = None
         if config.event_counter is not None:
@@ -102,6 +106,16 @@ class StreamingClient:
     def close_idle(self) -> None:
         """Close the idle pooled connections: the next requests connect afresh."""
         self._pool.close()
+
+    @property
+    def tokens_streamed(self) -> int:
+        """Tokens received so far by every request, those still streaming included (issue 31).
+
+        A request in flight counts its token events; one that ended, its usage total when that
+        is more (several tokens per event), so the count only rises and a live tok/s read from
+        it needs no request to finish.
+        """
+        return self._tokens_done + sum(len(r.token_ns) for r in self._streaming.values())
 
     @property
     def connections_opened(self) -> int:
@@ -170,6 +184,7 @@ class StreamingClient:
             sent_ns = time.perf_counter_ns()
             exchange = connection.start(request, reader.feed)
             self._active[exchange] = sent_ns
+            self._streaming[exchange] = reader
             try:
                 await exchange.done
             except asyncio.CancelledError:
@@ -177,6 +192,8 @@ class StreamingClient:
                 raise
             finally:
                 del self._active[exchange]
+                del self._streaming[exchange]
+                self._tokens_done += len(reader.token_ns)
             if (
                 reused
                 and attempt == 0
@@ -188,6 +205,8 @@ class StreamingClient:
             record = judge_exchange(
                 exchange, reader, sent_ns, connect_ns, common, keep_text=keep_text
             )
+            if record.tokens_from_usage and record.output_tokens > len(reader.token_ns):
+                self._tokens_done += record.output_tokens - len(reader.token_ns)
             if needs_counting(record):  # once per request: most streams need no counting
                 if self._counter is not None:
                     record = await self._count_events(record, reader)

@@ -82,6 +82,9 @@ class EngineStatus:
     """Time its threads waited for a CPU so far (engine.schedstat); None where unmeasured."""
     gc_pause_max_ms: float = 0.0
     """Longest garbage collection since the last batch: a loop lag it explains is a GC pause."""
+    tokens_streamed: int | None = None
+    """Output tokens received so far, requests still streaming included (`StreamingClient.
+    tokens_streamed`): the live tok/s reads its rise; None where unreported."""
 
 
 BatchMessage = tuple[
@@ -261,6 +264,7 @@ class _Engine:
             error=self.error,
             run_wait_s=run_wait_s(),
             gc_pause_max_ms=gc_ms,
+            tokens_streamed=self._client.tokens_streamed,
         )
 
     async def _lag(self) -> None:

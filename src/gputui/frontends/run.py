@@ -49,6 +49,8 @@ class _Outcome:
     knee_gains: tuple[tuple[float, float], ...] = ()
     knee_level: float | None = None
     validation: ValidationHold | None = None
+    validation_skipped: str | None = None
+    """Why an auto sweep's capacity was not validated (it is then provisional)."""
     deadline_ns: int = 0
 
 
@@ -111,6 +113,8 @@ def _run(
         outcome = _sweep(load, plan, session, runner, trace, printer, repeats)
         if load.auto and not stopper.fired.is_set():
             _validate_capacity(load, session, runner, trace, printer, settings.sla, outcome)
+        elif load.auto:
+            outcome.validation_skipped = "the run was stopped before its validation hold"
         if bursts is not None:
             bursts.stop()
         interrupted = stopper.fired.is_set()
@@ -136,6 +140,7 @@ def _run(
         interrupted_by=stopper.signal_name,
         auto_reason=outcome.auto_reason,
         validation=outcome.validation,
+        validation_skipped=outcome.validation_skipped,
         bursts=burst_results,
         knee_gains=tuple(outcome.knee_gains) if load.auto else None,
         auto_knee=(outcome.knee_level, (outcome.auto_reason or "").split("; ")[0])
@@ -306,13 +311,18 @@ def _validate_capacity(
     """After the auto sweep: hold 90 % of the capacity rate, if time and `--no-validate` allow."""
     hold_s = min(load.seconds, (outcome.deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
     validate = ValidateRate.at_capacity(session.finished_steps(), sla, hold_s, trace)
-    if validate is None or load.no_validate:
+    if validate is None:
         return
-    if hold_s >= min(load.seconds, 5.0):
+    if load.no_validate:
+        outcome.validation_skipped = "--no-validate skipped the open-loop hold"
+    elif hold_s >= min(load.seconds, 5.0):
         printer.note(f"validating: {validate.rate:g} req/s (90 % of capacity) for {hold_s:.0f} s")
         runner.run(validate)
         outcome.validation = validate.validation
+        if outcome.validation is None:
+            outcome.validation_skipped = "the open-loop hold did not finish"
     else:
+        outcome.validation_skipped = "the --max-minutes bound left no time for the open-loop hold"
         printer.note("no validation hold: the --max-minutes bound is reached")
 
 

@@ -46,14 +46,16 @@ class StepPrinter:
 
     def step(self, result: StepResult) -> None:
         """One line for a finished step (called from the engine's reader thread)."""
-        sla = f"SLA {step_outcome(result)} (n={result.ttft_s.n})"
+        left_out = f", {result.requests_failed} failed left out" if result.requests_failed else ""
+        sla = f"SLA {step_outcome(result)} (n={result.ttft_s.n}{left_out})"
         flag = " INCOMPLETE" if result.incomplete else ""
         errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
         body = (
             f"{result.mode} {result.level:g}: "
             f"ok {result.requests_ok} failed {result.requests_failed}"
             f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
-            f"{result.output_tokens_per_s:.1f} out tok/s, "
+            f"{result.output_tokens_per_s:.1f} out tok/s "
+            f"(good {result.goodput_output_tokens_per_s:.1f}), "
             f"TTFT p50/p95 {_ms(result.ttft_s.p50)}/{_ms(result.ttft_s.p95)} ms, "
             f"{stream_text(result)}"
             f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
@@ -107,7 +109,13 @@ class StepPrinter:
         if capacity is not None:
             lines.append(
                 f"capacity: {capacity.mode} {capacity.level:g}: "
-                f"{capacity.output_tokens_per_s:.1f} out tok/s, "
+                f"{capacity.output_tokens_per_s:.1f} good out tok/s"
+                + (
+                    f" (all {capacity.all_output_tokens_per_s:.1f})"
+                    if capacity.all_output_tokens_per_s is not None
+                    else ""
+                )
+                + ", "
                 f"{capacity.requests_per_s:.2f} req/s, "
                 f"P95 TTFT {_ms(capacity.ttft_p95_s)} ms, P95 TPOT {_ms(capacity.tpot_p95_s)} ms"
                 + (

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gputui.metrics.confidence import Interval, wilson_ci
-from gputui.metrics.sla import Sla, StepLike, error_rate
+from gputui.metrics.sla import Sla, StepLike, error_rate, ttfat_stats
 from gputui.metrics.step import StepMode
 from gputui.metrics.verdict import Judgement, Verdict, VerdictStep, combine, judge_step
 
@@ -54,6 +54,12 @@ class CapacityStep(VerdictStep, Protocol):
     def output_tokens_per_s_ci(self) -> Interval | None: ...
 
     @property
+    def goodput_output_tokens_per_s(self) -> float: ...
+
+    @property
+    def goodput_output_tokens_per_s_ci(self) -> Interval | None: ...
+
+    @property
     def requests_per_s_ci(self) -> Interval | None: ...
 
     @property
@@ -67,12 +73,16 @@ class Capacity:
     level: float
     mode: StepMode
     output_tokens_per_s: float
+    """The qualified output: tokens of good requests per second (the step's goodput), the basis
+    of the cost per million output tokens and of the servers needed."""
     requests_per_s: float
     ttft_p95_s: float | None
     tpot_p95_s: float | None
     error_rate: float | None
     output_tokens_per_s_ci: Interval | None = None
     """95 % interval of the qualified throughput (None: saved before intervals existed)."""
+    all_output_tokens_per_s: float | None = None
+    """Every output token at that level (failed, over-SLA and short requests' too)."""
     requests_per_s_ci: Interval | None = None
     ttft_p95_ci: Interval | None = None
     tpot_p95_ci: Interval | None = None
@@ -130,6 +140,18 @@ def sla_violations(step: StepLike, sla: Sla) -> list[str]:
         if tpot is not None and tpot > sla.tpot_p95_s:
             value, bound = _duration_pair(tpot, sla.tpot_p95_s)
             broken.append(f"P95 TPOT {value} > {bound}")
+    for name, stats, limit in (
+        ("E2E", step.e2e_s, sla.e2e_p95_s),
+        ("TTFAT", ttfat_stats(step) or step.ttft_s, sla.ttfat_p95_s),
+    ):
+        if limit is None:
+            continue
+        p95 = stats.p95
+        if p95 is None:
+            broken.append(f"no {name} measured")
+        elif p95 > limit:
+            value, bound = _duration_pair(p95, limit)
+            broken.append(f"P95 {name} {value} > {bound}")
     if sla.max_error_rate is not None:
         rate = error_rate(step.requests_ok, step.requests_failed)
         if rate is not None and rate > sla.max_error_rate:
@@ -160,12 +182,13 @@ def capacity_from_step(
     return Capacity(
         level=step.level,
         mode=step.mode,
-        output_tokens_per_s=step.output_tokens_per_s,
+        output_tokens_per_s=step.goodput_output_tokens_per_s,
         requests_per_s=step.requests_per_s,
         ttft_p95_s=step.ttft_s.p95,
         tpot_p95_s=step.tpot_s.p95,
         error_rate=error_rate(step.requests_ok, step.requests_failed),
-        output_tokens_per_s_ci=step.output_tokens_per_s_ci,
+        output_tokens_per_s_ci=step.goodput_output_tokens_per_s_ci,
+        all_output_tokens_per_s=step.output_tokens_per_s,
         requests_per_s_ci=step.requests_per_s_ci,
         ttft_p95_ci=step.ttft_s.p95_ci,
         tpot_p95_ci=step.tpot_s.p95_ci,

@@ -9,9 +9,10 @@ Contract of `judged_capacity(steps, sla, mode=None, diagnoses=None)`:
   `provisional_reason` saying what a verdict still needs ("P95 on 14 requests; 59 decide it").
   Its cost then rests on point estimates too.
 - Either capacity carries `caveats`, one sentence each: a lower level failed (the capacity lies
-  above a failure: noise or instability), the step at that level was client-bound (SUSPECT: the
-  load generator's own queueing is in its numbers; on a contended host, that wait) or measured
-  while throttled. The diagnoses
+  above a failure: noise or instability), a lower level gave more good output tok/s than the
+  capacity (beyond the capacity's interval, where it has one: the extra load bought nothing),
+  the step at that level was client-bound (SUSPECT: the load generator's own queueing is in its
+  numbers; on a contended host, that wait) or measured while throttled. The diagnoses
   (`steps[].bottleneck`, from `diagnoses` by step index or the step's own `bottleneck`) give the
   last two.
 
@@ -121,6 +122,13 @@ def _caveats(
         out.append(
             f"{levels} {verb} below it: the results are noisy or the server unstable; re-run"
         )
+    better = _better_below(mine, capacity)
+    if better is not None:
+        out.append(
+            f"{level_text(better.mode, better.level)} gave more good output "
+            f"({better.goodput_output_tokens_per_s:.1f} tok/s against "
+            f"{capacity.output_tokens_per_s:.1f}): the extra load bought nothing"
+        )
     at = [s for s in mine if s.level == capacity.level]
     verdicts = [_bottleneck(s, diagnoses) for s in at]
     suspect = [v for v in verdicts if v.get("suspect") or v.get("verdict") == "client"]
@@ -136,6 +144,17 @@ def _caveats(
     if any(v.get("throttled") or v.get("verdict") == "throttled" for v in verdicts):
         out.append("throttled: measured while the GPU was throttled; a cooler card may do better")
     return out
+
+
+def _better_below(steps: Sequence[CapacityStep], capacity: Capacity) -> CapacityStep | None:
+    """The lower level with the most good output, if it beat the capacity's (and its interval)."""
+    ci = capacity.output_tokens_per_s_ci
+    top = ci[1] if ci is not None and ci[1] is not None else capacity.output_tokens_per_s
+    lower = [s for s in steps if s.level < capacity.level]
+    best = max(lower, key=lambda s: s.goodput_output_tokens_per_s, default=None)
+    if best is None or best.goodput_output_tokens_per_s <= max(top, capacity.output_tokens_per_s):
+        return None
+    return best
 
 
 def _bottleneck(step: CapacityStep, diagnoses: Mapping[int, StepDiagnosis]) -> Mapping[str, object]:

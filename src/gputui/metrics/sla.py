@@ -1,14 +1,18 @@
 """Service-level bounds, judged per request (for goodput) and per step (for effective capacity).
 
 Contract (docs/domain.md §2, §4):
-- A request is *good* when it succeeded, its own TTFT <= `ttft_p95_s` and its own TPOT <=
-  `tpot_p95_s`. A bound that is None is no constraint. A 1-token output has no TPOT and passes the
-  TPOT bound; an ok request without a first token has no TTFT and fails a TTFT bound (it cannot
-  prove it met it).
-- A step *meets the SLA* when P95 TTFT <= the TTFT bound, P95 TPOT <= the TPOT bound and the error
-  rate (failed / (ok + failed)) <= `max_error_rate`. A step with no ok request fails, whatever the
-  bounds. An absent P95 TPOT (every output had one token) passes; an absent P95 TTFT fails a TTFT
-  bound.
+- A request is *good* when it succeeded, its own TTFT <= `ttft_p95_s`, TPOT <= `tpot_p95_s`, E2E
+  <= `e2e_p95_s` and TTFAT <= `ttfat_p95_s`, and it reached the output length asked for
+  (`metrics.goodput` adds the last two). A bound that is None is no constraint. A 1-token output
+  has no TPOT and passes the TPOT bound; an ok request without a first token has no TTFT and fails
+  a TTFT bound (it cannot prove it met it); TTFAT without an answer is censored at E2E. A failed
+  request is never good: it counts as over every bound.
+- A step *meets the SLA* when each P95 is within its bound and the error rate (failed / (ok +
+  failed)) <= `max_error_rate`. A step with no ok request fails, whatever the bounds. An absent
+  P95 TPOT (every output had one token) passes; an absent P95 TTFT fails a TTFT bound; a step
+  without TTFAT figures (no thinking, every request answered) is judged on its TTFT for TTFAT.
+- `gputui.sla_defaults.DEFAULT_MAX_ERROR_RATE` (1 %) is the error-rate bound a session has
+  unless told otherwise: the seeds' 错误率 is part of every verdict, so failures never vanish.
 
 `step_meets_sla` takes anything shaped like a step (a `StepResult` or a snapshot's `Step`), so a
 saved run can be re-judged against another SLA. It judges point estimates (a step's `sla_ok`);
@@ -18,7 +22,7 @@ the three-way verdict from confidence intervals, which capacity uses, is `metric
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +38,10 @@ class Sla:
     ttft_p95_s: float | None = None
     tpot_p95_s: float | None = None
     max_error_rate: float | None = None
+    e2e_p95_s: float | None = None
+    """Bound on the P95 full-request latency (the seeds' 完整请求延迟)."""
+    ttfat_p95_s: float | None = None
+    """Bound on the P95 time to the first answer token (after any thinking)."""
 
 
 class _HasP95(Protocol):
@@ -56,6 +64,34 @@ class StepLike(Protocol):
     @property
     def tpot_s(self) -> _HasP95: ...
 
+    @property
+    def e2e_s(self) -> _HasP95: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _SavedStats:
+    """A statistics dict a saved step keeps as an extra key (its `ttfat_s`), read by attribute."""
+
+    p95: float | None
+    p95_ci: tuple[float | None, float | None] | None
+    n: int
+
+
+def ttfat_stats(step: object) -> Any:
+    """The step's TTFAT summary (a Summary, a snapshot Stats or its saved dict), or None.
+
+    None means no request thought and every one answered: TTFAT is then TTFT.
+    """
+    value = getattr(step, "ttfat_s", None)
+    if isinstance(value, dict):
+        ci = value.get("p95_ci")
+        return _SavedStats(
+            p95=value.get("p95"),
+            p95_ci=(ci[0], ci[1]) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
+            n=int(value.get("n") or 0),
+        )
+    return value
+
 
 def error_rate(requests_ok: int, requests_failed: int) -> float | None:
     """Failed / (ok + failed), or None when nothing was measured."""
@@ -63,8 +99,17 @@ def error_rate(requests_ok: int, requests_failed: int) -> float | None:
     return requests_failed / total if total else None
 
 
-def meets_sla(ttft_s: npt.ArrayLike, tpot_s: npt.ArrayLike, sla: Sla) -> BoolArray:
-    """Per-request verdicts for ok requests; NaN TPOT (1 token) passes, NaN TTFT fails a bound."""
+def meets_sla(
+    ttft_s: npt.ArrayLike,
+    tpot_s: npt.ArrayLike,
+    sla: Sla,
+    e2e_s: npt.ArrayLike | None = None,
+    ttfat_s: npt.ArrayLike | None = None,
+) -> BoolArray:
+    """Per-request verdicts for ok requests; NaN TPOT (1 token) passes, NaN elsewhere fails.
+
+    Without `e2e_s` / `ttfat_s` their bounds are not judged (the caller has no such figure).
+    """
     ttft = np.asarray(ttft_s, dtype=np.float64)
     tpot = np.asarray(tpot_s, dtype=np.float64)
     good = np.ones(np.broadcast_shapes(ttft.shape, tpot.shape), dtype=np.bool_)
@@ -72,6 +117,10 @@ def meets_sla(ttft_s: npt.ArrayLike, tpot_s: npt.ArrayLike, sla: Sla) -> BoolArr
         good &= ttft <= sla.ttft_p95_s
     if sla.tpot_p95_s is not None:
         good &= np.isnan(tpot) | (tpot <= sla.tpot_p95_s)
+    if sla.e2e_p95_s is not None and e2e_s is not None:
+        good &= np.asarray(e2e_s, dtype=np.float64) <= sla.e2e_p95_s
+    if sla.ttfat_p95_s is not None and ttfat_s is not None:
+        good &= np.asarray(ttfat_s, dtype=np.float64) <= sla.ttfat_p95_s
     return good
 
 
@@ -86,6 +135,14 @@ def step_meets_sla(step: StepLike, sla: Sla) -> bool:
     if sla.tpot_p95_s is not None:
         p95 = step.tpot_s.p95
         if p95 is not None and p95 > sla.tpot_p95_s:
+            return False
+    if sla.e2e_p95_s is not None:
+        p95 = step.e2e_s.p95
+        if p95 is None or p95 > sla.e2e_p95_s:
+            return False
+    if sla.ttfat_p95_s is not None:
+        p95 = (ttfat_stats(step) or step.ttft_s).p95
+        if p95 is None or p95 > sla.ttfat_p95_s:
             return False
     if sla.max_error_rate is not None:
         rate = error_rate(step.requests_ok, step.requests_failed)

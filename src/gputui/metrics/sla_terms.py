@@ -5,12 +5,12 @@ Contract:
   per hour (None: not given).
 - `terms_change(t_s, old, new)` is the snapshot's record of one edit: `{"t_s": ..., "old":
   {...}, "new": {...}}` with only the keys that changed (`ttft_p95_s`, `tpot_p95_s`,
-  `max_error_rate`, `price_per_hour`), or None when nothing changed.
+  `max_error_rate`, `e2e_p95_s`, `ttfat_p95_s`, `price_per_hour`), or None when nothing changed.
 - `cost_range(capacity, price)` is the cost per million output tokens at the capacity
   (domain.md §4) and, when its throughput interval is known, the range that interval gives
   (the low cost from the high throughput); `wide` when the range spans more than 10 % either side.
 - `bound_text` and `sla_text` write bounds as the screen labels them: "TTFT p95 1 s",
-  "TPOT p95 35 ms", "errors ≤ 1 %".
+  "TPOT p95 35 ms", "E2E p95 20 s", "TTFAT p95 5 s", "errors ≤ 1 %".
 """
 
 from __future__ import annotations
@@ -124,6 +124,10 @@ def sla_text(sla: Sla) -> str:
         parts.append(bound_text("TTFT", sla.ttft_p95_s))
     if sla.tpot_p95_s is not None:
         parts.append(bound_text("TPOT", sla.tpot_p95_s))
+    if sla.e2e_p95_s is not None:
+        parts.append(bound_text("E2E", sla.e2e_p95_s))
+    if sla.ttfat_p95_s is not None:
+        parts.append(bound_text("TTFAT", sla.ttfat_p95_s))
     if sla.max_error_rate is not None:
         parts.append(error_rate_text(sla.max_error_rate))
     return " · ".join(parts) or "none"
@@ -160,6 +164,8 @@ _KEY_NAMES = {
     "ttft_p95_s": "TTFT p95",
     "tpot_p95_s": "TPOT p95",
     "max_error_rate": "error rate",
+    "e2e_p95_s": "E2E p95",
+    "ttfat_p95_s": "TTFAT p95",
     "price_per_hour": "price",
 }
 

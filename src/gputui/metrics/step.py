@@ -22,20 +22,28 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
   - `input_tokens_per_s`: input tokens of ok requests of this step whose first token arrived in W
     (the prompt has been processed by then); a missing usage report counts 0.
 - Latency summaries (`ttft_s`, `tpot_s`, `itl_s`, `e2e_s`, `connect_s`) are over the measured ok
-  requests; each Summary carries the number of samples behind it.
-- Goodput: measured requests that are ok and meet the per-request SLA (`sla.meets_sla`), per second
-  of W, and their output tokens per second. `sla_ok` is `step_meets_sla` on the finished step.
+  requests; each Summary carries the number of samples behind it, and `requests_failed` says how
+  many measured requests they leave out.
+- Goodput (the seeds' 有效输出): a record is *good* when it succeeded, met every per-request SLA
+  bound and reached its length (`metrics.goodput.good_mask`). `goodput_output_tokens_per_s` counts
+  the tokens of good records that arrived in W, from every record of the step, exactly as
+  `output_tokens_per_s` counts all of them, so it never exceeds it (and equals it when every
+  request was good); `goodput_requests_per_s` counts good requests that ended in W, as
+  `requests_per_s` counts ok ones. `goodput_share` is good / measured requests. `sla_ok` is
+  `step_meets_sla` on the finished step.
 - `output_tokens_from_usage` is False when any ok record of the step counted chunks instead of
   reading a usage report; `short_outputs` counts measured ok requests that produced fewer tokens
-  than asked.
+  than asked (they are not good).
 - Uncertainty (issue 16): the TTFT, TPOT, ITL and E2E summaries carry 95 % intervals of P50, P95
   and P99 (`Summary.p50_ci` ...); `output_tokens_per_s_ci`, `requests_per_s_ci` (batch means),
   `error_rate_ci`, `goodput_share` and `goodput_share_ci` (Wilson) are those of
   `metrics.step_intervals`. `sla_verdict` is `metrics.verdict.step_verdict`: "pass", "fail" or
   "inconclusive"; `sla_ok` stays the point-estimate judgement for older readers.
 - Streams with thinking (reasoning models): `ttfat_s` summarizes the time to the first answer token
-  of the measured ok requests and `reasoning_share` is their thinking tokens / output tokens; both
-  are None when no measured ok request had thinking tokens. `reasoning_tokens` sums them.
+  of the measured ok requests, with intervals; a request that never answered is censored at its
+  E2E and counted in `ttfat_no_answer`. `reasoning_share` is their thinking tokens / output
+  tokens. Both are None when no measured ok request thought and every one answered (TTFAT is
+  then TTFT). `reasoning_tokens` sums the thinking tokens.
 - `event_tokens_method`: how the tokens of each event were counted for ITL (engine.event_tokens:
   continuous_usage, tokenizer, usage_spread, events), over the measured ok requests; several
   methods are joined with "+"; None without any.
@@ -55,14 +63,9 @@ from gputui.engine.records import RequestRecord
 from gputui.metrics.confidence import Bounds
 from gputui.metrics.energy import StepEnergy, step_energy
 from gputui.metrics.error_log import first_messages, flood_reason
-from gputui.metrics.request_metrics import (
-    metrics_from_columns,
-    record_columns,
-    tokens_arrived,
-    tpot_aligned_s,
-    ttft_aligned_s,
-)
-from gputui.metrics.sla import Sla, error_rate, meets_sla, step_meets_sla
+from gputui.metrics.goodput import good_mask, no_answer_mask, short_mask, ttfat_censored_s
+from gputui.metrics.request_metrics import metrics_from_columns, record_columns, tokens_arrived
+from gputui.metrics.sla import Sla, error_rate, step_meets_sla
 from gputui.metrics.step_intervals import rate_and_share_intervals
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.verdict import Verdict, step_verdict
@@ -112,11 +115,13 @@ class StepResult:
     connect_s: Summary
     goodput_requests_per_s: float
     goodput_output_tokens_per_s: float
+    """Tokens of good requests arrived in the window (module docstring): the qualified output."""
     sla_ok: bool
     incomplete: bool
     output_tokens_from_usage: bool
     short_outputs: int
     output_tokens_per_s_ci: Bounds | None = None
+    goodput_output_tokens_per_s_ci: Bounds | None = None
     requests_per_s_ci: Bounds | None = None
     rate_ci_batches: int | None = None
     """Time slices behind the two rate intervals."""
@@ -126,6 +131,8 @@ class StepResult:
     goodput_share_ci: Bounds | None = None
     sla_verdict: Verdict | None = None
     ttfat_s: Summary | None = None
+    ttfat_no_answer: int = 0
+    """Measured ok requests that never answered (their TTFAT is censored at their E2E)."""
     reasoning_share: float | None = None
     reasoning_tokens: int = 0
     event_tokens_method: str | None = None
@@ -210,13 +217,11 @@ def aggregate_step(
     output_tokens = tokens_arrived(cols, all_records, lo_ns, hi_ns)
 
     samples = metrics_from_columns(cols, measured_ok)
-    good = measured_ok.copy()
-    good[measured_ok] = meets_sla(
-        ttft_aligned_s(cols)[measured_ok], tpot_aligned_s(cols)[measured_ok], sla
-    )
+    good_all = good_mask(cols, sla)
+    good = good_all & measured
 
     requests_ok = int(measured_ok.sum())
-    short = measured_ok & (cols.output_tokens < cols.requested_output_tokens)
+    short = measured & short_mask(cols)
     result = StepResult(
         index=spec.index,
         mode=spec.mode,
@@ -234,8 +239,8 @@ def aggregate_step(
         itl_s=summarize(samples.itl_s, ci=True),
         e2e_s=summarize(samples.e2e_s, ci=True),
         connect_s=summarize(samples.connect_s),
-        goodput_requests_per_s=int(good.sum()) * per_s,
-        goodput_output_tokens_per_s=int(cols.output_tokens[good].sum()) * per_s,
+        goodput_requests_per_s=int((good_all & ended_in_w).sum()) * per_s,
+        goodput_output_tokens_per_s=tokens_arrived(cols, good_all, lo_ns, hi_ns) * per_s,
         sla_ok=False,
         incomplete=incomplete,
         output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
@@ -253,19 +258,28 @@ def aggregate_step(
         measured_ok=measured_ok,
         measured_failed=measured_failed,
         good=good,
+        good_tokens=good_all,
         lifetime_s=result.e2e_s.p50,
     )
     result = replace(
         result,
         output_tokens_per_s_ci=ci.output_tokens_per_s_ci,
+        goodput_output_tokens_per_s_ci=ci.goodput_output_tokens_per_s_ci,
         requests_per_s_ci=ci.requests_per_s_ci,
         rate_ci_batches=ci.batches,
         error_rate_ci=ci.error_rate_ci,
         goodput_share=ci.goodput_share,
         goodput_share_ci=ci.goodput_share_ci,
     )
+    no_answer = measured & no_answer_mask(cols)
     result = _with_streams(
-        result, mine, measured_ok, samples.ttfat_s, cols.reasoning_tokens, cols.output_tokens
+        result,
+        mine,
+        measured_ok,
+        ttfat_censored_s(cols)[measured_ok],
+        int(no_answer.sum()),
+        cols.reasoning_tokens,
+        cols.output_tokens,
     )
     # The verdicts read the finished summaries, so they are filled in last.
     return replace(
@@ -285,10 +299,11 @@ def _with_streams(
     records: Sequence[RequestRecord],
     measured_ok: npt.NDArray[np.bool_],
     ttfat_s: npt.NDArray[np.float64],
+    no_answer: int,
     reasoning_tokens: npt.NDArray[np.int64],
     output_tokens: npt.NDArray[np.int64],
 ) -> StepResult:
-    """TTFAT, reasoning share and the event-counting method of the measured ok requests."""
+    """TTFAT (censored), reasoning share and the event-counting method of the measured ok ones."""
     thinking = int(reasoning_tokens[measured_ok].sum())
     output = int(output_tokens[measured_ok].sum())
     methods = sorted({records[i].event_tokens_method for i in np.flatnonzero(measured_ok).tolist()})
@@ -296,6 +311,7 @@ def _with_streams(
         result,
         event_tokens_method="+".join(methods) if methods else None,
         reasoning_tokens=thinking,
-        ttfat_s=summarize(ttfat_s) if thinking else None,
+        ttfat_s=summarize(ttfat_s, ci=True) if thinking or no_answer else None,
+        ttfat_no_answer=no_answer,
         reasoning_share=thinking / output if thinking and output else None,
     )

@@ -3,14 +3,22 @@
 Contract: `queue_verdict(t_s, in_flight)` judges the requests in flight over a hold (a growing
 client-side queue rises steadily across it); `validation_hold(rate, seconds, step_index, result,
 queue)` is the hold's result, the snapshot's `validation` (`to_json`, keys in the order saved).
+
+`held_capacity(capacity, hold, skipped)` is what the hold makes of the capacity (issue 31): a
+closed-loop level is a sustained rate only once an open-loop hold near it held. When the hold
+held, the capacity's requests/s is the rate held (a setpoint: no interval); when it failed, or
+was skipped (`skipped` says why: `--no-validate`, the time bound), the capacity is provisional
+with that reason, beside any reason it already had. Without a hold and without `skipped` (no
+`--auto` run) the capacity is unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gputui.metrics.capacity import Capacity
 from gputui.metrics.step import StepResult
 
 MIN_SAMPLES = 4
@@ -113,3 +121,30 @@ def queue_verdict(t_s: np.ndarray, in_flight: np.ndarray) -> QueueVerdict:
             f"(trend {growth:+.1f} over {span:.0f} s, mean {mean:.1f})"
         ),
     )
+
+
+def hold_failure_text(hold: ValidationHold) -> str:
+    """Why a hold did not hold: 'the open-loop hold at 5.4 req/s did not hold: SLA fail'."""
+    why = []
+    if not hold.sla_ok:
+        why.append(f"SLA {hold.sla_verdict or 'fail'}")
+    if not hold.queue.queue_bounded:
+        why.append(hold.queue.queue_reason)
+    return f"the open-loop hold at {hold.rate:g} req/s did not hold: {'; '.join(why) or 'failed'}"
+
+
+def held_capacity(
+    capacity: Capacity, hold: ValidationHold | None, skipped: str | None = None
+) -> Capacity:
+    """The capacity as the validation hold leaves it (module contract)."""
+    if hold is not None and hold.holds:
+        return replace(capacity, requests_per_s=hold.rate, requests_per_s_ci=None)
+    if hold is not None:
+        why = hold_failure_text(hold)
+    elif skipped is not None:
+        why = f"not validated: {skipped}"
+    else:
+        return capacity
+    earlier = capacity.provisional_reason if capacity.provisional else None
+    reason = why if earlier is None else f"{earlier}; {why}"
+    return replace(capacity, provisional=True, provisional_reason=reason)

@@ -5,9 +5,11 @@ Contract of `judge_step(step, sla)`:
   lies within the bound (hi <= bound), "fail" when the whole interval lies over it (lo > bound),
   "inconclusive" when it straddles the bound. An open upper end (too few samples for a two-sided
   interval, e.g. n < 59 for P95) can never pass; an open lower end can never fail.
-- P95 TTFT and P95 TPOT use the order-statistic intervals of `Summary.p95_ci`. The error-rate bound
-  uses the Wilson interval of failed / (ok + failed), computed here from the counts; a bound of 0
-  is no rate but "no failure at all", so it passes exactly when nothing failed.
+- P95 TTFT, TPOT, E2E and TTFAT use the order-statistic intervals of `Summary.p95_ci` (TTFAT
+  censored at E2E where no answer came; a step without TTFAT figures is judged on its TTFT). The
+  error-rate bound uses the Wilson interval of failed / (ok + failed), computed here from the
+  counts; a bound of 0 is no rate but "no failure at all", so it passes exactly when nothing
+  failed.
 - The step's verdict combines every bound: "fail" if any bound fails, else "inconclusive" if any
   is, else "pass". No ok request: "fail". An absent P95 TPOT (every output had one token) passes;
   an absent P95 TTFT fails a TTFT bound (as `sla.step_meets_sla`).
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from gputui.metrics.confidence import Interval, min_n_two_sided, wilson_ci
-from gputui.metrics.sla import Sla, step_meets_sla
+from gputui.metrics.sla import Sla, step_meets_sla, ttfat_stats
 
 Verdict = Literal["pass", "fail", "inconclusive"]
 
@@ -61,6 +63,9 @@ class VerdictStep(Protocol):
 
     @property
     def tpot_s(self) -> HasP95Interval: ...
+
+    @property
+    def e2e_s(self) -> HasP95Interval: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +164,11 @@ def judge_step(step: VerdictStep, sla: Sla) -> Judgement:
         parts.append(_latency("TTFT", step.ttft_s, sla.ttft_p95_s, required=True))
     if sla.tpot_p95_s is not None:
         parts.append(_latency("TPOT", step.tpot_s, sla.tpot_p95_s, required=False))
+    if sla.e2e_p95_s is not None:
+        parts.append(_latency("E2E", step.e2e_s, sla.e2e_p95_s, required=True))
+    if sla.ttfat_p95_s is not None:
+        ttfat = ttfat_stats(step) or step.ttft_s
+        parts.append(_latency("TTFAT", ttfat, sla.ttfat_p95_s, required=True))
     if sla.max_error_rate is not None:
         parts.append(_error_rate(step.requests_ok, step.requests_failed, sla.max_error_rate))
     verdict = combine([p.verdict for p in parts])

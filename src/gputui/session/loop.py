@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import TypeVar
 
 from gputui.engine.process import EngineStatus
@@ -32,7 +33,8 @@ from gputui.metrics.client_state import ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
-from gputui.metrics.window import RollingWindow
+from gputui.metrics.streamed_rate import StreamedRate
+from gputui.metrics.window import RollingWindow, WindowStats
 from gputui.session.cpu import EngineCpu, WorkerFigures
 from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import (
@@ -96,6 +98,8 @@ class SessionLoop:
         self.ledger = ledger
         self.progress = progress
         self.window = window
+        self.streamed = StreamedRate(window.window_s)
+        """The live tok/s from the engine's running token count (requests in flight included)."""
         self.events = events
         self.diagnosis = diagnosis
         self.error_log = error_log
@@ -238,6 +242,8 @@ class SessionLoop:
         self.ledger.set_sent(batch.sent_by_step)
         self.cpu.update(batch.status)
         self.status = batch.status
+        if batch.status.tokens_streamed is not None:
+            self.streamed.add(batch.arrived_ns, batch.status.tokens_streamed)
         self.progress.on_batch(batch.arrived_ns, batch.sent_by_step, batch.status.in_flight)
         for sample in batch.rtt:
             if sample is None:
@@ -372,7 +378,7 @@ class SessionLoop:
             seq=self._seq,
             step=step,
             now_ns=now,
-            window=self.window.stats(now),
+            window=self._window_stats(now),
             phase=phase,
             status=self.status,
             client_cpu_percent=self.cpu.percent,
@@ -393,6 +399,15 @@ class SessionLoop:
             diagnoser.on_frame(frame)
         if self._on_frame is not None:
             self._on_frame(frame)
+
+    def _window_stats(self, now: int) -> WindowStats:
+        """The window's figures, its tok/s from the tokens streamed (issue 31) where known.
+
+        The finished requests alone miss the tokens of those still in flight.
+        """
+        stats = self.window.stats(now)
+        live = self.streamed.rate(now)
+        return stats if live is None else replace(stats, output_tokens_per_s=live)
 
     def show_frame(self, frame: StatsFrame) -> None:
         """Publish `frame` as the latest and turn what changed since the last into events."""

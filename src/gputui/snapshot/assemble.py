@@ -41,7 +41,7 @@ from gputui.metrics.sla import Sla
 from gputui.metrics.sla_terms import TermsChange
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_diagnosis import StepDiagnosis
-from gputui.metrics.validation import ValidationHold
+from gputui.metrics.validation import ValidationHold, held_capacity
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.journal_telemetry import JournalTelemetry
 from gputui.snapshot.models import (
@@ -115,6 +115,9 @@ class RunInfo:
     client_extra: dict[str, object] = field(default_factory=dict)
     """Load-generator facts beyond the Client model's fields (workers, saturation)."""
     validation: ValidationHold | None = None
+    validation_skipped: str | None = None
+    """Why an `--auto` run held no validation (`--no-validate`, the time bound): its capacity is
+    then provisional (`metrics.validation.held_capacity`)."""
     bursts: list[BurstRecovery] = field(default_factory=list)
     workload_details: dict[str, object] = field(default_factory=dict)
     """Optional `Workload` fields from the prepared workload (scenario, distributions, method)."""
@@ -135,6 +138,9 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
     # The one function the live view uses too (`metrics.knee_summary`): one knee, capacity, bound.
     diagnoses = session.diagnoses()
     summary = knee_summary(results, session.sla, diagnoses, mode=info.mode)
+    if summary.capacity is not None:  # a failed or skipped --auto hold is not a capacity
+        held = held_capacity(summary.capacity, info.validation, info.validation_skipped)
+        summary = replace(summary, capacity=held)
     extra_body = _extra_body(info)
     target = _target(info)
     snapshot = Snapshot(

@@ -46,6 +46,10 @@ def sla_text(sla: SlaBounds) -> str:
         parts.append(f"TTFT<={sla_bound_text(sla.ttft_p95_s)}")
     if sla.tpot_p95_s is not None:
         parts.append(f"TPOT<={sla_bound_text(sla.tpot_p95_s)}")
+    if sla.e2e_p95_s is not None:
+        parts.append(f"E2E<={sla_bound_text(sla.e2e_p95_s)}")
+    if sla.ttfat_p95_s is not None:
+        parts.append(f"TTFAT<={sla_bound_text(sla.ttfat_p95_s)}")
     if sla.max_error_rate is not None:
         parts.append(f"err<={sla.max_error_rate * 100:g} %")
     return ", ".join(parts) if parts else "none"

@@ -49,7 +49,14 @@ from gputui.snapshot.compare_inputs import (
 )
 from gputui.snapshot.compare_uncertainty import capacity_intervals, significance
 from gputui.snapshot.hardware import GpuSummary, gpu_summary, precision_of
-from gputui.snapshot.models import SlaBounds, Snapshot, Step, step_reasoning_share, step_ttfat
+from gputui.snapshot.models import (
+    CapacityModel,
+    SlaBounds,
+    Snapshot,
+    Step,
+    step_reasoning_share,
+    step_ttfat,
+)
 from gputui.snapshot.sweep_curves import AtThroughputRow, SweepCurve, at_throughput, sweep_curve
 
 __all__ = [
@@ -120,6 +127,9 @@ class CompareRow:
     qualified_mode: StepMode | None
     qualified_level: float | None
     qualified_output_tokens_per_s: float | None
+    """Good output tok/s at the capacity: what the cost and the servers needed rest on."""
+    all_output_tokens_per_s: float | None
+    """Every output token at the capacity's level (failed, over-SLA and short requests too)."""
     qualified_requests_per_s: float | None
     ttft_p95_s: float | None
     tpot_p95_s: float | None
@@ -195,6 +205,15 @@ def _capacity_step(snapshot: Snapshot) -> Step | None:
     return None
 
 
+def _all_output(cap: CapacityModel | None, step: Step | None) -> float | None:
+    """Every output token at the capacity (its own key, else its step's)."""
+    if cap is None:
+        return None
+    if cap.all_output_tokens_per_s is not None:
+        return cap.all_output_tokens_per_s
+    return step.output_tokens_per_s if step is not None else None
+
+
 def _ratio(value: float | None, reference: float | None) -> float | None:
     if value is None or reference is None or reference == 0:
         return None
@@ -251,6 +270,7 @@ def _row(
         qualified_mode=cap.mode if cap is not None else None,
         qualified_level=cap.level if cap is not None else None,
         qualified_output_tokens_per_s=cap.output_tokens_per_s if cap is not None else None,
+        all_output_tokens_per_s=_all_output(cap, step),
         qualified_requests_per_s=cap.requests_per_s if cap is not None else None,
         ttft_p95_s=cap.ttft_p95_s if cap is not None else None,
         tpot_p95_s=cap.tpot_p95_s if cap is not None else None,

@@ -28,8 +28,9 @@ from gputui.snapshot.hardware import GpuSummary
 
 _GIB: Final = float(1 << 30)
 FORMULA: Final = (
-    "cost per M out tok = price per hour / (qualified out tok/s x 3600) x 1,000,000;"
-    " latencies at the qualified level"
+    "cost per M out tok = price per hour / (good out tok/s x 3600) x 1,000,000; good output:"
+    " tokens of requests that succeeded, met every SLA bound and reached their length;"
+    " all tok/s: every output token; latencies at the qualified level"
 )
 ENERGY_FORMULA: Final = (
     "energy per M out tok = J per good out tok x 1e6 / 3.6e6 x price per kWh x PUE (beside the "
@@ -230,7 +231,8 @@ def blocks(cmp: Comparison) -> list[Block]:
         [
             "snapshot",
             "qualified at",
-            "out tok/s",
+            "good out tok/s",
+            "all tok/s",
             "req/s",
             "P95 TTFT",
             *(["P95 TTFAT", "reasoning"] if thinking else []),
@@ -244,6 +246,7 @@ def blocks(cmp: Comparison) -> list[Block]:
                 r.label,
                 qualified_text(r),
                 _num(r.qualified_output_tokens_per_s, ".1f"),
+                _num(r.all_output_tokens_per_s, ".1f"),
                 _num(r.qualified_requests_per_s, ".2f"),
                 duration(r.ttft_p95_s),
                 *([duration(r.ttfat_p95_s), _percent(r.reasoning_share)] if thinking else []),

@@ -41,6 +41,7 @@ def row_record(row: CompareRow, cmp: Comparison) -> dict[str, object]:
         "qualified_mode": row.qualified_mode,
         "qualified_level": row.qualified_level,
         "qualified_output_tokens_per_s": row.qualified_output_tokens_per_s,
+        "all_output_tokens_per_s": row.all_output_tokens_per_s,
         "qualified_requests_per_s": row.qualified_requests_per_s,
         "ttft_p95_s": row.ttft_p95_s,
         "tpot_p95_s": row.tpot_p95_s,

@@ -41,7 +41,7 @@ def capacity_intervals(
     if cap is None:
         return None, None, None
     return (
-        cap.output_tokens_per_s_ci or (step.output_tokens_per_s_ci if step else None),
+        cap.output_tokens_per_s_ci or (step.goodput_output_tokens_per_s_ci if step else None),
         cap.ttft_p95_ci or (step.ttft_s.p95_ci if step else None),
         cap.tpot_p95_ci or (step.tpot_s.p95_ci if step else None),
     )

@@ -23,6 +23,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from gputui import __version__
@@ -167,6 +168,8 @@ class SlaBounds(_Model):
     ttft_p95_s: float | None = None
     tpot_p95_s: float | None = None
     max_error_rate: float | None = None
+    e2e_p95_s: float | None = None
+    ttfat_p95_s: float | None = None
 
     @classmethod
     def from_sla(cls, sla: Sla) -> SlaBounds:
@@ -175,6 +178,8 @@ class SlaBounds(_Model):
             ttft_p95_s=sla.ttft_p95_s,
             tpot_p95_s=sla.tpot_p95_s,
             max_error_rate=sla.max_error_rate,
+            e2e_p95_s=sla.e2e_p95_s,
+            ttfat_p95_s=sla.ttfat_p95_s,
         )
 
     def to_sla(self) -> Sla:
@@ -183,6 +188,8 @@ class SlaBounds(_Model):
             ttft_p95_s=self.ttft_p95_s,
             tpot_p95_s=self.tpot_p95_s,
             max_error_rate=self.max_error_rate,
+            e2e_p95_s=self.e2e_p95_s,
+            ttfat_p95_s=self.ttfat_p95_s,
         )
 
 
@@ -232,12 +239,16 @@ class CapacityModel(_Model):
     level: float
     mode: StepMode
     output_tokens_per_s: NonNegativeFloat
+    """The qualified output: good requests' tokens per second (issue 31; older files, whose key
+    held every output token, are read through `Snapshot._good_output_capacity`)."""
     requests_per_s: NonNegativeFloat
     ttft_p95_s: float | None = None
     tpot_p95_s: float | None = None
     error_rate: float | None = None
     output_tokens_per_s_ci: CiInterval | None = None
     """95 % interval of the qualified throughput (issue 16; absent in older files)."""
+    all_output_tokens_per_s: NonNegativeFloat | None = None
+    """Every output token at that level, failed, over-SLA and short requests' included."""
     requests_per_s_ci: CiInterval | None = None
     ttft_p95_ci: CiInterval | None = None
     tpot_p95_ci: CiInterval | None = None
@@ -266,6 +277,7 @@ class CapacityModel(_Model):
             tpot_p95_s=capacity.tpot_p95_s,
             error_rate=capacity.error_rate,
             output_tokens_per_s_ci=capacity.output_tokens_per_s_ci,
+            all_output_tokens_per_s=capacity.all_output_tokens_per_s,
             requests_per_s_ci=capacity.requests_per_s_ci,
             ttft_p95_ci=capacity.ttft_p95_ci,
             tpot_p95_ci=capacity.tpot_p95_ci,
@@ -278,6 +290,19 @@ class CapacityModel(_Model):
             provisional_reason=capacity.provisional_reason,
             caveats=capacity.caveats,
         )
+
+
+def _step_goodput(steps: object, mode: object, level: object) -> float | None:
+    """The good output tok/s of the last complete step at (mode, level) in a raw steps list."""
+    if not isinstance(steps, (list, tuple)):
+        return None
+    for step in reversed(steps):
+        if not isinstance(step, dict) or step.get("incomplete"):
+            continue
+        if step.get("mode") == mode and step.get("level") == level:
+            good = step.get("goodput_output_tokens_per_s")
+            return float(good) if isinstance(good, (int, float)) else None
+    return None
 
 
 def now_iso() -> str:
@@ -335,6 +360,35 @@ class Snapshot(_Model):
     """Electricity per kWh (`--energy-price`, issue 29): compare's energy cost."""
     pue: float | None = None
     """The facility's power usage effectiveness (`--pue`) that multiplies the energy cost."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _good_output_capacity(cls, data: object) -> object:
+        """A file from before issue 31 kept every output token as the capacity's throughput.
+
+        Its capacity then reads its step's goodput as the qualified output (the cost's basis) and
+        keeps the old figure as `all_output_tokens_per_s`; the old interval was of all output,
+        so it is dropped. That goodput counted the tokens of requests sent in the window, not of
+        tokens arrived in it, so it could exceed the output: it is capped at the output.
+        """
+        if not isinstance(data, dict):
+            return data
+        cap = data.get("capacity")
+        if not isinstance(cap, dict) or "all_output_tokens_per_s" in cap:
+            return data
+        good = _step_goodput(data.get("steps"), cap.get("mode"), cap.get("level"))
+        if good is None:
+            return data
+        every = cap.get("output_tokens_per_s")
+        if isinstance(every, (int, float)):
+            good = min(good, float(every))
+        fixed = {
+            **cap,
+            "all_output_tokens_per_s": every,
+            "output_tokens_per_s": good,
+            "output_tokens_per_s_ci": None,
+        }
+        return {**data, "capacity": fixed}
 
     @field_validator("price_per_hour", "energy_price_per_kwh", mode="before")
     @classmethod

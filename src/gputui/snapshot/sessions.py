@@ -148,7 +148,7 @@ def sessions_table(sessions: Sequence[SessionInfo]) -> str:
             f"{s.model} @ {s.url}",
             s.gpu or "unknown",
             (
-                f"{s.capacity_output_tokens_per_s:.1f} out tok/s at {s.capacity_level}"
+                f"{s.capacity_output_tokens_per_s:.1f} good out tok/s at {s.capacity_level}"
                 if s.capacity_output_tokens_per_s is not None
                 else "none"
             )

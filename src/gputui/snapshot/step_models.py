@@ -202,6 +202,8 @@ class Step(_Model):
     short_outputs: NonNegativeInt = 0
     output_tokens_per_s_ci: CiInterval | None = None
     """95 % batch-means interval of `output_tokens_per_s` (issue 16; absent in older files)."""
+    goodput_output_tokens_per_s_ci: CiInterval | None = None
+    """95 % batch-means interval of `goodput_output_tokens_per_s` (issue 31)."""
     requests_per_s_ci: CiInterval | None = None
     rate_ci_batches: NonNegativeInt | None = None
     error_rate_ci: CiInterval | None = None
@@ -267,8 +269,9 @@ def step_from_result(result: StepResult) -> Step:
     if result.event_tokens_method is not None:
         extra["event_tokens_method"] = result.event_tokens_method
     if result.ttfat_s is not None:
-        extra["ttfat_s"] = Stats.from_summary(result.ttfat_s).model_dump()
+        extra["ttfat_s"] = Stats.from_summary(result.ttfat_s).model_dump(mode="json")
         extra["reasoning_share"] = result.reasoning_share
+        extra["ttfat_no_answer"] = result.ttfat_no_answer
     if result.imprecise is not None:
         extra["imprecise"] = result.imprecise
         extra["precision"] = dict(result.precision or {})
@@ -316,6 +319,7 @@ def _step_core(result: StepResult) -> Step:
         output_tokens_from_usage=result.output_tokens_from_usage,
         short_outputs=result.short_outputs,
         output_tokens_per_s_ci=result.output_tokens_per_s_ci,
+        goodput_output_tokens_per_s_ci=result.goodput_output_tokens_per_s_ci,
         requests_per_s_ci=result.requests_per_s_ci,
         rate_ci_batches=result.rate_ci_batches,
         error_rate_ci=result.error_rate_ci,

@@ -34,6 +34,7 @@ from gputui.metrics.window import WindowStats
 from gputui.session import StatsFrame
 from gputui.session.events import verdict_event
 from gputui.snapshot.models import Snapshot, Step
+from gputui.snapshot.step_models import step_reasoning_share, step_ttfat
 from gputui.telemetry.sampler import SourceState, TelemetryFrame, Traces
 from gputui.telemetry.samples import GpuSample, ServerSample
 
@@ -69,12 +70,16 @@ def step_result(step: Step) -> StepResult:
         output_tokens_from_usage=step.output_tokens_from_usage,
         short_outputs=step.short_outputs,
         output_tokens_per_s_ci=_bounds(step.output_tokens_per_s_ci),
+        goodput_output_tokens_per_s_ci=_bounds(step.goodput_output_tokens_per_s_ci),
         requests_per_s_ci=_bounds(step.requests_per_s_ci),
         error_rate_ci=_bounds(step.error_rate_ci),
         goodput_share=step.goodput_share,
         goodput_share_ci=_bounds(step.goodput_share_ci),
         sla_verdict=_verdict(step.sla_verdict),
         telemetry=step.telemetry.to_summary() if step.telemetry is not None else None,
+        ttfat_s=ttfat.to_summary() if (ttfat := step_ttfat(step)) is not None else None,
+        ttfat_no_answer=int((step.model_extra or {}).get("ttfat_no_answer") or 0),
+        reasoning_share=step_reasoning_share(step),
     )
 
 

@@ -1,15 +1,16 @@
 """The settings dialog's fields as text: read with units and checked, one line per mistake.
 
-Contract of `parse_terms(ttft, tpot, errors, price)`:
+Contract of `parse_terms(ttft, tpot, errors, price, e2e="", ttfat="")`:
 - Latency bounds are durations (`gputui.durations`): `1s`, `350ms`, `35 ms`; a bare number is in
   seconds, as on the command line, and a bare number implausible for its bound (a TPOT over
-  `TPOT_IMPLAUSIBLE_S`, a TTFT over `TTFT_IMPLAUSIBLE_S`) is refused with a hint, as the flags
-  refuse it. They must be > 0.
+  `TPOT_IMPLAUSIBLE_S`, a TTFT, E2E or TTFAT over `TTFT_IMPLAUSIBLE_S`) is refused with a hint,
+  as the flags refuse it. They must be > 0.
 - The error-rate bound is a fraction (`0.01`) or a percentage (`1%`), within [0, 1].
 - The price per hour is a number >= 0, optionally with a currency sign and `/h` (`$7/h`).
 - An empty field, `none` or `-` means no bound (no price).
 - A bad field raises `TermsError` whose message is one line naming the field.
-`field_texts(terms)` gives the fields' current values in the same notation.
+`field_texts(terms)` gives the fields' current values in the same notation, in `parse_terms`'s
+order.
 """
 
 from __future__ import annotations
@@ -73,18 +74,22 @@ def _price(text: str) -> float | None:
     return price
 
 
-def parse_terms(ttft: str, tpot: str, errors: str, price: str) -> SessionTerms:
-    """The terms the four fields give (module contract); TermsError on the first bad one."""
+def parse_terms(
+    ttft: str, tpot: str, errors: str, price: str, e2e: str = "", ttfat: str = ""
+) -> SessionTerms:
+    """The terms the fields give (module contract); TermsError on the first bad one."""
     sla = Sla(
         ttft_p95_s=_bound("TTFT p95", ttft, TTFT_IMPLAUSIBLE_S),
         tpot_p95_s=_bound("TPOT p95", tpot, TPOT_IMPLAUSIBLE_S),
         max_error_rate=_error_rate(errors),
+        e2e_p95_s=_bound("E2E p95", e2e, TTFT_IMPLAUSIBLE_S),
+        ttfat_p95_s=_bound("TTFAT p95", ttfat, TTFT_IMPLAUSIBLE_S),
     )
     return SessionTerms(sla, _price(price))
 
 
-def field_texts(terms: SessionTerms) -> tuple[str, str, str, str]:
-    """The four fields' texts for these terms (what the dialog starts with)."""
+def field_texts(terms: SessionTerms) -> tuple[str, str, str, str, str, str]:
+    """The fields' texts for these terms (what the dialog starts with), in `parse_terms` order."""
     sla = terms.sla
 
     def bound(seconds: float | None) -> str:
@@ -92,4 +97,11 @@ def field_texts(terms: SessionTerms) -> tuple[str, str, str, str]:
 
     rate = "none" if sla.max_error_rate is None else f"{sla.max_error_rate * 100:.4g}%"
     price = "none" if terms.price_per_hour is None else f"{terms.price_per_hour:g}"
-    return bound(sla.ttft_p95_s), bound(sla.tpot_p95_s), rate, price
+    return (
+        bound(sla.ttft_p95_s),
+        bound(sla.tpot_p95_s),
+        rate,
+        price,
+        bound(sla.e2e_p95_s),
+        bound(sla.ttfat_p95_s),
+    )

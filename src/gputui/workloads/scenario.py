@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, PositiveFloat, ValidationError, model_validator
 
 from gputui.metrics.sla import Sla
+from gputui.sla_defaults import DEFAULT_MAX_ERROR_RATE
 from gputui.workloads.config import (
     NonNegativeSeconds,
     Seconds,
@@ -40,15 +41,29 @@ SCENARIO_DIR = Path("scenarios")
 
 
 class SlaConfig(StrictModel):
-    """P95 bounds and an error-rate bound; absent means unbounded."""
+    """P95 bounds and an error-rate bound.
+
+    An absent P95 bound is none; an absent error-rate bound is the default
+    (`DEFAULT_MAX_ERROR_RATE`, 1 %: every verdict has one; 1.0 allows any).
+    """
 
     ttft_p95_s: Seconds | None = None
     tpot_p95_s: Seconds | None = None
-    max_error_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_error_rate: float | None = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0.0, le=1.0)
+    e2e_p95_s: Seconds | None = None
+    """Bound on the P95 full-request latency (E2E)."""
+    ttfat_p95_s: Seconds | None = None
+    """Bound on the P95 time to the first answer token (reasoning models)."""
 
     def to_sla(self) -> Sla:
         """The metrics form."""
-        return Sla(self.ttft_p95_s, self.tpot_p95_s, self.max_error_rate)
+        return Sla(
+            self.ttft_p95_s,
+            self.tpot_p95_s,
+            self.max_error_rate,
+            self.e2e_p95_s,
+            self.ttfat_p95_s,
+        )
 
 
 class LoadPlan(StrictModel):
@@ -144,6 +159,8 @@ class Scenario(StrictModel):
             "sla_ttft_p95": sla.ttft_p95_s,
             "sla_tpot_p95": sla.tpot_p95_s,
             "max_error_rate": sla.max_error_rate,
+            "sla_e2e_p95": sla.e2e_p95_s,
+            "sla_ttfat_p95": sla.ttfat_p95_s,
             "start_mode": "rate" if load.mode == "rate" else "concurrency",
             "start_level": float(load.levels[0]) if load.levels else 1.0,
         }

@@ -58,8 +58,9 @@ PANELS = (
         "Header",
         "target, model, backend, GPUs; load mode and level, step and its time (warm-up "
         "shown), requests in flight, session clock, CPU of the load engine and of this UI; "
-        "what the step's verdict still needs (below), the SLA, the price and the cost per "
-        "million output tokens at the capacity (a range when its 95 % interval is wide)",
+        "what the step's verdict still needs (below), the SLA (errors ≤ 1 % unless set), the "
+        "price and the cost per million good output tokens at the capacity (a range when its "
+        "95 % interval is wide)",
     ),
     (
         "P95 verdict",
@@ -149,12 +150,20 @@ METRICS = (
     ("TPOT", "per request: (E2E - TTFT) / (output tokens - 1); P95 TPOT is over requests"),
     ("ITL", "every gap between consecutive output tokens (P95 ITL is over all gaps)"),
     ("E2E", "time from sending to the last byte of the response"),
-    ("tok/s", "output tokens that arrived per second (not input, not requests)"),
-    ("goodput", "output tok/s of requests that met every SLA bound"),
+    ("TTFAT", "time to the first answer token, after any thinking (no answer: counted at E2E)"),
+    ("tok/s", "output tokens that arrived per second, in-flight requests' too (not input)"),
+    (
+        "goodput",
+        "good output tok/s: tokens of requests that succeeded, met every SLA bound and reached "
+        "their length (a failed request is never good); the capacity's tok/s and cost use it",
+    ),
     ("err", "failed requests / requests sent, each failure counted with its reason"),
     ("knee", "the load past which throughput grows < 10 % per doubling of load"),
-    ("capacity", "the highest load whose step met the P95 TTFT, P95 TPOT and error-rate bounds"),
-    ("~N provisional", "no step was decisive: the capacity rests on point estimates"),
+    ("capacity", "the highest load whose step met every P95 bound and the error-rate bound"),
+    (
+        "~N provisional",
+        "no step was decisive, or the open-loop hold failed or was skipped: say which",
+    ),
     ("KV", "fraction of the server's KV cache in use; full means queueing and preemption"),
 )
 
