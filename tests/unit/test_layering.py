@@ -250,6 +250,7 @@ RANKS: dict[str, int] = {
     "gputui": 0,
     "gputui.errors": 0,
     "gputui.durations": 0,
+    "gputui.sla_defaults": 0,
     "gputui.jsontypes": 0,
     "gputui.folders": 0,
     "gputui.catalog": 0,

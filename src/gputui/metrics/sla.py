@@ -11,7 +11,7 @@ Contract (docs/domain.md §2, §4):
   failed)) <= `max_error_rate`. A step with no ok request fails, whatever the bounds. An absent
   P95 TPOT (every output had one token) passes; an absent P95 TTFT fails a TTFT bound; a step
   without TTFAT figures (no thinking, every request answered) is judged on its TTFT for TTFAT.
-- `gputui.sla_defaults.DEFAULT_MAX_ERROR_RATE` (1 %) is the error-rate bound a session has
+- `gputui.sla_defaults.DEFAULT_MAX_ERROR_RATE` (5 %) is the error-rate bound a session has
   unless told otherwise: the seeds' 错误率 is part of every verdict, so failures never vanish.
 
 `step_meets_sla` takes anything shaped like a step (a `StepResult` or a snapshot's `Step`), so a

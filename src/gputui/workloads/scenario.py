@@ -44,7 +44,7 @@ class SlaConfig(StrictModel):
     """P95 bounds and an error-rate bound.
 
     An absent P95 bound is none; an absent error-rate bound is the default
-    (`DEFAULT_MAX_ERROR_RATE`, 1 %: every verdict has one; 1.0 allows any).
+    (`DEFAULT_MAX_ERROR_RATE`, 5 %: every verdict has one; 1.0 allows any).
     """
 
     ttft_p95_s: Seconds | None = None

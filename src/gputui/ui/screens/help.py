@@ -58,7 +58,7 @@ PANELS = (
         "Header",
         "target, model, backend, GPUs; load mode and level, step and its time (warm-up "
         "shown), requests in flight, session clock, CPU of the load engine and of this UI; "
-        "what the step's verdict still needs (below), the SLA (errors ≤ 1 % unless set), the "
+        "what the step's verdict still needs (below), the SLA (errors ≤ 5 % unless set), the "
         "price and the cost per million good output tokens at the capacity (a range when its "
         "95 % interval is wide)",
     ),
