@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +209,18 @@ def test_a_hidden_step_takes_no_number_as_in_a_saved_snapshot() -> None:
     assert [r["step"] for r in live] == [None, 0, 1]  # hidden: null; step 2 is the file's 1
     saved = list(table_rows(session_table(records, specs, [0, 2], T0, SLA)))
     assert [r["step"] for r in saved] == [0, None, 1]  # (in the order they finished)
+
+
+def test_a_bursts_requests_are_in_no_step_as_in_the_snapshot() -> None:
+    specs, records = _two_steps()
+    burst = [
+        replace(rec(sent_ms=400 + k, end_ms=700, tokens_ms=[450, 500], step=0), burst=True)
+        for k in range(3)
+    ]
+    step = aggregate_step(specs[0], records + burst, SLA)
+    assert step.requests_burst == 3
+    rows = list(table_rows(session_table(records + burst, specs, [0, 1], T0, SLA)))
+    mine = [r for r in rows if r["step"] == 0]
+    assert len(mine) == step.requests_ok + step.requests_failed
+    flagged = [r for r in rows if r["burst"]]
+    assert len(flagged) == 3 and {r["step"] for r in flagged} == {None}

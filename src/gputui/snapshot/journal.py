@@ -6,8 +6,8 @@ Contract: a journal is a file `<session>.journal` in the snapshot folder, one JS
 - one `request` line per finished request (compact: step, id, sent time in ms since the session
   started, TTFT and E2E in ms, input and output tokens, ok, error reason; and, exact, in int ns
   since the session started: `sent_ns`, `first_ns`, `answer_ns`, `last_ns`, `sched_ns`, with the
-  token events, conversation and turn, requested length and HTTP status: what a per-request
-  record of `snapshot.records` needs),
+  token events, conversation and turn, requested length, HTTP status and whether a burst sent
+  it: what a per-request record of `snapshot.records` needs),
 - one `load` line per step started (index, mode, level, start and measurement start in ms, the
   measurement start also exact in `measure_ns`), so a step the crash cut short can be rebuilt
   from its requests,
@@ -108,6 +108,7 @@ def request_line(record: RequestRecord, origin_ns: int) -> dict[str, object]:
         "turn": record.turn,
         "req_out": record.requested_output_tokens,
         "status": record.status_code,
+        "burst": record.burst,
     }
     if record.cached_input_tokens is None and record.server_timings is not None:
         line["cache_n"] = record.server_timings.cache_n  # llama.cpp's own prefix-cache count

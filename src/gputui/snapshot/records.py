@@ -9,8 +9,8 @@ snapshot counts no such sample (a failed request, no first token, a 1-token TPOT
 measured the request (sent in its measurement window; the snapshot numbers its steps 0, 1, 2
 ..., hidden carry-on steps taking none), or null: warm-up (sent before its step's measurement
 started), the hand-over (sent after its step closed, while its last measured requests
-finished), a hidden step (the load held after a hold or between a plan's steps) or a step the
-snapshot does not have.
+finished), a burst (`burst` true: measured as the burst, in no step's figures), a hidden step
+(the load held after a hold or between a plan's steps) or a step the snapshot does not have.
 
 When is a row's step known? Only once its step is finished (closed, and every request sent
 during it back): that is when the snapshot's step is decided. `RecordRows` therefore follows the
@@ -41,6 +41,7 @@ ROW_KEYS: Final = (
     "schema_version",
     "id",
     "step",
+    "burst",
     "level",
     "mode",
     "ok",
@@ -140,6 +141,7 @@ def _row(line: Mapping[str, object], step: int | None, window: _Window | None) -
         "schema_version": RECORDS_SCHEMA_VERSION,
         "id": _int(line.get("id")),
         "step": step,
+        "burst": bool(line.get("burst")),
         "level": window.level if window else None,
         "mode": window.mode if window else None,
         "ok": bool(line.get("ok")),
@@ -270,13 +272,13 @@ class RecordRows:
 
         That is, as `metrics.step.aggregate_step` has it: sent in [measurement start, close).
         Else None: sent before (its warm-up) or after (the hand-over's load, run unmeasured until
-        the step's last measured request is back). A snapshot
+        the step's last measured request is back), or by a burst. A snapshot
         numbers its steps 0, 1, 2 ... leaving out the hidden carry-on steps
         (`snapshot.step_models.renumbered`), so the index is the count of visible steps before.
         """
         window = self._windows.get(index)
-        if window is None or window.hidden or window.measure_ns is None:
-            return None
+        if window is None or window.hidden or window.measure_ns is None or line.get("burst"):
+            return None  # a burst's requests are the burst's, in no step's figures
         sent = journal_ns(line, "sent_ns", "sent_ms")
         if sent is None or sent < window.measure_ns:
             return None

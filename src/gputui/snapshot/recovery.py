@@ -161,6 +161,7 @@ def _record(line: Mapping[str, object]) -> RequestRecord:
         requested_output_tokens=out,
         cached_input_tokens=_count(line.get("cached")),
         error=None if error is None else str(error),
+        burst=bool(line.get("burst")),  # a burst's requests are in no step's figures
     )
 
 
