@@ -135,6 +135,7 @@ def test_run_messages_against_the_sim_is_exact(fixed_sim: SimProcess, tmp_path: 
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "gputui run: server gputui-sim " in result.stdout  # its /version and max_model_len
     snap = load_snapshot(out)
     assert snap.workload.endpoint == "messages"
     assert snap.target.engine == "gputui-sim" and snap.target.version is not None

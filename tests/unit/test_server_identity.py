@@ -10,6 +10,7 @@ import orjson
 from gputui.engine.context_limit import ContextLimit, context_limit
 from gputui.engine.identity import (
     ServerIdentity,
+    describe_server,
     llamacpp_identity,
     sglang_identity,
     tgi_identity,
@@ -135,3 +136,20 @@ def test_the_snapshot_target_fields() -> None:
     }
     assert fields["identity_sources"] == ["/info"]
     assert identity_fields(None, None, "vllm") == {"engine": "vllm"}
+
+
+def test_the_run_header_line() -> None:
+    found = vllm_identity(_doc("vllm-version.json"), _doc("vllm-server-info.json"))
+    line = describe_server(found, ContextLimit(2048, "/v1/models max_model_len"))
+    assert line == (
+        "server vllm 0.32.0; context 2048 tokens (/v1/models max_model_len); max_num_seqs 128, "
+        "max_num_batched_tokens 2048, num_gpu_blocks 32768, block_size 128 "
+        "(/version, /server_info)"
+    )
+    tgi = tgi_identity(_doc("tgi-info.json"))
+    assert tgi is not None
+    assert describe_server(tgi, tgi.context_limit()) == (
+        "server tgi 3.3.6-dev0; context 2048 tokens, input at most 1024 (/info); "
+        "max_concurrent_requests 128, max_client_batch_size 32, max_best_of 2 (/info)"
+    )
+    assert describe_server(None, None) is None

@@ -237,3 +237,36 @@ def sglang_identity(info: object, path: str = "/server_info") -> ServerIdentity 
         settings=settings,
         sources=(path,),
     )
+
+
+def describe_server(identity: ServerIdentity | None, context: ContextLimit | None) -> str | None:
+    """One line for `gputui run`'s header: the engine, version, limit and settings it stated."""
+    if identity is None and context is None:
+        return None
+    parts: list[str] = []
+    if identity is not None:
+        parts.append(" ".join(p for p in (identity.engine, identity.version) if p))
+    if context is not None:
+        bound = f", input at most {context.input_tokens}" if context.input_tokens else ""
+        parts.append(f"context {context.tokens} tokens{bound} ({context.source})")
+    if identity is not None and identity.settings:
+        figures = ", ".join(
+            f"{k} {v}" for k, v in identity.settings.items() if k not in _CONTEXT_NAMES
+        )
+        if figures:
+            parts.append(f"{figures} ({', '.join(identity.sources)})")
+    return "server " + "; ".join(parts)
+
+
+_CONTEXT_NAMES: Final = frozenset(
+    {
+        "max_model_len",
+        "n_ctx",
+        "max_total_tokens",
+        "max_input_tokens",
+        "max_input_length",
+        "context_length",
+        "max_req_input_len",
+        "build_info",
+    }
+)

@@ -16,6 +16,8 @@ from gputui.control.plans import FixedLevels, KneeSweepPlan, Repeats, RepeatTall
 from gputui.control.repeats import fresh_start
 from gputui.control.runner import Plan, PlanRunner
 from gputui.control.sweep import BurstFirer, InFlightTrace, burst_recoveries
+from gputui.engine.identity import describe_server
+from gputui.engine.preflight import PreflightResult
 from gputui.frontends.outputs import RunOutputs
 from gputui.frontends.run_args import (
     describe_plan,
@@ -189,10 +191,17 @@ def _print_header(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> None:
         f"gputui run: {plan.target.base_url} model {checked.model} ({settings.endpoint}), "
         f"{described}, {describe_steps(plan.warmup_s, plan.limits)}\n"
         f"gputui run: backend {checked.backend.name} ({checked.backend.evidence})\n"
+        + "".join(f"gputui run: {line}\n" for line in _server_line(checked))
         + "".join(f"gputui run: {line}\n" for line in workload_lines(ready.prepared, plan.scenario))
         + "".join(f"gputui run: {line}\n" for line in plan.source.describe())
     )
     sys.stdout.flush()
+
+
+def _server_line(checked: PreflightResult) -> list[str]:
+    """What the server said of itself, as a header line (none when it said nothing)."""
+    line = describe_server(checked.identity, checked.context)
+    return [line] if line is not None else []
 
 
 def _run_info(load: LoadPlanFlags, plan: RunPlan, ready: ReadyRun) -> RunInfo:
