@@ -6,6 +6,8 @@ the level qualifies, but the 4 slow requests' tokens are not output a user paid 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gputui.engine.records import RequestRecord
@@ -78,3 +80,20 @@ def test_short_outputs_are_not_good() -> None:
     assert step.short_outputs == 1
     assert step.goodput_share == pytest.approx(0.99)
     assert step.goodput_output_tokens_per_s == pytest.approx(990 / 10)
+
+
+def test_a_bound_in_flight_cap_gives_ttft_from_the_schedule_and_counts_the_waits() -> None:
+    spec = replace(SPEC, mode="rate", level=10.0)
+    records = level(slow=set(), n=20)
+    # the first 5 were scheduled 400 ms before they could be sent (no free slot); the rest on time
+    records = [
+        replace(r, queued_ns=r.sent_ns - (400_000_000 if i < 5 else 1_000_000))
+        for i, r in enumerate(records)
+    ]
+    step = aggregate_step(spec, records, SLA)
+    assert step.slot_waits == 5
+    assert step.ttft_schedule_s is not None and step.ttft_schedule_s.n == 20
+    assert step.ttft_s.p95 == pytest.approx(0.1)  # from the send: the wait is hidden
+    assert step.ttft_schedule_s.p95 == pytest.approx(0.5)  # from the schedule: it shows
+    closed = aggregate_step(SPEC, level(slow=set(), n=5), SLA)
+    assert closed.ttft_schedule_s is None and closed.slot_waits == 0

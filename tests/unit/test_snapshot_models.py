@@ -25,7 +25,14 @@ from tests.support.records import ns, rec
 
 STATS_KEYS = {"mean", "p50", "p90", "p95", "p99", "n"}
 STATS_KEYS |= {"p50_ci", "p95_ci", "p99_ci"}  # added in v1 (optional): issue 16
-OPTIONAL_STEP_KEYS = {"event_tokens_method", "ttfat_s", "reasoning_share", "ttfat_no_answer"}
+OPTIONAL_STEP_KEYS = {
+    "event_tokens_method",
+    "ttfat_s",
+    "reasoning_share",
+    "ttfat_no_answer",
+    "ttft_schedule_s",
+    "slot_waits",
+}
 STEP_KEYS = {
     "index",
     "mode",

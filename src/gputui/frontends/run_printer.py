@@ -61,6 +61,11 @@ class StepPrinter:
             f"TPOT p95 {_ms(result.tpot_s.p95)} ms, ITL p95 {_ms(result.itl_s.p95)} ms, "
             f"{sla}{flag}\n"
         )
+        if result.slot_waits and result.ttft_schedule_s is not None:
+            body += (
+                f"  {result.slot_waits} requests waited for a slot (--max-in-flight): TTFT from "
+                f"their schedule p95 {_ms(result.ttft_schedule_s.p95)} ms\n"
+            )
         verdict = self.explain(result) if self.explain is not None else None
         with self._lock:
             self._printed += 1

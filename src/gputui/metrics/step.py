@@ -133,6 +133,13 @@ class StepResult:
     ttfat_s: Summary | None = None
     ttfat_no_answer: int = 0
     """Measured ok requests that never answered (their TTFAT is censored at their E2E)."""
+    ttft_schedule_s: Summary | None = None
+    """Open loop: TTFT from each request's scheduled arrival (`queued_ns`), not from its send, so
+    a wait for a slot under `--max-in-flight` counts as the user would feel it; None when no
+    measured request had a schedule (closed loop)."""
+    slot_waits: int = 0
+    """Measured requests that waited for a free slot (sent over `SLOT_WAIT_NS` after their
+    scheduled arrival, connection setup aside): the in-flight cap bound."""
     reasoning_share: float | None = None
     reasoning_tokens: int = 0
     event_tokens_method: str | None = None
@@ -271,6 +278,7 @@ def aggregate_step(
         goodput_share=ci.goodput_share,
         goodput_share_ci=ci.goodput_share_ci,
     )
+    result = _with_schedule(result, mine, measured_ok)
     no_answer = measured & no_answer_mask(cols)
     result = _with_streams(
         result,
@@ -292,6 +300,26 @@ def _handover_s(measured_end_ns: npt.NDArray[np.int64], end_ns: int) -> float:
     if end_ns < 0 or measured_end_ns.size == 0:
         return 0.0
     return max(int(measured_end_ns.max()) - end_ns, 0) * _NS_TO_S
+
+
+SLOT_WAIT_NS = 5_000_000
+"""A send this much after its schedule (connection setup aside) waited for a slot."""
+
+
+def _with_schedule(
+    result: StepResult, records: Sequence[RequestRecord], measured_ok: npt.NDArray[np.bool_]
+) -> StepResult:
+    """TTFT from the schedule and the slot waits of the measured ok open-loop requests."""
+    ttft, waits = [], 0
+    for i in np.flatnonzero(measured_ok).tolist():
+        r = records[i]
+        if r.queued_ns is None or r.first_token_ns is None:
+            continue
+        ttft.append((r.first_token_ns - r.queued_ns) * _NS_TO_S)
+        waits += r.sent_ns - r.queued_ns - (r.connect_ns or 0) > SLOT_WAIT_NS
+    if not ttft:
+        return result
+    return replace(result, ttft_schedule_s=summarize(ttft, ci=True), slot_waits=waits)
 
 
 def _with_streams(

@@ -272,6 +272,11 @@ def step_from_result(result: StepResult) -> Step:
         extra["ttfat_s"] = Stats.from_summary(result.ttfat_s).model_dump(mode="json")
         extra["reasoning_share"] = result.reasoning_share
         extra["ttfat_no_answer"] = result.ttfat_no_answer
+    if result.ttft_schedule_s is not None:  # open loop (issue 31)
+        extra["ttft_schedule_s"] = Stats.from_summary(result.ttft_schedule_s).model_dump(
+            mode="json"
+        )
+        extra["slot_waits"] = result.slot_waits
     if result.imprecise is not None:
         extra["imprecise"] = result.imprecise
         extra["precision"] = dict(result.precision or {})
