@@ -28,7 +28,7 @@ from gputui.ui.render.breakdown import knee_label
 from gputui.ui.render.status import header_lines
 from tests.ui.conftest import wait_for
 
-STEP_S = 4.0
+STEP_S = 3.0
 LEVELS = (8, 32, 128)
 
 
@@ -63,7 +63,7 @@ async def test_the_live_view_the_snapshot_compare_and_the_report_name_one_knee(
     with start_background(GpuProfileSpec(gpu="rtx4090-24gb", model="llama-3.1-8b")) as sim:
         args = build_parser().parse_args(
             ["tui", "--url", sim.url, "--model", "llama-3.1-8b", "--input-tokens", "512",
-             "--output-tokens", "48", "--warmup-seconds", "1", "--snapshot-dir", str(tmp_path),
+             "--output-tokens", "32", "--warmup-seconds", "1", "--snapshot-dir", str(tmp_path),
              "--gpu-telemetry", "none", "--no-host-telemetry", "--sla-ttft-p95", "2",
              "--sla-tpot-p95", "0.1", "--start-level", "8", "--factor", "4",
              "--request-timeout", "20"]
