@@ -95,6 +95,10 @@ async def test_the_live_view_the_snapshot_compare_and_the_report_name_one_knee(
     assert last is not None and f": {last.sla_verdict}, as saved" in header  # the saved verdict
     label = knee_label(view)
     assert label.startswith(f"knee {view.knee.level:g}")
+    if bound is not None:  # the chart's knee mark names the bound the file saves
+        assert label == f"knee {view.knee.level:g} · {bound.verdict}" + (
+            "?" if bound.low_confidence else ""
+        )
 
     saved = load_snapshot(path)
     assert [s.index for s in saved.steps] == list(range(len(view.steps)))
