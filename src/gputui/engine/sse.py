@@ -2,9 +2,10 @@
 
 Contract: `StreamReader.feed(data, now_ns)` takes de-chunked body bytes and the arrival stamp of
 the socket read they came in, and records, per output-token event, that stamp. The hot path (one
-`data: {...}` line per event) costs one `bytes.split` and one `orjson.loads` per event and nothing
-else; comments, `event:` lines, multi-line data and CRLF framing take a slower path. Every dialect
-rule lives here (see ../shared/docs/reference.md §5):
+`data: {...}` line per event, or Messages' `event: <type>` line and one `data:` line) costs one
+`bytes.split` (and for Messages one `bytes.partition`) and one `orjson.loads` per event and nothing
+else; comments, `event: error`, other fields, multi-line data and CRLF framing take a slower path.
+Every dialect rule lives here (see ../shared/docs/reference.md §5):
 
 - a chunk is a token event only when it carries non-empty text (`choices[0].text`, `delta.content`,
   thinking in `delta.reasoning` (vLLM's name today) or `delta.reasoning_content` (the older one),
@@ -63,6 +64,9 @@ from gputui.jsontypes import JsonObject, JsonValue
 __all__ = ["StreamReader", "error_message"]
 
 _DATA: Final = b"data: "
+_EVENT: Final = b"event: "
+_LF_DATA: Final = b"\ndata: "
+_EVENT_ERROR: Final = b"event: error"
 _DONE: Final = b"[DONE]"
 _MAX_BUFFER_BYTES: Final = 4 * 1024 * 1024
 """An unterminated event longer than this is garbage, not a slow server."""
@@ -149,6 +153,14 @@ class StreamReader:
         for event in parts:
             if event.startswith(_DATA) and b"\n" not in event:
                 self._payload(event[6:], now_ns)
+            elif event.startswith(_EVENT):
+                # Messages' events: an `event:` line and one `data:` line (the payload's `type`
+                # repeats the name, so only `event: error` needs the slow path's reading).
+                head, sep, payload = event.partition(_LF_DATA)
+                if sep and b"\n" not in head and b"\n" not in payload and head != _EVENT_ERROR:
+                    self._payload(payload, now_ns)
+                else:
+                    self._slow_event(event, now_ns)
             elif event:
                 self._slow_event(event, now_ns)
             if self.failed:
