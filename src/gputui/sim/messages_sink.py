@@ -75,6 +75,20 @@ def _event(kind: str, data: JsonObject) -> bytes:
     return http_chunk(b"event: %s\ndata: %s\n\n" % (kind.encode(), orjson.dumps(data)))
 
 
+_DELTA_HEAD, _DELTA_TAIL = (
+    b"event: content_block_delta\ndata: %s\n\n"
+    % orjson.dumps(
+        {
+            "type": "content_block_delta",
+            "delta": {"type": "text_delta", "text": "@"},
+            "index": 0,
+        }
+    )
+).split(b"@")
+"""A token's `content_block_delta` around its text (plain ASCII: no JSON escaping), built once as
+the chat sink's chunks are, instead of a dict and an `orjson.dumps` per token."""
+
+
 def _message(message_id: str, model: str, usage: JsonObject, **fields: JsonValue) -> JsonObject:
     return {
         "id": message_id,
@@ -142,12 +156,9 @@ class MessagesStreamSink(StreamSink):
             reason = finish_reason if i == count - 1 else None
             if reason is None and k + 1 >= self._max_tokens:
                 reason = FINISH_LENGTH
-            delta: JsonObject = {
-                "type": "content_block_delta",
-                "delta": {"type": "text_delta", "text": TOKEN_TEXTS[k % len(TOKEN_TEXTS)].decode()},
-                "index": 0,
-            }
-            data = _event("content_block_delta", delta)
+            data = http_chunk(
+                b"".join((_DELTA_HEAD, TOKEN_TEXTS[k % len(TOKEN_TEXTS)], _DELTA_TAIL))
+            )
             if k == 0:
                 block: JsonObject = {"type": "text", "text": ""}
                 opening: JsonObject = {
