@@ -13,7 +13,11 @@ from typing import Any
 import pytest
 
 from gputui.catalog.specs import GPUS
-from gputui.metrics.energy import energy_cost_per_million_output_tokens, step_energy
+from gputui.metrics.energy import (
+    energy_cost_per_million_output_tokens,
+    joules_cell,
+    step_energy,
+)
 from gputui.sim.gpu_metrics import render_metrics
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.thermal import ThermalModel
@@ -143,6 +147,10 @@ def test_step_energy_figures_and_their_cost() -> None:
     assert energy_cost_per_million_output_tokens(0.6, 0.30, 1.2) == pytest.approx(0.06)
     with pytest.raises(ValueError, match="pue"):
         energy_cost_per_million_output_tokens(0.6, 0.30, 0.5)
+    # The table cell `run` and the TUI's steps table both show (three significant digits).
+    assert joules_cell(energy) == "0.5"
+    assert joules_cell({**energy, "joules_per_output_token": 12.345}) == "12.3"
+    assert joules_cell(None) == "-"
 
 
 def joules_per_output_token(gpu_name: str, streams: int) -> tuple[float, str]:

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity_caveats import capacity_notes_lines
-from gputui.metrics.energy import energy_line
+from gputui.metrics.energy import energy_line, joules_cell
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_quality import step_warnings
@@ -19,12 +19,6 @@ from gputui.snapshot.models import Snapshot
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1e3:.1f}"
-
-
-def _joules(result: StepResult) -> str:
-    energy = result.energy
-    per = energy["joules_per_output_token"] if energy is not None else None
-    return "-" if per is None else f"{per:.3g}"
 
 
 class StepPrinter:
@@ -163,7 +157,7 @@ class StepPrinter:
                 f"{r.requests_failed:>5} {r.requests_per_s:>7.2f} {r.output_tokens_per_s:>9.1f} "
                 f"{_ms(r.ttft_s.p50):>8} {_ms(r.ttft_s.p95):>8} {_ms(r.tpot_s.p95):>8} "
                 f"{_ms(r.itl_s.p95):>8} {_ms(r.e2e_s.p95):>8} "
-                f"{r.goodput_requests_per_s:>8.2f} {_joules(r):>9} {step_outcome(r)}"
+                f"{r.goodput_requests_per_s:>8.2f} {joules_cell(r.energy):>9} {step_outcome(r)}"
                 + (" incomplete" if r.incomplete else "")
             )
             for number, r in enumerate(results, start=1)

@@ -77,6 +77,12 @@ def energy_cost_per_million_output_tokens(
     return joules_per_output_token * _PER_MILLION / _JOULES_PER_KWH * price_per_kwh * pue
 
 
+def joules_cell(energy: StepEnergy | None) -> str:
+    """A step's J per output token for a table cell: '0.431', '8.47', '12.3' ('-' without one)."""
+    per = energy["joules_per_output_token"] if energy is not None else None
+    return "-" if per is None else f"{per:.3g}"
+
+
 def energy_line(energy: StepEnergy, price_per_kwh: float | None = None, pue: float = 1.0) -> str:
     """'energy 2001 J, 246 W mean (1 GPU, counter): 3.13 J/out tok, ...' for `run` and the TUI."""
     how = f"{energy['gpus']} GPU{'s' if energy['gpus'] != 1 else ''}, {energy['method']}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import textwrap
 
 from gputui.frontends.view import LiveView
+from gputui.metrics.energy import joules_cell
 from gputui.metrics.json_read import number
 from gputui.metrics.outcome import step_outcome
 from gputui.metrics.step import StepResult
@@ -116,16 +117,9 @@ def _values(view: LiveView, i: int, step: StepResult) -> dict[str, tuple[str, st
         "ITL95": (fmt.duration(step.itl_s.p95), ""),
         "E2E95": (fmt.duration(step.e2e_s.p95), ""),
         "goodput": (fmt.rate(step.goodput_output_tokens_per_s), ""),
-        "J/out": (_joules(step), "s3"),
+        "J/out": (joules_cell(step.energy), "s3"),
         "req/s": (fmt.rate(step.requests_per_s), ""),
     }
-
-
-def _joules(step: StepResult) -> str:
-    """J per output token: '0.431', '8.47', '12.3' ('-' without an energy figure)."""
-    energy = step.energy
-    per = energy["joules_per_output_token"] if energy is not None else None
-    return "-" if per is None else f"{per:.3g}"
 
 
 def _row(
