@@ -210,6 +210,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     assert set(data["network"]) == {"rtt_s", "probe_path", "probes_failed"}
     assert set(data["network"]["rtt_s"]) == STATS_KEYS
     client = {"cpu_s", "wall_s", "event_loop", "uvloop", "connections_opened"}
+    client |= {"arrivals_dropped"}  # issue 31: arrivals a level change dropped, counted
     assert set(data["client"]) == client
 
 

@@ -73,6 +73,9 @@ class LoadController:
         self.exhausted = False
         """The source has nothing more to send (a dataset sent once each): the loops end."""
         self.in_flight = 0
+        self.arrivals_dropped = 0
+        """Open-loop arrivals due but never sent: the level changed while they waited for a slot
+        under `max_in_flight` (issue 31: counted, never silently lost)."""
         self.sent_by_step: Counter[int] = Counter()
         self._next_id = id_start
         self._id_step = id_step
@@ -159,20 +162,40 @@ class LoadController:
 
     async def _open_loop(self, rate_per_s: float) -> None:
         next_ns = time.perf_counter_ns()
-        while not self.stopping and not self.exhausted:
-            if self.paused:
-                await self._resumed.wait()
-                next_ns = time.perf_counter_ns()
-                continue
+        due = False
+        """An arrival is scheduled at next_ns and not sent yet."""
+        try:
+            while not self.stopping and not self.exhausted:
+                if self.paused:
+                    await self._resumed.wait()
+                    next_ns = time.perf_counter_ns()
+                    continue
+                next_ns += self._arrivals.gap_ns(rate_per_s)
+                due = True
+                delay_ns = next_ns - time.perf_counter_ns()
+                if delay_ns > 0:
+                    await asyncio.sleep(delay_ns / 1e9)
+                while self.in_flight >= self._max_in_flight and not self.stopping:
+                    self._slot_freed.clear()
+                    await self._slot_freed.wait()
+                if not self.stopping:
+                    self._spawn_request(next_ns)
+                due = False
+                # Let the request take its slot (`in_flight` counts it once it runs): behind
+                # schedule, arrivals come with no wait between them and would overrun the cap.
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            if due and not self.stopping:
+                self.arrivals_dropped += self._overdue(next_ns, rate_per_s)
+            raise
+
+    def _overdue(self, next_ns: int, rate_per_s: float) -> int:
+        """Arrivals of the schedule from `next_ns` due by now (a level change drops them)."""
+        now, count = time.perf_counter_ns(), 0
+        while next_ns <= now and count < 1_000_000:
+            count += 1
             next_ns += self._arrivals.gap_ns(rate_per_s)
-            delay_ns = next_ns - time.perf_counter_ns()
-            if delay_ns > 0:
-                await asyncio.sleep(delay_ns / 1e9)
-            while self.in_flight >= self._max_in_flight and not self.stopping:
-                self._slot_freed.clear()
-                await self._slot_freed.wait()
-            if not self.stopping:
-                self._spawn_request(next_ns)
+        return count
 
     def _spawn_request(self, queued_ns: int | None, *, burst: bool = False) -> None:
         task = asyncio.create_task(self._one_request(queued_ns, burst=burst))

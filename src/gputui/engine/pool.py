@@ -63,6 +63,7 @@ def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
         error=next((s.error for s in statuses if s.error), None),
         run_wait_s=None,  # per worker: `WorkerBook.run_wait_percent`
         gc_pause_max_ms=max(s.gc_pause_max_ms for s in statuses),
+        arrivals_dropped=sum(s.arrivals_dropped for s in statuses),
         tokens_streamed=None
         if any(s.tokens_streamed is None for s in statuses)
         else sum(s.tokens_streamed or 0 for s in statuses),

@@ -82,6 +82,8 @@ class EngineStatus:
     """Time its threads waited for a CPU so far (engine.schedstat); None where unmeasured."""
     gc_pause_max_ms: float = 0.0
     """Longest garbage collection since the last batch: a loop lag it explains is a GC pause."""
+    arrivals_dropped: int = 0
+    """Open-loop arrivals a level change dropped while they waited for a slot (`max_in_flight`)."""
     tokens_streamed: int | None = None
     """Output tokens received so far, requests still streaming included (`StreamingClient.
     tokens_streamed`): the live tok/s reads its rise; None where unreported."""
@@ -265,6 +267,7 @@ class _Engine:
             run_wait_s=run_wait_s(),
             gc_pause_max_ms=gc_ms,
             tokens_streamed=self._client.tokens_streamed,
+            arrivals_dropped=self._load.arrivals_dropped,
         )
 
     async def _lag(self) -> None:

@@ -126,6 +126,12 @@ class StepPrinter:
             lines += capacity_notes_lines(capacity)
         else:
             lines.append(f"capacity: none ({snapshot.capacity_reason})")
+        dropped = snapshot.client.arrivals_dropped if snapshot.client is not None else None
+        if dropped:
+            lines.append(
+                f"dropped: {dropped} open-loop arrivals were due but unsent at a level change, "
+                "waiting for a slot (--max-in-flight binds: raise it)"
+            )
         if snapshot.validation is not None:
             v = snapshot.validation
             verdict = "holds" if v.holds else "does NOT hold"

@@ -213,6 +213,7 @@ def _client(session: MeasuredSession, info: RunInfo) -> Client:
         event_loop="uvloop" if status and status.uvloop else "asyncio",
         uvloop=bool(status and status.uvloop),
         connections_opened=status.connections_opened if status else 0,
+        arrivals_dropped=status.arrivals_dropped if status else 0,
         **info.client_extra,
     )
 

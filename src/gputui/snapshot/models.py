@@ -210,6 +210,9 @@ class Client(_Model):
     """e.g. "uvloop" or "asyncio"."""
     uvloop: bool
     connections_opened: NonNegativeInt | None = None
+    arrivals_dropped: NonNegativeInt | None = None
+    """Open-loop arrivals a level change dropped while they waited for a slot under
+    `--max-in-flight` (issue 31); None in files from before it."""
 
 
 class KneeModel(_Model):
