@@ -27,7 +27,7 @@ from gputui.ui.render.sweep import MAX_OVERLAYS, SweepOverlay, overlay_marker
 from gputui.ui.screens.dialogs import ConfirmScreen
 from gputui.ui.widgets.key_footer import KeyFooter
 
-COLUMNS = ("", "label", "capacity tok/s", "knee", "J/out tok", "GPU", "date", "target")
+COLUMNS = ("", "label", "capacity good tok/s", "knee", "J/out tok", "GPU", "date", "target")
 """The answers first: at 80 columns capacity and knee show without scrolling sideways."""
 
 
