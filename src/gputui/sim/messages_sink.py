@@ -18,7 +18,6 @@ and is scheduled like one; only the wire format differs.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Final, Unpack
 
@@ -148,44 +147,22 @@ class MessagesStreamSink(StreamSink):
         """Write `count` text deltas, one write each (or all in one write: `one_write`)."""
         if self._closed:
             return
-        pending: list[bytes] = []
-        truth = self._truth
-        reason: str | None = None
-        for i in range(count):
-            k = self._emitted
-            reason = finish_reason if i == count - 1 else None
-            if reason is None and k + 1 >= self._max_tokens:
-                reason = FINISH_LENGTH
-            data = http_chunk(
-                b"".join((_DELTA_HEAD, TOKEN_TEXTS[k % len(TOKEN_TEXTS)], _DELTA_TAIL))
-            )
-            if k == 0:
-                block: JsonObject = {"type": "text", "text": ""}
-                opening: JsonObject = {
-                    "type": "content_block_start",
-                    "content_block": block,
-                    "index": 0,
-                }
-                data = self._start() + _event("content_block_start", opening) + data
-            now = time.perf_counter_ns()
-            if one_write:
-                pending.append(data)
-            else:
-                self._transport.write(data)
-            if k == 0:
-                truth.ttft_ns.append(now - self._arrival_ns)
-                self._first_ns = self._first_answer_ns = now
-            else:
-                truth.itl_ns.append(now - self._last_ns)
-            self._last_ns = now
-            self._emitted = k + 1
-            truth.tokens += 1
-            if reason is not None:
-                break
-        if pending:
-            self._transport.write(b"".join(pending))
+        reason = self._emit_events(count, finish_reason, self._delta, one_write=one_write)
         if reason is not None:
             self._finish_with(reason)
+
+    def _delta(self, k: int) -> bytes:
+        """Token k's `content_block_delta`; the first opens the message and its text block."""
+        data = http_chunk(b"".join((_DELTA_HEAD, TOKEN_TEXTS[k % len(TOKEN_TEXTS)], _DELTA_TAIL)))
+        if k == 0:
+            block: JsonObject = {"type": "text", "text": ""}
+            opening: JsonObject = {
+                "type": "content_block_start",
+                "content_block": block,
+                "index": 0,
+            }
+            data = self._start() + _event("content_block_start", opening) + data
+        return data
 
     def finish(self, finish_reason: str) -> None:
         """End the message (vLLM sends no empty delta: `stop_reason` says why it ended)."""

@@ -16,7 +16,6 @@ A request arrives as a chat request would (`responses_as_chat`: `input` becomes 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Final, Unpack
 
@@ -151,41 +150,20 @@ class ResponsesStreamSink(StreamSink):
         """Write `count` text deltas, one write each (or all in one write: `one_write`)."""
         if self._closed:
             return
-        pending: list[bytes] = []
-        truth = self._truth
-        reason: str | None = None
-        for i in range(count):
-            k = self._emitted
-            reason = finish_reason if i == count - 1 else None
-            if reason is None and k + 1 >= self._max_tokens:
-                reason = FINISH_LENGTH
-            delta: JsonObject = {
-                "content_index": 0,
-                "delta": TOKEN_TEXTS[k % len(TOKEN_TEXTS)].decode(),
-                "item_id": self._shape.item_id,
-                "logprobs": [],
-                "output_index": 0,
-            }
-            data = self._next(_DELTA, delta)
-            now = time.perf_counter_ns()
-            if one_write:
-                pending.append(data)
-            else:
-                self._transport.write(data)
-            if k == 0:
-                truth.ttft_ns.append(now - self._arrival_ns)
-                self._first_ns = self._first_answer_ns = now
-            else:
-                truth.itl_ns.append(now - self._last_ns)
-            self._last_ns = now
-            self._emitted = k + 1
-            truth.tokens += 1
-            if reason is not None:
-                break
-        if pending:
-            self._transport.write(b"".join(pending))
+        reason = self._emit_events(count, finish_reason, self._delta, one_write=one_write)
         if reason is not None:
             self._finish_with(reason)
+
+    def _delta(self, k: int) -> bytes:
+        """Token k's `response.output_text.delta`."""
+        delta: JsonObject = {
+            "content_index": 0,
+            "delta": TOKEN_TEXTS[k % len(TOKEN_TEXTS)].decode(),
+            "item_id": self._shape.item_id,
+            "logprobs": [],
+            "output_index": 0,
+        }
+        return self._next(_DELTA, delta)
 
     def finish(self, finish_reason: str) -> None:
         """End the response (vLLM sends no empty delta: the status says why it ended)."""

@@ -222,6 +222,45 @@ class StreamSink(SinkBase):
         if ended:
             self._end()
 
+    def _emit_events(
+        self,
+        count: int,
+        finish_reason: str | None,
+        event: Callable[[int], bytes],
+        *,
+        one_write: bool,
+    ) -> str | None:
+        """The per-event sinks' token loop (Responses, Messages): `event(k)` is token k's bytes.
+
+        The truth is stamped as `emit_tokens` above stamps it; returns the reason the stream ends
+        with when its last token went out (the caller then closes it), else None.
+        """
+        pending: list[bytes] = []
+        write = pending.append if one_write else self._transport.write
+        truth = self._truth
+        reason: str | None = None
+        for i in range(count):
+            k = self._emitted
+            reason = finish_reason if i == count - 1 else None
+            if reason is None and k + 1 >= self._max_tokens:
+                reason = FINISH_LENGTH
+            data = event(k)
+            now = time.perf_counter_ns()
+            write(data)
+            if k == 0:
+                truth.ttft_ns.append(now - self._arrival_ns)
+                self._first_ns = self._first_answer_ns = now
+            else:
+                truth.itl_ns.append(now - self._last_ns)
+            self._last_ns = now
+            self._emitted = k + 1
+            truth.tokens += 1
+            if reason is not None:
+                break
+        if pending:
+            self._transport.write(b"".join(pending))
+        return reason
+
     def finish(self, finish_reason: str) -> None:
         """End the response; a reason not yet sent goes out on an empty-text chunk first."""
         if self._closed:
