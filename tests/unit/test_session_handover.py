@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from gputui.metrics.step import StepSpec
-from gputui.session.handover import handover_state
+from gputui.session.handover import (
+    HANDOVER_MAX_S,
+    handover_cut_event,
+    handover_state,
+    handover_waits,
+)
 from gputui.session.ledger import StepLedger
 from tests.support.records import MS, T0, rec
 
@@ -45,3 +50,17 @@ def test_a_pending_step_closed_before_its_level_ran_measured_nothing() -> None:
     assert ledger.pending is None
     assert step.measure_start_ns == step.end_ns  # an empty window: the old load's requests
     assert handover_state(ledger, T0 + 9000 * MS) is None
+
+
+def test_the_next_level_waits_at_most_the_cap_and_says_what_was_still_out() -> None:
+    ledger = StepLedger()
+    ledger.open(_spec(0, 64, 0), hidden=False)
+    ledger.add_records([rec(sent_ms=10.0, end_ms=4000.0, tokens_ms=[], step=0)])
+    ledger.set_sent({0: 5})
+    ledger.open(_spec(1, 128, 5000), hidden=False, pending=True)
+    assert handover_waits(ledger, T0 + 6000 * MS)
+    assert not handover_waits(ledger, T0 + int((5 + HANDOVER_MAX_S) * 1000) * MS)
+    assert handover_cut_event(ledger) == (
+        "warning",
+        "hand-over cut at 60 s: 4 measured requests of step 1 finish under the next level",
+    )

@@ -14,7 +14,8 @@ caller's thread (one at a time). The load's timestamps and the engine's commands
 through the inbox: the Session takes and sends them where the load changes (`session.facade`).
 One exception: a step opened at a new level waits (pending) until every measured request of the
 steps before it is back, and the loop then starts its level (`switch_load`, i.e.
-`session.loads.LoadChanges.switch`): at the first batch that shows it, or at `HANDOVER_MAX_S`.
+`session.loads.LoadChanges.switch`): at the first batch that shows it, or at the cap
+(`session.handover.HANDOVER_MAX_S`).
 """
 
 from __future__ import annotations
@@ -40,13 +41,17 @@ from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import (
     EventLog,
     EventWatcher,
-    burst_event,
     load_event,
     step_events,
     unmeasured_event,
 )
 from gputui.session.frames import StatsFrame, build_frame, client_lagging
-from gputui.session.handover import handover_state
+from gputui.session.handover import (
+    bursts_back,
+    handover_cut_event,
+    handover_state,
+    handover_waits,
+)
 from gputui.session.ledger import StepLedger
 from gputui.session.messages import (
     Ask,
@@ -70,9 +75,6 @@ from gputui.telemetry.sampler import TelemetryFrame
 
 T = TypeVar("T")
 _ASK_TIMEOUT_S = 60.0
-HANDOVER_MAX_S = 60.0
-"""The longest the next level waits for the last step's measured requests: past it, those
-still out finish under the next level (an event says how many)."""
 
 
 class SessionLoop:
@@ -253,21 +255,15 @@ class SessionLoop:
                 self.rtt_at_ns.append(batch.arrived_ns)
         self.deliver(self.ledger.finish_ready(self.status, self.sla, force=False))
         self._hand_over(batch.arrived_ns)
-        for index, (count, fired_ns) in list(self.ledger.bursts.items()):
-            back = self.ledger.burst_records(index)
-            if index >= 0 and index not in self._bursts_told and len(back) >= count:
-                self._bursts_told.add(index)
-                self.events.add(*burst_event(self.ledger.specs[index], count, fired_ns, back))
+        for event in bursts_back(self.ledger, self._bursts_told):
+            self.events.add(*event)
 
     def _hand_over(self, now_ns: int) -> None:
         """Start the pending step's level once the steps before it are finished (or at the cap)."""
         index = self.ledger.pending
-        if index is None or self.switch_load is None:
+        if index is None or self.switch_load is None or handover_waits(self.ledger, now_ns):
             return
-        waiting = self.ledger.handing_over()
-        closed_ns = min((s.end_ns for s in waiting), default=now_ns)
-        if waiting and now_ns - closed_ns < HANDOVER_MAX_S * 1e9:
-            return
+        cut = handover_cut_event(self.ledger)  # before the level starts: what is still out
         started = self.switch_load(index)
         if started is None:
             return
@@ -275,12 +271,8 @@ class SessionLoop:
         self.progress.open(started)
         if self.journal is not None:  # its level may have changed, its start has
             self.journal.journal.add_load(started, self.journal_origin_ns)
-        left = sum(self.ledger.outstanding(s.index) for s in waiting)
-        if left:
-            text = f"hand-over cut at {HANDOVER_MAX_S:g} s: {left} measured requests of step"
-            self.events.add(
-                "warning", f"{text} {waiting[-1].index + 1} finish under the next level"
-            )
+        if cut is not None:
+            self.events.add(*cut)
 
     def _on_command(self, command: Command) -> None:
         if isinstance(command, StepOpened):
