@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gputui.engine.records import RequestRecord
 from gputui.session.events import Event, burst_event
 from gputui.session.frames import Handover
 from gputui.session.ledger import StepLedger
@@ -40,6 +41,11 @@ def handover_cut_event(ledger: StepLedger) -> Event | None:
     return "warning", f"{text} {waiting[-1].index + 1} finish under the next level"
 
 
+def ends(records: list[RequestRecord]) -> list[int]:
+    """When each of `records` ended."""
+    return [r.end_ns for r in records]
+
+
 def bursts_back(ledger: StepLedger, told: set[int]) -> list[Event]:
     """The events of the bursts whose requests are all back since the last call (`told`)."""
     events: list[Event] = []
@@ -48,6 +54,8 @@ def bursts_back(ledger: StepLedger, told: set[int]) -> list[Event]:
         if index >= 0 and index not in told and len(back) >= count:
             told.add(index)
             events.append(burst_event(ledger.specs[index], count, fired_ns, back))
+            # A fixed warm-up may have opened the window already: it starts after the burst.
+            ledger.move_measure_start(index, max(ledger.specs[index].measure_start_ns, *ends(back)))
     return events
 
 
