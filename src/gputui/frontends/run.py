@@ -33,6 +33,7 @@ from gputui.metrics.repeats import spread_lines
 from gputui.metrics.sla import Sla
 from gputui.metrics.validation import ValidationHold
 from gputui.session import Session
+from gputui.session.events import NOTHING_MEASURED
 from gputui.settings import LoadPlanFlags, RunOptions
 from gputui.snapshot.assemble import RunInfo, journal_header, journal_lines, save_session
 from gputui.snapshot.models import Snapshot
@@ -347,6 +348,9 @@ def _print_results(
 ) -> None:
     """The final table, the summary and each part's closing lines."""
     printer.table(session.finished_steps())
+    for event in session.events.items():  # levels that are no step (session.ledger): say so
+        if event.text.endswith(NOTHING_MEASURED):
+            printer.note(f"level {event.text}: no step (longer --max-step-seconds lets it measure)")
     warning = run_warning(trace.saturation(), [step.bottleneck for step in snapshot.steps])
     if warning is not None:  # the advice follows the steps' verdicts (metrics.client_state)
         printer.note(warning)

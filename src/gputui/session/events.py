@@ -97,11 +97,15 @@ def burst_event(
     return "info", text + (f", {failed} failed" if failed else "")
 
 
+NOTHING_MEASURED = "nothing measured"
+"""How an unmeasured level's event ends: `gputui run`, which has no event log, prints these."""
+
+
 def unmeasured_event(spec: StepSpec) -> Event:
     """A level left before it measured anything: "16: left after 6 s, nothing measured"."""
     unit = "" if spec.mode == "concurrency" else " req/s"
     seconds = max(spec.end_ns - spec.start_ns, 0) / 1e9
-    return "info", f"{spec.level:g}{unit}: left after {seconds:.0f} s, nothing measured"
+    return "info", f"{spec.level:g}{unit}: left after {seconds:.0f} s, {NOTHING_MEASURED}"
 
 
 def step_events(step: StepResult, number: int | None = None) -> list[Event]:
