@@ -419,6 +419,8 @@ def journal_header(info: RunInfo, sla: Sla) -> JournalHeader:
         plan=_plan(info),
         price_per_hour=info.price_per_hour,
         precision=info.precision,
+        energy_price_per_kwh=info.energy_price_per_kwh,
+        pue=info.pue,
     )
 
 

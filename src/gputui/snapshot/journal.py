@@ -74,6 +74,8 @@ class JournalHeader:
     plan: dict[str, object]
     price_per_hour: float | None = None
     precision: str | None = None
+    energy_price_per_kwh: float | None = None
+    pue: float = 1.0
 
 
 def _ms(ns: int | None, origin_ns: int) -> float | None:
@@ -180,6 +182,8 @@ class Journal:
                 "plan": header.plan,
                 "price_per_hour": header.price_per_hour,
                 "precision": header.precision,
+                "energy_price_per_kwh": header.energy_price_per_kwh,
+                "pue": header.pue,
             }
         )
         self.flush()

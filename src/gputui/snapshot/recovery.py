@@ -326,6 +326,7 @@ def recover(path: Path, folder: Path) -> Path | None:
     summary = knee_summary(steps, sla.to_sla(), mode=steps[-1].mode)
     label = header.get("label")
     price, precision = header.get("price_per_hour"), header.get("precision")
+    kwh, pue = header.get("energy_price_per_kwh"), header.get("pue")  # --energy-price, --pue
     last: dict[str, object] = contents.sections[-1] if contents.sections else {}
     knee_model = KneeModel.from_knee(summary.knee) if summary.knee else None
     if knee_model is not None:  # the diagnosed steps explain it, as in a saved snapshot
@@ -347,6 +348,8 @@ def recover(path: Path, folder: Path) -> Path | None:
         if isinstance(header.get("plan"), dict)
         else None,
         price_per_hour=price if isinstance(price, int | float) else None,
+        energy_price_per_kwh=kwh if isinstance(kwh, int | float) else None,
+        pue=pue if isinstance(pue, int | float) else 1.0,  # older journals: the default
         precision=precision if isinstance(precision, str) else None,
         hardware=_section(HardwareSection, hardware_from_lines(contents.hardware)),
         telemetry=_section(
