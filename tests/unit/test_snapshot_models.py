@@ -288,6 +288,8 @@ def test_knee_and_capacity_sections_from_the_metrics() -> None:
         "method": "gain_per_doubling",
         "reason": "the knee is 16",
         "explanation": None,
+        "bound_by": None,
+        "bound_at": None,
     }
     assert data["capacity"] == {
         "level": 24.0,
