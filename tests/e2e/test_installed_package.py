@@ -27,6 +27,7 @@ SHIPPED = {
     "mixed",
     "multiturn-chat",
     "prefill-heavy",
+    "reasoning",
     "shared-prefix",
 }
 
