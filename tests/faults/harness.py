@@ -16,6 +16,7 @@ import httpx
 
 from gputui.sim.faults import EXPECTED_REASON, FaultSpec
 from gputui.snapshot.models import Snapshot
+from gputui.snapshot.records import table_rows
 from gputui.snapshot.store import load_snapshot
 
 GPUTUI = [sys.executable, "-m", "gputui"]
@@ -107,20 +108,23 @@ class Tally:
 
 
 def tally(snap: Snapshot) -> Tally:
-    """Totals over the steps, with each step checked to be self-consistent."""
-    reasons: Counter[str] = Counter()
+    """Totals over every request the snapshot records, each step checked to be self-consistent.
+
+    From the per-request `records` table, not the steps' sums: the requests a step's load sends
+    after it closed (the hand-over, issue 28) are in no step's figures, but recorded all the same.
+    """
+    in_steps: Counter[str] = Counter()
     for step in snap.steps:
         assert sum(step.errors.values()) == step.requests_failed, step.errors
         # Failed requests never enter the latency statistics: one sample per ok request.
         for stats in (step.ttft_s, step.e2e_s):
             assert stats.n == step.requests_ok, (stats.n, step.requests_ok)
-        reasons.update(step.errors)
-    return Tally(
-        ok=sum(s.requests_ok for s in snap.steps),
-        failed=sum(s.requests_failed for s in snap.steps),
-        reasons=reasons,
-        cancelled=snap.requests_cancelled,
-    )
+        in_steps.update(step.errors)
+    rows = list(table_rows((snap.model_extra or {})["records"]))
+    reasons = Counter(str(r["reason"]) for r in rows if not r["ok"])
+    ok = sum(1 for r in rows if r["ok"])
+    assert in_steps <= reasons and sum(s.requests_ok for s in snap.steps) <= ok, (in_steps, reasons)
+    return Tally(ok=ok, failed=len(rows) - ok, reasons=reasons, cancelled=snap.requests_cancelled)
 
 
 def within_binomial(count: int, n: int, p: float, sigmas: float = SIGMAS) -> bool:
