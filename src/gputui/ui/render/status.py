@@ -68,6 +68,8 @@ def header_groups(view: LiveView, width: int = COMPACT_BELOW) -> list[Group]:
     groups: list[Group] = [(0, [*load, (f" ×{view.factor:g}", "dim")])]
     if state != "ok":
         tail = [(" (retrying)", "dim")] if state.startswith("unreachable") else []
+        if len(state) + 13 + sum(len(t) for t, _ in groups[0][1]) > width:
+            state = state.split(":", 1)[0]  # the why is in the event log; the state stays shown
         groups.append((0, [(state, dot_role), *tail]))
     elif view.paused:
         groups.append((0, [("❚❚ paused", "warn")]))
