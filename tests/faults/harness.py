@@ -111,7 +111,9 @@ def tally(snap: Snapshot) -> Tally:
     """Totals over every request the snapshot records, each step checked to be self-consistent.
 
     From the per-request `records` table, not the steps' sums: the requests a step's load sends
-    after it closed (the hand-over, issue 28) are in no step's figures, but recorded all the same.
+    after it closed (the hand-over, issue 28) are in no step's figures, but recorded all the same,
+    and counted in the next step's `requests_warmup` (or, at a run's end, the last step's): the
+    steps' counts, warm-up and bursts included, still add up to every recorded request.
     """
     in_steps: Counter[str] = Counter()
     for step in snap.steps:
@@ -124,6 +126,11 @@ def tally(snap: Snapshot) -> Tally:
     reasons = Counter(str(r["reason"]) for r in rows if not r["ok"])
     ok = sum(1 for r in rows if r["ok"])
     assert in_steps <= reasons and sum(s.requests_ok for s in snap.steps) <= ok, (in_steps, reasons)
+    counted = sum(
+        s.requests_ok + s.requests_failed + s.requests_warmup + (s.requests_burst or 0)
+        for s in snap.steps
+    )
+    assert counted == len(rows), (counted, len(rows))
     return Tally(ok=ok, failed=len(rows) - ok, reasons=reasons, cancelled=snap.requests_cancelled)
 
 
