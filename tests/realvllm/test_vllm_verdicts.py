@@ -18,6 +18,7 @@ and a cache holding 2 of 8 requests read the same at 87 % usage.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,6 +76,15 @@ def test_a_kv_cache_too_small_reads_kv_capacity(limited: VllmServer, tmp_path: P
         tmp_path / "kv.json", ("--concurrency", "8", *STEP), limited,
         input_tokens=480, output_tokens=96,
     )  # fmt: skip
+    if verdict["verdict"] == "host-contended":
+        # vLLM's CPU build shares the client's cores: its loop lags by seconds, the client rule
+        # decides (suspect) and the gauges sampled in the window may show nothing waiting; the
+        # server's own preemption counter still names the KV cache as what ran short
+        assert verdict.get("client_state") == "host-contended" and verdict["suspect"], verdict
+        queue = next(e for e in verdict["evidence"] if " preemptions" in e)
+        preempted = re.search(r"(\d+) preemptions", queue)
+        assert preempted is not None and int(preempted.group(1)) > 0, queue
+        return
     first = verdict["evidence"][0]
     assert verdict["verdict"] == "kv-capacity", verdict
     assert "the cache holds 3 requests of the step's length whole" in first, first
