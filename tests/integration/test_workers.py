@@ -53,7 +53,9 @@ def test_two_workers_share_a_closed_loop_and_merge(fixed_sim: SimProcess) -> Non
     assert status is not None
     assert status.in_flight == 7  # 4 + 3 across the two processes
     session.burst(6)
-    time.sleep(0.3)
+    # Bursts are apart from steps (issue 28): the step re-measures from after the burst is back,
+    # so it needs a window of its own after it (0.3 s held a few waves of 55 ms and read 144/s).
+    time.sleep(1.5)
     session.stop(cancel=False, drain_timeout_s=10)
     records = session.all_records()
     ids = [r.request_id for r in records]
@@ -61,7 +63,7 @@ def test_two_workers_share_a_closed_loop_and_merge(fixed_sim: SimProcess) -> Non
     assert {i % 2 for i in ids} == {0, 1}
     (step,) = session.finished_steps()
     assert step.requests_failed == 0
-    # 7 streams of 20 + 7 x 5 = 55 ms requests: ~127 req/s, plus a burst of 6
+    # 7 streams of 20 + 7 x 5 = 55 ms requests: ~127 req/s (the burst's 6 are in no step)
     assert 105 < step.requests_per_s < 140
     assert len(session.worker_cpu_percent()) == 2
 
