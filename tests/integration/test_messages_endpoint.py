@@ -69,8 +69,12 @@ async def test_ttft_tokens_and_request_of_the_real_stream() -> None:
     ttft_s = (record.first_token_ns - record.sent_ns) / 1e9
     assert 3 * GAP_S <= ttft_s < 3 * GAP_S + 0.5
     assert record.first_answer_ns == record.first_token_ns
+    # One stamp per delta as it arrived, not all at once: the deltas came GAP_S apart. A single
+    # gap reads short when the client read the delta before it late (a busy host: 17.5 ms in
+    # CI), so the median is what the spacing shows.
     gaps_s = np.diff(record.token_ns) / 1e9
-    assert gaps_s.min() >= GAP_S * 0.9
+    assert np.median(gaps_s) >= GAP_S * 0.9
+    assert gaps_s.min() >= GAP_S * 0.5
 
 
 @pytest.mark.parametrize(
