@@ -71,6 +71,26 @@ def test_an_open_step_that_never_settled_is_all_warm_up_but_keeps_its_requests(
     assert (snap.model_extra or {})["totals"]["requests"] == 15
 
 
+def test_a_recovered_step_leaves_a_bursts_requests_out_of_its_figures(tmp_path: Path) -> None:
+    """The journal carries the burst flag: a recovered step counts the burst apart (issue 28)."""
+    journal = _journal(tmp_path, settled_at_s=0.55)  # 10 measured requests, 0.2 s each
+    burst = [
+        RequestRecord(100 + i, 0, int(1.0 * S), int(9.0 * S), True, first_token_ns=int(3 * S),
+                      output_tokens=8, input_tokens=16, burst=True)
+        for i in range(4)
+    ]  # fmt: skip
+    journal.add_requests(burst, 0)
+    journal.flush()
+    journal.close(delete=False)
+    out = recover(tmp_path / "cut.journal", tmp_path)
+    assert out is not None
+    (step,) = load_snapshot(out).steps
+    assert (step.requests_warmup, step.requests_ok, step.requests_burst) == (5, 10, 4)
+    assert (step.ttft_s.n, step.e2e_s.n) == (10, 10)  # the burst's 2 s TTFTs are in no figure
+    assert step.ttft_s.p99 is not None and abs(step.ttft_s.p99 - 0.05) < 1e-9
+    assert step.e2e_s.p99 is not None and abs(step.e2e_s.p99 - 0.2) < 1e-9
+
+
 def test_journalled_telemetry_is_joined_and_downsampled_per_series() -> None:
     hardware = [
         {"kind": "hardware", "hardware": {"gpus": [], "sources": {"gpu": "starting"}}},
