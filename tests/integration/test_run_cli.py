@@ -252,6 +252,7 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
 
 @pytest.mark.alone  # precision steps and the bisection read timings
 def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
+    from gputui.metrics.knee_summary import knee_summary
     from gputui.sim.gpu_profile import GpuProfileSpec
     from gputui.sim.runner import start_background
 
@@ -311,3 +312,13 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
     assert snap.validation.queue_bounded is not None
     assert snap.steps[-1].mode == "rate"
     assert "capacity: concurrency" in result.stdout
+    # One knee everywhere (issue 28): the saved knee is knee_summary's over every concurrency
+    # step (the bisection's too), not the ramp planner's; its ramp gains stay as evidence.
+    summary = knee_summary(snap.steps, snap.sla.to_sla(), mode="concurrency")
+    saved = None if snap.knee is None else (snap.knee.level, snap.knee.method)
+    expected = None if summary.knee is None else (summary.knee.level, summary.knee.method)
+    assert saved == expected
+    if snap.knee is not None:
+        assert (snap.knee.model_extra or {}).get("gains_per_doubling")
+        assert f"knee: concurrency {snap.knee.level:g}" in result.stdout
+    assert "knee at concurrency" not in result.stdout  # the planner names no knee of its own

@@ -66,7 +66,7 @@ def test_the_knee_sweep_ramps_finishes_each_step_and_stops_at_the_knee() -> None
     assert session.holds == 3  # each step closed keeping its load, for its figures
     assert plan.knee == 2.0 and plan.gains == ((2.0, 1.0), (4.0, 0.05))
     assert plan.reason.startswith(
-        "knee at concurrency 2: output tok/s grew +5 % per doubling to concurrency 4"
+        "ramp stopped at concurrency 4: output tok/s grew +5 % per doubling from concurrency 2"
     )
 
 

@@ -23,7 +23,7 @@ from gputui.control.runner import Ended, Keep, Move, Open, Plan, Progress
 from gputui.control.sweep import InFlightTrace
 from gputui.engine.load import LoadMode
 from gputui.metrics.capacity import qualified_capacity
-from gputui.metrics.knee import knee_from_steps
+from gputui.metrics.knee_summary import knee_of
 from gputui.metrics.knee_sweep import KneeDecision, KneeSweep, last_pass_below
 from gputui.metrics.repeats import RepeatSpread, repeat_spread
 from gputui.metrics.sla import Sla
@@ -183,16 +183,18 @@ class RepeatTally:
         self.capacities: list[float | None] = []
         self.knees: list[float | None] = []
 
-    def add(self, finished: Sequence[StepResult], sla: Sla, knee: float | None) -> None:
-        """A repeat whose own finished steps are `finished` has ended."""
+    def add(self, finished: Sequence[StepResult], sla: Sla) -> None:
+        """A repeat whose own finished steps are `finished` has ended.
+
+        Its knee is `metrics.knee_summary`'s, as every view names it (an auto sweep's planner
+        only chose the levels).
+        """
         steps = [s for s in finished if s.mode == "concurrency"]
         capacity = qualified_capacity(steps, sla).capacity if steps else None
-        if knee is None and steps:
-            found = knee_from_steps(steps, mode="concurrency").knee
-            knee = found.level if found is not None else None
+        knee = knee_of(steps, "concurrency")[0] if steps else None
         self.runs.append(steps)
         self.capacities.append(capacity.level if capacity is not None else None)
-        self.knees.append(knee)
+        self.knees.append(knee.level if knee is not None else None)
 
     def spread(self) -> RepeatSpread:
         """The spread across the repeats (the snapshot's `repeats` key)."""
@@ -231,7 +233,7 @@ class Repeats:
                 self._indexes.add(progress.last.spec.index)
             return self._ask(self._inner, self._own(progress))
         if self._inner is not None:  # the open step is finished: this repeat is complete
-            self.tally.add(self._own(progress).finished, self.sla, _knee(self._inner))
+            self.tally.add(self._own(progress).finished, self.sla)
         return self._begin(progress)
 
     def _begin(self, progress: Progress) -> Move | None:
@@ -257,13 +259,9 @@ class Repeats:
             # would never end.
             self._closing = True
             return Keep(last.spec.index)
-        self.tally.add(progress.finished, self.sla, _knee(inner))
+        self.tally.add(progress.finished, self.sla)
         return self._begin(progress)
 
     def _own(self, progress: Progress) -> Progress:
         finished = [s for s in progress.finished if s.index in self._indexes]
         return Progress(finished, progress.last, progress.stop)
-
-
-def _knee(plan: Plan) -> float | None:
-    return plan.knee if isinstance(plan, KneeSweepPlan) else None

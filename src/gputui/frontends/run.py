@@ -46,11 +46,10 @@ from gputui.workloads.report import length_lines, workload_lines
 
 @dataclass(slots=True)
 class _Outcome:
-    """What the sweep decided: the auto sweep's reason and knee, a validation hold's result."""
+    """What the sweep decided: the auto sweep's reason and ramp gains, a validation's result."""
 
     auto_reason: str | None = None
     knee_gains: tuple[tuple[float, float], ...] = ()
-    knee_level: float | None = None
     validation: ValidationHold | None = None
     validation_skipped: str | None = None
     """Why an auto sweep's capacity was not validated (it is then provisional)."""
@@ -146,9 +145,6 @@ def _run(
         validation_skipped=outcome.validation_skipped,
         bursts=burst_results,
         knee_gains=tuple(outcome.knee_gains) if load.auto else None,
-        auto_knee=(outcome.knee_level, (outcome.auto_reason or "").split("; ")[0])
-        if outcome.knee_level is not None
-        else None,
         repeats=repeats.spread() if load.repeats > 1 else None,
         client_extra={
             "workers": settings.workers,
@@ -294,11 +290,11 @@ def _sweep(
 
     def ended(done: Plan) -> None:
         outcome.deadline_ns = 0
-        outcome.knee_gains, outcome.knee_level = (), None
+        outcome.knee_gains = ()
         if isinstance(done, KneeSweepPlan):
             outcome.deadline_ns = done.deadline_ns or 0
             outcome.auto_reason = done.reason
-            outcome.knee_gains, outcome.knee_level = done.gains, done.knee
+            outcome.knee_gains = done.gains
             printer.note(f"auto sweep: {outcome.auto_reason}")
             printer.note(gains_line(outcome.knee_gains))
         elif isinstance(done, ValidateRate):

@@ -8,12 +8,14 @@ bisection from below as a pass would. With `bisect_on_miss` and no pass under th
 sweep halves the level until one passes.
 
 1. *Ramp*: start, start x 2, ... up to `max_level`, on past the SLA boundary, until output tok/s
-   grows less than `knee_gain` (10 %) per doubling between two ramp levels (the knee is the lower
-   of the two), or a level's error rate (timeouts included) passes the bound (`--max-error-rate`,
-   else 5 %), or `max_level` is reached. `gains` holds the evidence: the gain per doubling at each
-   ramp level. With `bisect_on_miss` (the TUI's `a`, started from the operator's level) the ramp
-   also ends at the first level that misses the SLA (or is inconclusive above a pass): it bisects
-   at once between the last pass and the miss rather than doubling the load past it.
+   grows less than `knee_gain` (10 %) per doubling between two ramp levels (the planner's `knee`
+   is the lower of the two: it only chooses levels; the knee every view reports is
+   `metrics.knee_summary`'s over all the steps), or a level's error rate (timeouts included)
+   passes the bound (`--max-error-rate`, else 5 %), or `max_level` is reached. `gains` holds
+   the evidence: the gain per doubling at each ramp level. With `bisect_on_miss` (the TUI's
+   `a`, started from the operator's level) the ramp also ends at the first level that misses
+   the SLA (or is inconclusive above a pass): it bisects at once between the last pass and the
+   miss rather than doubling the load past it.
 2. *Bisect* the SLA boundary by the three-way verdicts (`sla_verdict`): `hi` is the lowest level
    judged "fail" (or still "inconclusive" after `max_attempts` runs), `lo` the highest level under
    it judged "pass". An "inconclusive" level between them is run again (the runner lengthens it)
@@ -104,8 +106,8 @@ class KneeSweep:
                 if gain < self.knee_gain:
                     knee = prev.level
                     why = (
-                        f"knee at {self._text(prev.level)}: output tok/s grew "
-                        f"{gain * 100:+.0f} % per doubling to {self._text(level)}"
+                        f"ramp stopped at {self._text(level)}: output tok/s grew "
+                        f"{gain * 100:+.0f} % per doubling from {self._text(prev.level)}"
                     )
                     break
             rate = step.error_rate or 0.0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,12 +35,10 @@ from gputui.engine.records import RequestRecord
 from gputui.engine.target import Endpoint
 from gputui.engine.target import Target as EngineTarget
 from gputui.metrics.bursts import BurstRecovery
-from gputui.metrics.knee_summary import KneeSummary, knee_bound, knee_summary
+from gputui.metrics.knee_summary import KneeSummary, knee_summary
 from gputui.metrics.repeats import RepeatSpread
 from gputui.metrics.sla import Sla
 from gputui.metrics.sla_terms import TermsChange
-from gputui.metrics.step import StepResult
-from gputui.metrics.step_diagnosis import StepDiagnosis
 from gputui.metrics.validation import ValidationHold, held_capacity
 from gputui.snapshot.journal import JournalHeader
 from gputui.snapshot.journal_telemetry import JournalTelemetry
@@ -106,8 +104,6 @@ class RunInfo:
     auto_reason: str | None = None
     knee_gains: tuple[tuple[float, float], ...] | None = None
     """The auto sweep's knee evidence: (level, output tok/s gain per doubling to it)."""
-    auto_knee: tuple[float, str] | None = None
-    """The auto sweep's knee (level, why), when it found one."""
     repeats: RepeatSpread | None = None
     """`--repeats`: the spread across runs (`gputui.metrics.repeats.repeat_spread`)."""
     hardware: dict[str, object] | None = None
@@ -150,7 +146,7 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
         workload=_workload(info, extra_body, _workload_fields(info, session.all_records())),
         sla=SlaBounds.from_sla(session.sla),
         steps=tuple(step_from_result(result) for result in results),
-        knee=_knee_model(summary, info, results, diagnoses),
+        knee=_knee_model(summary, info),
         knee_reason=summary.knee_reason,
         capacity=CapacityModel.from_capacity(summary.capacity) if summary.capacity else None,
         capacity_reason=summary.capacity_reason,
@@ -250,29 +246,17 @@ def journal_lines(
     return lines
 
 
-def _knee_model(
-    summary: KneeSummary,
-    info: RunInfo,
-    steps: Sequence[StepResult],
-    diagnoses: Mapping[int, StepDiagnosis],
-) -> KneeModel | None:
-    """The knee and its bound: after an auto sweep that found one, the sweep's, with its evidence.
+def _knee_model(summary: KneeSummary, info: RunInfo) -> KneeModel | None:
+    """The knee and its bound, from `metrics.knee_summary` like every other view (issue 28).
 
-    The sweep's knee rests on ramp levels a doubling apart (`metrics.knee_sweep`); the evidence
-    is `gains_per_doubling`, the output tok/s gain per doubling at each ramp level.
+    After an auto sweep its planner's ramp evidence is kept beside it (`gains_per_doubling`, the
+    output tok/s gain per doubling at each ramp level): the planner chose the levels, the one
+    knee function names the knee.
     """
-    if info.auto_knee is not None:
-        level, reason = info.auto_knee
-        model = KneeModel(
-            level=level, mode="concurrency", method="gain_per_doubling", reason=reason
-        )
-    elif summary.knee is not None:
-        model = KneeModel.from_knee(summary.knee)
-    else:
+    if summary.knee is None:
         return None
+    model = KneeModel.from_knee(summary.knee)
     bound = summary.bound
-    if info.auto_knee is not None or bound is None:  # the sweep's knee: its own bound, if any
-        bound = knee_bound(model.level, model.mode, steps, diagnoses)
     if bound is not None:
         model = model.model_copy(update={"bound_by": bound.verdict, "bound_at": bound.level})
     if info.knee_gains is None:
