@@ -121,3 +121,36 @@ def test_a_capacity_below_a_lower_levels_good_output_says_so() -> None:
         "concurrency 4 gave more good output (500.0 tok/s against 400.0): "
         "the extra load bought nothing",
     )
+
+
+def _held(step: StepResult, verdict: str, basis: str) -> StepResult:
+    return replace(step, sla_verdict=verdict, verdict_basis=basis)  # type: ignore[arg-type]
+
+
+def test_a_held_step_counts_by_its_holds_verdict_not_by_its_intervals_read_again() -> None:
+    # 8 and 16 have intervals well under the bounds (n=300); 16 was held, and its looks ended
+    # undecided: the intervals read once more after the hold stopped would pass it.
+    eight = _short(8, 0.3, 0.020, 300, 0)
+    sixteen = _short(16, 0.5, 0.030, 300, 1)
+    undecided = _held(sixteen, "inconclusive", "inconclusive at look 4 of 4 (n=960)")
+    found = judged_capacity([eight, undecided], SLA)
+    assert found.capacity is not None and found.capacity.level == 8.0
+    assert "hold: inconclusive at look 4 of 4" in found.reason
+    passed = _held(sixteen, "pass", "pass at look 2 of 4 (n=240, 0.625 % each side)")
+    assert (judged_capacity([eight, passed], SLA).capacity or eight).level == 16.0
+    # A hold's fail stands even where the whole step's point estimates meet the bounds.
+    failed = _held(sixteen, "fail", "fail at look 1 of 4 (n=120, 0.625 % each side)")
+    result = judged_capacity([eight, failed], SLA)
+    assert result.capacity is not None and result.capacity.level == 8.0
+    assert "concurrency 16: hold: fail at look 1 of 4" in result.reason
+
+
+def test_a_saved_held_step_counts_by_its_saved_verdict_too() -> None:
+    from gputui.snapshot.step_models import step_from_result
+
+    eight = step_from_result(_short(8, 0.3, 0.020, 300, 0))
+    held = _held(_short(16, 0.5, 0.030, 300, 1), "inconclusive", "inconclusive at look 4 of 4")
+    sixteen = step_from_result(held)
+    assert (sixteen.model_extra or {})["verdict_basis"] == "inconclusive at look 4 of 4"
+    found = judged_capacity([eight, sixteen], SLA)
+    assert found.capacity is not None and found.capacity.level == 8.0

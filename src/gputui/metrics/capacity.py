@@ -9,6 +9,10 @@ Contract of `qualified_capacity(steps, sla, mode=None)`:
   and hides queueing, §3).
 - A step passes when its three-way verdict (`metrics.verdict.judge_step`: the 95 % intervals lie
   within every bound) is "pass"; a step on too few samples is "inconclusive" and cannot qualify.
+  A held step (`h`, its `verdict_basis` set) is judged by the verdict its hold's looks saved
+  (`capacity_verdict`), not by its nominal intervals: the hold stopped at a look that decided,
+  so the intervals over the whole step, read once more, would look again without the error
+  split between looks (`metrics.hold_looks`), and a hold saved "inconclusive" could pass.
   A level's verdict combines its complete steps: a repeat that failed means the level is not
   *sustained* (fail beats pass), while an inconclusive step is no evidence either way, so a
   decisive verdict of another step at that level (the auto sweep re-runs an inconclusive level)
@@ -201,8 +205,27 @@ def capacity_from_step(
     )
 
 
+def _verdict_basis(step: object) -> str | None:
+    """A held step's `verdict_basis` (a `StepResult` field, a saved step's extra key)."""
+    basis = getattr(step, "verdict_basis", None)
+    if basis is None:
+        extra = getattr(step, "model_extra", None)
+        basis = extra.get("verdict_basis") if isinstance(extra, dict) else None
+    return basis if isinstance(basis, str) and basis else None
+
+
+def capacity_verdict(step: VerdictStep, sla: Sla) -> Judgement:
+    """The step's verdict for capacity: its hold's looks' when it was held, else its intervals'."""
+    basis = _verdict_basis(step)
+    saved = getattr(step, "sla_verdict", None)
+    if basis is not None and saved in ("pass", "fail", "inconclusive"):
+        return Judgement(saved, () if saved == "pass" else (f"hold: {basis}",))
+    return judge_step(step, sla)
+
+
 def _failure(mode: StepMode, level: float, failed: CapacityStep, sla: Sla) -> str:
-    return f"{level_text(mode, level)}: {', '.join(sla_violations(failed, sla))}"
+    why = sla_violations(failed, sla) or list(capacity_verdict(failed, sla).reasons)
+    return f"{level_text(mode, level)}: {', '.join(why)}"
 
 
 def _why(mode: StepMode, level: float, bad: tuple[CapacityStep, Judgement], sla: Sla) -> str:
@@ -238,7 +261,7 @@ def qualified_capacity(
     first_bad: dict[float, tuple[CapacityStep, Judgement]] = {}
     for step in mine:
         last[step.level] = step
-        judged = judge_step(step, sla)
+        judged = capacity_verdict(step, sla)
         verdicts[step.level] = _level_verdict(verdicts.get(step.level), judged.verdict)
         held = first_bad.get(step.level)
         if judged.verdict != "pass" and (held is None or held[1].verdict != "fail"):

@@ -30,6 +30,7 @@ from gputui.metrics.capacity import (
     CapacityResult,
     CapacityStep,
     capacity_from_step,
+    capacity_verdict,
     has_data,
     level_text,
     majority_mode,
@@ -39,7 +40,7 @@ from gputui.metrics.confidence import min_n_two_sided
 from gputui.metrics.sla import Sla, step_meets_sla
 from gputui.metrics.step import StepMode
 from gputui.metrics.step_diagnosis import StepDiagnosis
-from gputui.metrics.verdict import Verdict, judge_step
+from gputui.metrics.verdict import Verdict
 
 P95_DECIDING_N = min_n_two_sided(0.95)
 """Requests a P95 needs before its interval has an upper end (59)."""
@@ -72,7 +73,7 @@ def _provisional(
 ) -> CapacityResult | None:
     """The highest level whose point estimates meet the SLA and that no step failed."""
     mine = _mine(steps, mode)
-    failed = {s.level for s in mine if judge_step(s, sla).verdict == "fail"}
+    failed = {s.level for s in mine if capacity_verdict(s, sla).verdict == "fail"}
     last: dict[float, CapacityStep] = {}
     for step in mine:
         last[step.level] = step
@@ -113,7 +114,11 @@ def _caveats(
 ) -> list[str]:
     mine = _mine(steps, capacity.mode)
     lower_failed = sorted(
-        {s.level for s in mine if s.level < capacity.level and judge_step(s, sla).verdict == "fail"}
+        {
+            s.level
+            for s in mine
+            if s.level < capacity.level and capacity_verdict(s, sla).verdict == "fail"
+        }
     )
     out: list[str] = []
     if lower_failed:

@@ -38,4 +38,5 @@ def rejudge_step(
 
 def rejudge_by_intervals(step: StepResult, sla: Sla) -> StepResult:
     """The step's verdicts under `sla` from its own figures (no records: goodput unchanged)."""
-    return replace(step, sla_ok=step_meets_sla(step, sla), sla_verdict=step_verdict(step, sla))
+    verdict = step_verdict(step, sla)  # a hold's looks judged the old bounds: no basis now
+    return replace(step, sla_ok=step_meets_sla(step, sla), sla_verdict=verdict, verdict_basis=None)
