@@ -17,7 +17,7 @@ from gputui.control.plans import (
     ValidateRate,
 )
 from gputui.control.rules import StepLimits
-from gputui.control.runner import Open, Plan, PlanRunner, Progress
+from gputui.control.runner import Open, Plan, PlanRunner, Progress, Stop
 from gputui.control.sweep import InFlightTrace
 from gputui.metrics.knee_sweep import KneeSweep
 from gputui.metrics.step import StepResult, StepSpec
@@ -26,7 +26,7 @@ from tests.support.driven import FakeSession, rejections
 from tests.support.steps import make_step
 
 SHORT = StepLimits(None, 0.05, 0.05)
-"""Each step measures 0.05 s (the runner polls every 0.1 s)."""
+"""Each step measures 0.05 s (the fake session ends it on a timer)."""
 
 
 def _levels(session: FakeSession) -> list[float]:
@@ -36,7 +36,7 @@ def _levels(session: FakeSession) -> list[float]:
 def test_fixed_levels_open_each_level_in_turn_and_never_wait_for_figures() -> None:
     session = FakeSession()
     started = time.perf_counter()
-    PlanRunner(session, threading.Event()).run(FixedLevels("concurrency", [1, 2, 4], SHORT))
+    PlanRunner(session, Stop()).run(FixedLevels("concurrency", [1, 2, 4], SHORT))
     assert _levels(session) == [1.0, 2.0, 4.0]
     assert session.holds == 0 and session.current_step is not None  # the last one stays open
     assert time.perf_counter() - started < 3.0
@@ -45,7 +45,7 @@ def test_fixed_levels_open_each_level_in_turn_and_never_wait_for_figures() -> No
 def test_fixed_levels_stop_after_a_flooded_step() -> None:
     session = FakeSession()
     session.error_log.add(rejections(0, 16))  # step 0's requests are all refused
-    PlanRunner(session, threading.Event()).run(FixedLevels("concurrency", [1, 2, 4], SHORT))
+    PlanRunner(session, Stop()).run(FixedLevels("concurrency", [1, 2, 4], SHORT))
     assert _levels(session) == [1.0]
 
 
@@ -61,7 +61,7 @@ def test_the_knee_sweep_ramps_finishes_each_step_and_stops_at_the_knee() -> None
     session = FakeSession()
     _tokens_by_level(session, {1: 100.0, 2: 200.0, 4: 210.0, 8: 215.0})
     plan = KneeSweepPlan(KneeSweep(max_level=8), SHORT, None)
-    PlanRunner(session, threading.Event()).run(plan)
+    PlanRunner(session, Stop()).run(plan)
     assert _levels(session) == [1.0, 2.0, 4.0]
     assert session.holds == 3  # each step closed keeping its load, for its figures
     assert plan.knee == 2.0 and plan.gains == ((2.0, 1.0), (4.0, 0.05))
@@ -71,7 +71,7 @@ def test_the_knee_sweep_ramps_finishes_each_step_and_stops_at_the_knee() -> None
 
 
 def _progress(steps: list[StepResult]) -> Progress:
-    return Progress(steps, None, threading.Event())
+    return Progress(steps, None, Stop())
 
 
 def test_an_inconclusive_level_runs_again_twice_as_long_within_the_deadline() -> None:
@@ -100,7 +100,7 @@ def test_the_tuis_sweep_starts_from_the_operators_level() -> None:
 
 def test_a_stopped_sweep_asks_for_nothing_more() -> None:
     session = FakeSession()
-    stop = threading.Event()
+    stop = Stop()
     plan = KneeSweepPlan(KneeSweep(max_level=8), SHORT, None)
     timer = threading.Timer(0.02, stop.set)
     timer.start()
@@ -117,7 +117,7 @@ def test_a_validation_hold_judges_the_sla_and_the_queue() -> None:
         trace.t_ns.append(now + i * 10_000_000)
         trace.in_flight.append(4)
     plan = ValidateRate(2.5, 0.3, trace)
-    PlanRunner(session, threading.Event()).run(plan)
+    PlanRunner(session, Stop()).run(plan)
     assert session.specs[0].mode == "rate" and session.specs[0].level == 2.5
     validation = plan.validation
     assert validation is not None
@@ -138,7 +138,7 @@ def test_the_validation_rate_is_90_percent_of_the_capacity() -> None:
 def test_the_hold_keeps_the_open_step_and_then_closes_it() -> None:
     session = FakeSession()
     step = session.set_load("concurrency", 8)
-    PlanRunner(session, threading.Event()).run(HoldStep(step.index, SHORT))
+    PlanRunner(session, Stop()).run(HoldStep(step.index, SHORT))
     assert [s.index for s in session.finished] == [step.index] and session.holds == 1
     current = session.current_step
     assert current is not None and current.level == 8.0  # the level carries on
@@ -154,7 +154,7 @@ def test_repeats_run_the_plan_again_fresh_and_tally_each_run() -> None:
         return FixedLevels("concurrency", [1, 2], SHORT)
 
     plan = Repeats(2, make, sla=session.sla, tally=tally, fresh=fresh.append, on_end=ended.append)
-    PlanRunner(session, threading.Event()).run(plan)
+    PlanRunner(session, Stop()).run(plan)
     assert fresh == [1] and len(ended) == 2
     assert _levels(session) == [1.0, 2.0, 1.0, 2.0]
     assert session.holds == 2  # each repeat's last step is finished for the spread
@@ -174,7 +174,7 @@ def test_a_single_repeat_finishes_nothing_extra() -> None:
         fresh=lambda _: None,
         on_end=lambda _: None,
     )
-    PlanRunner(session, threading.Event()).run(plan)
+    PlanRunner(session, Stop()).run(plan)
     assert session.holds == 0 and len(tally.runs) == 1
 
 
@@ -183,7 +183,7 @@ def test_repeats_of_a_finished_plan_go_straight_to_the_next_repeat() -> None:
     # a repeat must not wait for that one's figures (it waited until Ctrl-C).
     session = FakeSession()
     tally = RepeatTally(2)
-    stop = threading.Event()
+    stop = Stop()
     guard = threading.Timer(5.0, stop.set)
     guard.start()
     plan = Repeats(

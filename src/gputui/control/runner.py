@@ -1,29 +1,61 @@
-"""The one runner: it plays a plan's moves on a session, each step until its rules end it.
+"""The one runner: it plays a plan's moves on a session, each step until the session's loop ends it.
 
 Contract: `PlanRunner.run(plan)` asks the plan for a move, plays it, and hands the plan what came
 of it (`Progress`), until the plan says None. A move opens a step at a level (`Open`) or keeps the
-open one (`Keep`: the TUI's hold, the end of a repeat); the step runs while its `StepRules` (from
-the move's `StepLimits`) say go on, polled every 0.1 s; with `finish` the runner then closes it
-keeping its load (`DrivenSession.hold`) and waits for its finished figures. It runs in the
-caller's thread and sleeps on `stop`: once stop is set a step ends at once, and plans read
-`Progress.stopped` to end themselves (the runner plays whatever they still ask, as they ask it).
-Both front ends drive a session only through this: `gputui run`'s plans and the TUI's jobs.
+open one (`Keep`: the TUI's hold, the end of a repeat); the message that does so carries the
+move's `StepLimits`, the session's loop ends the step by its rules (`session.step_end`), closes it
+keeping its load when `finish` says, and answers with a `StepEnded` (its figures once they are
+in). The runner only waits for that answer, or for `stop` (a `Stop`): once stop is set it tells
+the loop to end the step ("interrupted", a message) and plans read `Progress.stopped` to end
+themselves (the runner plays whatever they still ask, as they ask it). It runs in the caller's
+thread. Both front ends drive a session only through this: `gputui run`'s plans and the TUI's
+jobs.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Protocol
 
 from gputui.control.driven import DrivenSession
-from gputui.control.rules import OpenStep, StepLimits, StepRules
 from gputui.engine.load import LoadMode
-from gputui.metrics.step import StepResult, StepSpec
+from gputui.metrics.step import StepResult
+from gputui.session.step_end import StepEnded, StepLimits
 
-POLL_S = 0.1
+Ended = StepEnded
+"""A step the loop ended for a move: as the session has it then, why, its figures if waited for."""
+_END_TIMEOUT_S = 60.0
+"""How long a stopped runner waits for the loop to answer that the step ended."""
+
+
+class Stop(threading.Event):
+    """A stop that also wakes a runner waiting for its step's end (set it from any thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._wakers: list[threading.Event] = []
+        """No lock: `set` may run in a signal handler, on the thread that holds it."""
+
+    def set(self) -> None:
+        """Stop, and wake whoever waits."""
+        super().set()
+        for waker in tuple(self._wakers):
+            waker.set()
+
+    def wake(self, waker: threading.Event) -> None:
+        """Set `waker` when this is set (at once if it is)."""
+        self._wakers.append(waker)
+        if self.is_set():
+            waker.set()
+
+    def unwake(self, waker: threading.Event) -> None:
+        """No longer set `waker`."""
+        if waker in self._wakers:
+            self._wakers.remove(waker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,19 +81,6 @@ Move = Open | Keep
 
 
 @dataclass(frozen=True, slots=True)
-class Ended:
-    """A step the runner ended: as the session has it then, why, and its figures if waited for."""
-
-    spec: StepSpec
-    reason: str
-    ended_ns: int
-    """When its rules ended it (before any finishing)."""
-    flooded: bool
-    """Its requests were rejected: a next level would be alike."""
-    result: StepResult | None
-
-
-@dataclass(frozen=True, slots=True)
 class Progress:
     """What a plan reads to choose its next move."""
 
@@ -69,7 +88,7 @@ class Progress:
     """The finished steps of the plan's own `Open` moves, in order."""
     last: Ended | None
     """Its last move's step (None before the first, or when a `Keep` found no open step)."""
-    stop: threading.Event
+    stop: Stop
 
     @property
     def stopped(self) -> bool:
@@ -86,9 +105,11 @@ class Plan(Protocol):
 class PlanRunner:
     """Plays plans on a session (module contract)."""
 
-    def __init__(self, session: DrivenSession, stop: threading.Event) -> None:
+    def __init__(self, session: DrivenSession, stop: Stop, job: int = 0) -> None:
         self.session = session
         self.stop = stop
+        self.job = job
+        """Whose steps these are (`Session.begin_job`; 0: the run's own)."""
 
     def run(self, plan: Plan) -> None:
         """Play `plan` until it says None."""
@@ -104,49 +125,28 @@ class PlanRunner:
                 opened.add(last.spec.index)
 
     def play(self, move: Move) -> Ended | None:
-        """Open or keep a step, wait while its rules say go on, and close it as the move says."""
+        """Open or keep a step and wait for the loop's answer: how it ended (None: no step)."""
+        session, job = self.session, self.job
         if isinstance(move, Open):
-            index = self.session.set_load(move.mode, move.level).index
-        elif move.index is not None:
-            index = move.index
+            reply = session.open_step(
+                move.mode, move.level, move.limits, finish=move.finish, job=job
+            )
         else:
-            current = self.session.current_step
-            if current is None:
-                return None
-            index = current.index
-        reason = "ended by its plan" if move.limits is None else self.wait(index, move.limits)
-        ended_ns = time.perf_counter_ns()
-        flooded = self.session.error_log.flooded(index) is not None
-        result = self.finish(index) if move.finish else None
-        spec = next(s for s in self.session.step_specs() if s.index == index)
-        return Ended(spec, reason, ended_ns, flooded, result)
+            reply = session.keep_step(move.index, move.limits, finish=move.finish, job=job)
+        return self.wait(reply)
 
-    def wait(self, index: int, limits: StepLimits) -> str:
-        """Wait while the open step `index` runs to its rules; returns why it ended."""
-        opened_ns = time.perf_counter_ns()
-        rules = StepRules.for_step(limits, self.session, index)
-        while not self.stop.is_set():
-            now = time.perf_counter_ns()
-            current = self.session.current_step
-            if current is not None and current.index == index:
-                # After a hand-over its level starts later than asked: its limits count from then.
-                opened_ns = max(opened_ns, current.start_ns)
-            reason = rules.check(OpenStep(self.session, index, opened_ns, now))
-            if reason is not None:
-                return reason
-            self.stop.wait(POLL_S)
-        return "interrupted"
-
-    def finish(self, index: int) -> StepResult | None:
-        """Close step `index` keeping its load, and wait for its finished figures."""
-        current = self.session.current_step
-        if current is not None and current.index == index:
-            self.session.hold()
-        while not self.stop.is_set():
-            for result in self.session.finished_steps():
-                if result.index == index:
-                    return result
-            if index in self.session.unreported_steps():
-                return None  # it measured nothing: no figures will come
-            self.stop.wait(POLL_S)
-        return None
+    def wait(self, reply: Future[Ended | None]) -> Ended | None:
+        """The loop's answer, or, once stopped, the loop's answer to `end_watch`."""
+        woke = threading.Event()
+        reply.add_done_callback(lambda _: woke.set())
+        self.stop.wake(woke)
+        try:
+            woke.wait()
+        finally:
+            self.stop.unwake(woke)
+        if not reply.done():
+            self.session.end_watch(self.job)  # a message: the loop ends the step, interrupted
+        try:
+            return reply.result(timeout=_END_TIMEOUT_S)
+        except FutureTimeout:
+            return None

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
+from gputui.control.runner import Stop
 from gputui.engine.backend import OPENAI_COMPATIBLE, Backend
 from gputui.frontends.run_printer import StepPrinter
 from gputui.session import Session
@@ -54,7 +54,7 @@ class SignalStopper:
     """SIGINT, SIGTERM and SIGHUP end the sweep (the snapshot is still written)."""
 
     def __init__(self) -> None:
-        self.fired = threading.Event()
+        self.fired = Stop()
         self.signal_name: str | None = None
         self.signal_number = 0
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}

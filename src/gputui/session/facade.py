@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -33,12 +34,10 @@ from gputui.engine.records import RequestRecord
 from gputui.errors import EngineFailed
 from gputui.metrics.client_state import ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
-from gputui.metrics.precision import StepPrecision, step_precision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.step_diagnosis import StepDiagnosis as Diagnosis
 from gputui.metrics.summary import Summary, summarize
-from gputui.metrics.verdict import Verdict
 from gputui.metrics.window import RollingWindow
 from gputui.session.cpu import worker_figures
 from gputui.session.diagnosis import StepDiagnosis
@@ -47,15 +46,10 @@ from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: calle
 from gputui.session.ledger import StepLedger
 from gputui.session.loads import LoadChanges
 from gputui.session.loop import SessionLoop
-from gputui.session.messages import (
-    Batch,
-    Finish,
-    JobPhaseChanged,
-    StepTargetSet,
-    StepVerdictSet,
-)
+from gputui.session.messages import Batch, Finish, JobPhaseChanged, StopWatching, WatchRequest
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S
-from gputui.session.steady import StepProgress, step_so_far
+from gputui.session.steady import StepProgress
+from gputui.session.step_end import StepEnded, StepLimits
 from gputui.session.window_telemetry import window_telemetry
 from gputui.snapshot.journal import Journal, JournalHeader, JournalTap, JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
@@ -120,6 +114,7 @@ class Session:
         self._loads = LoadChanges(self._engine, self._loop, warmup)
         """Load changes: stamped and sent to the engine at the call (`session.loads`)."""
         self._loop.switch_load = self._loads.switch
+        self._loop.watch.close_step = self._loads.close
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -189,7 +184,39 @@ class Session:
         self._loop.join(_LOOP_END_TIMEOUT_S)
         self._diagnosis.stop()
 
-    # jobs (`control.auto`) -----------------------------------------------------------------------
+    # plans and jobs (`control.runner`, `control.auto`) ----------------------------------------
+    def open_step(
+        self, mode: LoadMode, level: float, limits: StepLimits, *, finish: bool, job: int = 0
+    ) -> Future[StepEnded | None]:
+        """Open a step at this load that the loop ends by `limits` (`session.watch`).
+
+        The answer is its `StepEnded` (with `finish`: closed keeping its load, and its figures);
+        `JobCancelled` once job `job` is cancelled.
+        """
+        reply: Future[StepEnded | None] = Future()
+        self._loads.set_load(mode, level, WatchRequest(limits, finish, job, reply))
+        return reply
+
+    def keep_step(
+        self, index: int | None, limits: StepLimits | None, *, finish: bool, job: int = 0
+    ) -> Future[StepEnded | None]:
+        """Keep step `index` (None: the open one) until `limits` end it (None: now); None: none."""
+        reply: Future[StepEnded | None] = Future()
+        self._loads.keep(WatchRequest(limits, finish, job, reply, index))
+        return reply
+
+    def end_watch(self, job: int = 0) -> None:
+        """Job `job`'s watched step ends now, "interrupted": its plan is being stopped."""
+        self._loop.post(StopWatching(job))
+
+    def begin_job(self) -> int:
+        """A job's number, for its steps (`open_step`, `keep_step`) and `cancel_job`."""
+        return self._loads.begin_job()
+
+    def cancel_job(self, job: int) -> None:
+        """Job `job` changes the load no more, and its watched step ends (never waits)."""
+        self._loads.cancel_job(job)
+
     def set_job_phase(self, phase: str) -> None:
         """What frames report while a job drives the load ("holding", "auto"), or "measuring"."""
         self._loop.post(JobPhaseChanged(phase))
@@ -197,37 +224,6 @@ class Session:
     def add_stop_listener(self, listener: Callable[[], None]) -> None:
         """Call `listener` first thing in `stop`: a job must not change the load past it."""
         self._stop_listeners.append(listener)
-
-    def set_step_target(self, index: int, target_precision: float) -> None:
-        """Judge step `index` against this precision target when it finishes (`imprecise`)."""
-        self._loop.post(StepTargetSet(index, target_precision))
-
-    def set_step_verdict(self, index: int, verdict: Verdict, basis: str) -> None:
-        """Step `index` is saved with this verdict (a hold's latest look), saying why."""
-        self._loop.post(StepVerdictSet(index, verdict, basis))
-
-    def open_step_records(self) -> tuple[StepSpec | None, list[RequestRecord]]:
-        """The open step and a copy of its records so far (a hold's looks read them)."""
-        step, records, _ = self._loop.ask(lambda loop: loop.open_step())
-        return step, records
-
-    def settled(self, index: int) -> bool:
-        """Whether step `index` has settled (a fixed warm-up: once it has passed)."""
-        return self._loop.ask(lambda loop: loop.progress.settled(index, time.perf_counter_ns()))
-
-    def step_so_far(self) -> StepResult | None:
-        """The open step's figures so far (None while settling or without an open step)."""
-        now = time.perf_counter_ns()
-        step, records, sla = self._loop.ask(lambda loop: loop.open_step())
-        return step_so_far(step, records, sla, now)  # aggregated here, not on the loop
-
-    def current_precision(self, target_precision: float) -> tuple[StepPrecision | None, int]:
-        """The open step's precision so far and its measured requests (None while settling)."""
-        so_far = self.step_so_far()
-        if so_far is None:
-            return None, 0
-        measured = so_far.requests_ok + so_far.requests_failed
-        return step_precision(so_far, target_precision), measured
 
     # diagnosis ---------------------------------------------------------------------------------
     def start_diagnosis(

@@ -14,6 +14,11 @@ start, so unmeasured), and the new step is `pending` until the session loop sees
 request of the steps before it back; the loop then calls `switch`, which starts the new level and
 moves the step's start there. A second change while one is pending only replaces its level, so
 quick presses collapse to the last. A change to the same load needs no hand-over.
+
+Jobs (the TUI's hold and auto sweep, `control.auto`): a load change made for a job carries its
+number; `cancel_job` refuses every later one of that job, under the same lock as the operator's
+changes, so nothing a cancelled job does can follow the change that cancelled it
+(`JobCancelled`), and tells the loop to stop watching its step (a message, `StopWatching`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,14 @@ from gputui.session.messages import (
     PendingLevel,
     RunStopping,
     StepOpened,
+    StopWatching,
+    WatchRequest,
+    WatchStep,
 )
+
+
+class JobCancelled(Exception):
+    """A cancelled job tried to change the load or watch a step: it stops there."""
 
 
 class LoadChanges:
@@ -54,20 +66,62 @@ class LoadChanges:
         self._pending: StepSpec | None = None
         self._burst_after = 0
         """A burst that fires once the hand-over is over (`burst` with `resettle`)."""
+        self._jobs = 0
+        self._cancelled: set[int] = set()
 
-    def set_load(self, mode: LoadMode, level: float) -> StepSpec:
+    def begin_job(self) -> int:
+        """A new job's number (its load changes carry it; 0 is the operator's and the run's)."""
+        with self._order:
+            self._jobs += 1
+            return self._jobs
+
+    def cancel_job(self, job: int) -> None:
+        """Refuse job `job`'s later changes, and end its watched step (module contract)."""
+        with self._order:
+            self._cancelled.add(job)
+            self._loop.post(StopWatching(job))
+
+    def set_load(self, mode: LoadMode, level: float, watch: WatchRequest | None = None) -> StepSpec:
         """Close the current step and open one at this load (stamped now; module contract)."""
         now = time.perf_counter_ns()
         with self._order:
+            self._check(watch)
             pending = self._pending
             if pending is not None:  # still handing over: this level replaces the pending one
                 spec = replace(pending, mode=mode, level=float(level))
                 self._pending = self._sent = spec
                 self._loop.post(PendingLevel(spec))
+                if watch is not None:
+                    self._loop.post(WatchStep(replace(watch, index=spec.index)))
                 return spec
             running = self._running
             handover = running is not None and (running.mode, running.level) != (mode, level)
-            return self._open(mode, float(level), hidden=False, now_ns=now, handover=handover)
+            return self._open(
+                mode, float(level), hidden=False, now_ns=now, handover=handover, watch=watch
+            )
+
+    def keep(self, watch: WatchRequest) -> None:
+        """Watch a step already open, as `watch` says (refused once its job is cancelled)."""
+        with self._order:
+            self._check(watch)
+            self._loop.post(WatchStep(watch))
+
+    def close(self, index: int, job: int) -> StepSpec | None:
+        """Close step `index` keeping its load, for job `job` (None: it is no longer running).
+
+        The session loop calls this when a watched step's rules end it (`session.watch`).
+        """
+        now = time.perf_counter_ns()
+        with self._order:
+            sent = self._sent
+            running = sent is not None and sent.index == index and self._pending is None
+            if job in self._cancelled or sent is None or not running:
+                return None
+            return self._open(sent.mode, sent.level, hidden=True, now_ns=now, handover=False)
+
+    def _check(self, watch: WatchRequest | None) -> None:
+        if watch is not None and watch.job in self._cancelled:
+            raise JobCancelled
 
     def hold(self) -> StepSpec | None:
         """Close the current step and open a hidden one at the same load (None: no load)."""
@@ -79,7 +133,14 @@ class LoadChanges:
             return self._open(sent.mode, sent.level, hidden=True, now_ns=now, handover=False)
 
     def _open(
-        self, mode: LoadMode, level: float, *, hidden: bool, now_ns: int, handover: bool
+        self,
+        mode: LoadMode,
+        level: float,
+        *,
+        hidden: bool,
+        now_ns: int,
+        handover: bool,
+        watch: WatchRequest | None = None,
     ) -> StepSpec:
         step = StepSpec(
             index=self._next_index,
@@ -95,10 +156,10 @@ class LoadChanges:
             self._pending = step
             # The old load runs on; what it sends from now is the new step's, unmeasured.
             self._engine.send(Load(self._running.mode, self._running.level, step.index))
-            self._loop.post(StepOpened(step, hidden, pending=True))
+            self._loop.post(StepOpened(step, hidden, pending=True, watch=watch))
         else:
             self._running = step
-            self._loop.post(StepOpened(step, hidden))
+            self._loop.post(StepOpened(step, hidden, watch=watch))
             self._engine.send(Load(mode, level, step.index))
         return step
 

@@ -15,13 +15,13 @@ through the inbox: the Session takes and sends them where the load changes (`ses
 One exception: a step opened at a new level waits (pending) until every measured request of the
 steps before it is back, and the loop then starts its level (`switch_load`, i.e.
 `session.loads.LoadChanges.switch`): at the first batch that shows it, or at the cap
-(`session.handover.HANDOVER_MAX_S`).
+(`session.handover.HANDOVER_MAX_S`). The loop also owns the step a plan waits on
+(`session.watch.StepWatch`): it asks that step's rules every `WATCH_EVERY_S`, closes it and
+answers the plan with its `StepEnded` once it has published what the plan will read.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -29,7 +29,6 @@ from dataclasses import replace
 from typing import TypeVar
 
 from gputui.engine.process import EngineStatus
-from gputui.engine.records import RequestRecord
 from gputui.metrics.client_state import ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.sla import Sla
@@ -52,6 +51,7 @@ from gputui.session.handover import (
     handover_state,
     handover_waits,
 )
+from gputui.session.inbox import Inbox
 from gputui.session.ledger import StepLedger
 from gputui.session.messages import (
     Ask,
@@ -66,10 +66,11 @@ from gputui.session.messages import (
     Published,
     RunStopping,
     StepOpened,
-    StepTargetSet,
-    StepVerdictSet,
+    StopWatching,
+    WatchStep,
 )
 from gputui.session.steady import UNMEASURED, StepPhase, StepProgress
+from gputui.session.watch import WATCH_EVERY_S, StepWatch
 from gputui.snapshot.journal import JournalWriter
 from gputui.telemetry.sampler import TelemetryFrame
 
@@ -128,53 +129,36 @@ class SessionLoop:
         self._watcher = EventWatcher()
         self._seq = 0
         self._version_seen = 0
-        self._applied = 0
-        """Messages handled so far; each posted message's ticket is its place in that count."""
-        self._tickets = 0
-        self._mine = threading.local()
-        """The ticket of the last message this thread posted (`current` waits for it)."""
-        self._inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
-        self._post_lock = threading.Lock()
-        """Orders what enters the inbox with the loop's start and end (never held by readers)."""
-        self._inline = threading.RLock()
-        """Serializes messages handled in the caller's thread (re-entered by a question)."""
-        self._running = False
-        self._thread: threading.Thread | None = None
         self.published = Published(sla=sla)
         self._bursts_told: set[int] = set()
         self.switch_load: Callable[[int], StepSpec | None] | None = None
         """Starts a pending step's level once the hand-over is over (module contract)."""
+        self.watch = StepWatch(ledger, progress, error_log)
+        """The step a plan waits on: its rules, its close, its `StepEnded` (`session.watch`)."""
+        self._inbox: Inbox[Message] = Inbox(self._dispatch, self._due, "gputui-session")
+        self._frame_interval_s: float | None = None
+        self._next_frame: float | None = None
+        self._next_watch: float | None = None
 
-    # the inbox --------------------------------------------------------------------------------
+    # the inbox (`session.inbox`) --------------------------------------------------------------
     def start(self, frame_interval_s: float | None) -> None:
         """Run the loop on its own thread from now on (frames every `frame_interval_s`, if set)."""
-        with self._inline, self._post_lock:  # after any message handled inline so far
-            self._running = True
-        self._thread = threading.Thread(
-            target=self._run, args=(frame_interval_s,), name="gputui-session", daemon=True
-        )
-        self._thread.start()
+        self._frame_interval_s = None if frame_interval_s is None else max(frame_interval_s, 0.1)
+        if self._frame_interval_s is not None:
+            self._next_frame = time.monotonic() + self._frame_interval_s
+        self._inbox.start()
 
     def join(self, timeout_s: float) -> None:
         """Wait for the loop to end (after `Finish`)."""
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=timeout_s)
+        self._inbox.join(timeout_s)
 
     def post(self, message: Message) -> None:
         """Hand the loop a message (handled at once, in this thread, when no loop runs)."""
-        with self._post_lock:
-            self._tickets += 1
-            self._mine.ticket = self._tickets
-            if self._running:
-                self._inbox.put(message)
-                return
-        with self._inline:
-            self._dispatch(message)
+        self._inbox.post(message)
 
     def ask(self, question: Callable[[SessionLoop], T]) -> T:
         """Run `question` on the loop, after everything posted before it, and return its answer."""
-        if threading.current_thread() is self._thread:
+        if self._inbox.on_thread:
             return question(self)
         reply: Future[object] = Future()
         self.post(Ask(question, reply))
@@ -182,53 +166,43 @@ class SessionLoop:
 
     def current(self) -> Published:
         """The published state, with everything this thread posted in it (it may wait for that)."""
-        published = self.published
-        if published.applied < getattr(self._mine, "ticket", 0):
+        if self._inbox.behind():
             self.ask(lambda _loop: None)
-            published = self.published
-        return published
+        return self.published
 
-    def _run(self, frame_interval_s: float | None) -> None:
-        interval = None if frame_interval_s is None else max(frame_interval_s, 0.1)
-        next_frame = None if interval is None else time.monotonic() + interval
-        while True:
-            timeout = None if next_frame is None else max(0.0, next_frame - time.monotonic())
-            try:
-                message: Message | None = self._inbox.get(timeout=timeout)
-            except queue.Empty:
-                message = None
-            if message is not None:
-                self._dispatch(message)
-                if isinstance(message, Finish):
-                    break
-            if next_frame is not None and interval is not None and time.monotonic() >= next_frame:
-                self._guarded(self.publish_frame)
-                next_frame = time.monotonic() + interval
-        with self._inline:  # what was posted before the end: handled here, inline from now on
-            with self._post_lock:
-                self._running = False
-            while True:
-                try:
-                    self._dispatch(self._inbox.get_nowait())
-                except queue.Empty:
-                    break
+    def _due(self, now: float) -> float | None:
+        """Build the frame and ask the watched step's rules when due; returns when next due."""
+        interval = self._frame_interval_s
+        if interval is not None and self._next_frame is not None and now >= self._next_frame:
+            self._guarded(self.publish_frame)
+            self._next_frame = time.monotonic() + interval
+        if not self.watch.ticking:
+            self._next_watch = None
+        elif self._next_watch is None:
+            self._next_watch = now + WATCH_EVERY_S
+        elif now >= self._next_watch:
+            self._guarded(lambda: self.watch.tick(time.perf_counter_ns(), self.sla))
+            self._publish()
+            self._next_watch = time.monotonic() + WATCH_EVERY_S
+        due = [t for t in (self._next_frame, self._next_watch) if t is not None]
+        return min(due) if due else None
 
-    def _dispatch(self, message: Message) -> None:
-        self._applied += 1  # messages are handled in the order of their tickets
+    def _dispatch(self, message: Message) -> bool:
         if isinstance(message, Ask):
             try:
                 answer = message.question(self)
             except Exception as exc:  # noqa: BLE001 - the asker gets it, the loop lives on
                 message.reply.set_exception(exc)
-                return
+                return False
             self._publish()  # before the answer: the asker may read what it changed
             message.reply.set_result(answer)
-            return
+            return False
         if isinstance(message, Batch):
             self._guarded(lambda: self._on_batch(message))
         else:
             self._guarded(lambda: self._on_command(message))
         self._publish()
+        return isinstance(message, Finish)
 
     def _guarded(self, handle: Callable[[], None]) -> None:
         try:
@@ -285,6 +259,13 @@ class SessionLoop:
             if not command.hidden:
                 self.events.add(*load_event(spec.mode, spec.level))
             self._hand_over(time.perf_counter_ns())
+            if command.watch is not None:
+                request = replace(command.watch, index=spec.index)
+                self.watch.begin(request, time.perf_counter_ns(), self.sla)
+        elif isinstance(command, WatchStep):
+            self.watch.begin(command.request, time.perf_counter_ns(), self.sla)
+        elif isinstance(command, StopWatching):
+            self.watch.cancel(command.job, time.perf_counter_ns())
         elif isinstance(command, BurstFired):
             count, fired_ns = self.ledger.bursts.get(command.index, (0, command.fired_ns))
             self.ledger.bursts[command.index] = (count + command.count, fired_ns)
@@ -301,14 +282,11 @@ class SessionLoop:
             self.paused_at_ns = time.perf_counter_ns() if command.paused else None
         elif isinstance(command, JobPhaseChanged):
             self.job_phase = command.phase
-        elif isinstance(command, StepTargetSet):
-            self.ledger.targets[command.index] = command.target_precision
-        elif isinstance(command, StepVerdictSet):
-            self.ledger.verdicts[command.index] = (command.verdict, command.basis)
         else:
             if command.status is not None:
                 self.status = command.status
             self.deliver(self.ledger.finish_ready(self.status, self.sla, force=True))
+            self.watch.finish_all(time.perf_counter_ns())
 
     def deliver(self, finished: list[StepResult]) -> None:
         """Hand finished steps to their subscribers: events, diagnosis, journal, the callback."""
@@ -324,6 +302,7 @@ class SessionLoop:
                 self.journal.add_step(result, diagnosis)
             if self._on_step_finished is not None:
                 self._on_step_finished(result)
+        self.watch.after_delivery()
 
     def change_sla(self, sla: Sla) -> None:
         """Judge the open and later steps by `sla`, and the finished ones again now."""
@@ -337,12 +316,6 @@ class SessionLoop:
         self.ledger.adopt(result)
         self.deliver([result])
         self._publish()
-
-    def open_step(self) -> tuple[StepSpec | None, list[RequestRecord], Sla]:
-        """The open step, a copy of its records and the SLA (to aggregate off the loop)."""
-        step = self.ledger.current
-        records = self.ledger.records.get(step.index, []) if step is not None else []
-        return step, list(records), self.sla
 
     def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
         """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
@@ -434,8 +407,9 @@ class SessionLoop:
             client_run_wait_percent=self.cpu.run_wait_percent,
             target_state=self.target_state,
             journal_path=self.journal.path if self.journal is not None else None,
-            applied=self._applied,
+            applied=self._inbox.applied,
         )
+        self.watch.answer()  # a plan waiting on its step reads this state, never an older one
 
     # the journal ------------------------------------------------------------------------------
     def attach_journal(self, writer: JournalWriter, origin_ns: int) -> None:

@@ -1,8 +1,8 @@
 """The session loop's messages, and the frozen state it publishes.
 
 Contract: the loop's inbox takes a `Batch` (an engine reader thread's finished requests), the
-commands (`StepOpened`, `PendingLevel`, `BurstFired`, `RunStopping`, `PauseChanged`,
-`JobPhaseChanged`, `StepTargetSet`, `StepVerdictSet`, `Finish`) and questions (`Ask`); all are
+commands (`StepOpened`, `WatchStep`, `StopWatching`, `PendingLevel`, `BurstFired`,
+`RunStopping`, `PauseChanged`, `JobPhaseChanged`, `Finish`) and questions (`Ask`); all are
 frozen. After each, the loop swaps in a new `Published`, which any thread reads without a lock.
 """
 
@@ -17,8 +17,8 @@ from gputui.engine.process import EngineStatus
 from gputui.engine.records import RequestRecord
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
-from gputui.metrics.verdict import Verdict
 from gputui.session.frames import StatsFrame
+from gputui.session.step_end import StepEnded, StepLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,19 @@ class Batch:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchRequest:
+    """Watch a step under `limits` (None: end it now) for `job`; the answer comes on `reply`."""
+
+    limits: StepLimits | None
+    finish: bool
+    """Close it keeping its load, and wait for its figures (all its requests back)."""
+    job: int
+    reply: Future[StepEnded | None]
+    index: int | None = None
+    """The step to watch (None: the one it opens, or the open one)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepOpened:
     """A load change opened this step (built, and sent to the engine, by the caller)."""
 
@@ -64,6 +77,22 @@ class StepOpened:
     hidden: bool
     pending: bool = False
     """Its level waits for the steps before it to hand over (`session.loads`)."""
+    watch: WatchRequest | None = None
+    """A plan's step: its limits, and who waits for its end (`session.watch`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchStep:
+    """Watch a step already open (a hold, the end of a repeat) as `request` says."""
+
+    request: WatchRequest
+
+
+@dataclass(frozen=True, slots=True)
+class StopWatching:
+    """Job `job`'s watched step ends now, "interrupted" (a job cancelled, a run stopped)."""
+
+    job: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,24 +134,6 @@ class JobPhaseChanged:
 
 
 @dataclass(frozen=True, slots=True)
-class StepTargetSet:
-    """Judge step `index` against this precision target when it finishes."""
-
-    index: int
-    target_precision: float
-
-
-@dataclass(frozen=True, slots=True)
-class StepVerdictSet:
-    """Step `index`'s verdict is this one (a hold's latest look), whatever its intervals say."""
-
-    index: int
-    verdict: Verdict
-    basis: str
-    """Why: 'pass at look 2 of 4 (n=240, 0.625 % each side)' (`metrics.hold_looks`)."""
-
-
-@dataclass(frozen=True, slots=True)
 class Finish:
     """The engine has stopped (its last status, if any): finish every step; the loop ends."""
 
@@ -140,13 +151,13 @@ class Ask:
 
 Command = (
     StepOpened
+    | WatchStep
+    | StopWatching
     | PendingLevel
     | BurstFired
     | RunStopping
     | PauseChanged
     | JobPhaseChanged
-    | StepTargetSet
-    | StepVerdictSet
     | Finish
 )
 Message = Batch | Command | Ask

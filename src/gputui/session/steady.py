@@ -70,6 +70,11 @@ class StepProgress:
         """(step index, when) its first verdict can come (`settling.first_verdict_s`)."""
         """(step index, when, phase) of the last precision aggregation."""
 
+    @property
+    def settle_bound_s(self) -> float:
+        """The longest any step settles: the fixed warm-up, else the session's maximum."""
+        return self._max_warmup_s if self._warmup_s is None else self._warmup_s
+
     def open(self, step: StepSpec) -> None:
         """Start settling a step just opened (nothing to do with a fixed warm-up)."""
         if self._warmup_s is not None:

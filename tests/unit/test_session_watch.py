@@ -1,0 +1,68 @@
+"""The step a plan waits on, ended by the session's loop (`session.watch`): no poll, no callback."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gputui.control.rules import hold_limits
+from gputui.engine.commands import Load
+from gputui.session.loads import JobCancelled
+from gputui.session.step_end import StepLimits
+from tests.support.fake_engine import records_after, session_on_fake_engine
+
+
+def test_the_loop_ends_a_fixed_step_closes_it_and_answers_with_its_figures() -> None:
+    session, engine = session_on_fake_engine()
+    session.start(frame_interval_s=None)  # no frames: the loop's own watch tick ends the step
+    started = time.perf_counter()
+    reply = session.open_step("concurrency", 2, StepLimits(None, 0.3, 0.3), finish=True)
+    spec = session.current_step
+    assert spec is not None
+    time.sleep(0.05)
+    engine.deliver(records_after(spec.start_ns, 0, 4), {0: 4})
+    time.sleep(0.4)  # the step measured its 0.3 s: the loop closed it keeping its load
+    assert engine.commands == [Load("concurrency", 2.0, 0), Load("concurrency", 2.0, 1)]
+    engine.deliver([], {0: 4, 1: 0})  # every request of step 0 is back: its figures
+    ended = reply.result(timeout=5.0)
+    assert ended is not None and not ended.flooded
+    # No warm-up here: its bound (settling + 0.3 s) and its 0.3 s measured come at one tick.
+    assert ended.reason in ("measured 0.3 s", "reached its maximum, 0.3 s")
+    assert ended.result is not None and ended.result.requests_ok == 4
+    assert 0.3 <= (ended.ended_ns - spec.start_ns) / 1e9 < 0.3 + 0.1 + 0.2  # one tick late at most
+    assert [s.index for s in session.finished_steps()] == [0]  # published before the answer
+    assert time.perf_counter() - started < 3.0
+    session.stop(cancel=True, drain_timeout_s=0.0)
+
+
+def test_a_hold_tells_its_verdict_and_target_on_the_loop_and_a_cancel_ends_it() -> None:
+    session, engine = session_on_fake_engine()
+    session.start(frame_interval_s=None)
+    spec = session.set_load("concurrency", 2)
+    time.sleep(0.05)
+    engine.deliver(records_after(spec.start_ns, 0, 3), {0: 3})
+    job = session.begin_job()
+    reply = session.keep_step(None, hold_limits(0.05, 20.0), finish=True, job=job)
+    session.cancel_job(job)  # a message: the watch ends, nothing is closed
+    ended = reply.result(timeout=5.0)
+    assert ended is not None and ended.reason == "interrupted" and ended.result is None
+    assert len(session.step_specs()) == 1  # no load change followed the cancel
+    with pytest.raises(JobCancelled):
+        session.open_step("concurrency", 4, StepLimits(None, 1.0, 1.0), finish=True, job=job)
+    session.stop(cancel=True, drain_timeout_s=0.0)
+    (step,) = session.finished_steps()  # the hold's verdict so far, told on the loop
+    assert (step.requests_ok, step.sla_verdict) == (3, "inconclusive")
+    assert step.verdict_basis == "no look yet (the first at 120 requests)"
+    assert step.imprecise is not None  # judged against the hold's target
+
+
+def test_keeping_no_open_step_answers_none_and_a_run_end_answers_a_waiting_plan() -> None:
+    session, _engine = session_on_fake_engine()
+    session.start(frame_interval_s=None)
+    assert session.keep_step(None, None, finish=True).result(timeout=5.0) is None
+    reply = session.open_step("concurrency", 1, StepLimits(None, 60.0, 60.0), finish=True)
+    session.end_watch()  # the run is being stopped: its plan stops waiting
+    ended = reply.result(timeout=5.0)
+    assert ended is not None and ended.reason == "interrupted"
+    session.stop(cancel=True, drain_timeout_s=0.0)
