@@ -89,3 +89,27 @@ def test_a_full_percentage_alone_is_not_kv_capacity_where_blocks_are_known() -> 
     assert window["kv_blocked_share"] == 0.0
     assert bottleneck(evidence)["verdict"] != "kv-capacity"
     assert bottleneck(replace(evidence, preemptions=3))["verdict"] == "kv-capacity"
+
+
+def test_a_held_sequence_limit_decides_on_a_contended_host() -> None:
+    # The CI host: vLLM's CPU build shares the client's 2 cores, the client's loop is 1.8 s late
+    # and it waited longer than it ran. The server's own gauges still show 4 running (its
+    # ceiling) and 2 waiting (the late client kept fewer in flight: no backlog as deep as the
+    # batch) with the cache three-quarters free: the sequence limit binds, and the step says it
+    # was measured on a contended host.
+    samples = _samples([4] * 10, [2] * 9 + [3], [0.25] * 10, blocks=64)
+    window = server_window(samples, 0, 10_000 * MS, need_tokens=64.0)
+    contended = {
+        "client_cpu_mean_pct": 2.0,
+        "client_cpu_max_pct": 5.0,
+        "client_run_wait_pct": 45.0,
+        "loop_lag_max_ms": 1785.0,
+    }
+    found = bottleneck(_evidence(dict(window), 8, **contended))
+    assert found["verdict"] == "scheduler-limit", found
+    assert found["evidence"][0].startswith("sequence limit: running held at 4 in 100% of ")
+    assert found["suspect"] is True and found["client_state"] == "host-contended"
+    # Without the server's queue the same client reads host-contended, as before.
+    idle = _samples([1] * 10, [0] * 10, [0.05] * 10, blocks=64)
+    quiet = server_window(idle, 0, 10_000 * MS, need_tokens=64.0)
+    assert bottleneck(_evidence(dict(quiet), 1, **contended))["verdict"] == "host-contended"

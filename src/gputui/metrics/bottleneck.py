@@ -18,10 +18,12 @@ The rules run in this order and the first that holds is the verdict:
    (>= CLIENT_BOUND_CPU_PCT on average: add workers), `host-contended` when the engine waited in
    the run queue more than it ran (other processes hold the CPUs: more workers will not help);
    either sets `suspect` (its timings include its own queueing) and decides unless the server's
-   own gauges show it queueing (rule 4's KV, preemption or backlog evidence does not depend on
-   the client's clock). A lag with low CPU and low wait is `stalled`: a pause (a GC, steal time,
-   a blocking call), said in the evidence; it decides nothing and is not suspect, so the rules
-   below name the bound. `client_state` says which of the three, whatever the verdict.
+   own gauges show it queueing (rule 4's KV, preemption or backlog evidence, or running held at
+   the sequence limit while requests waited with KV room, does not depend on the client's clock:
+   a server that queues is the bound however late the client was; the step stays suspect). A
+   lag with low CPU and low wait is `stalled`: a pause (a GC, steal time, a blocking call), said
+   in the evidence; it decides nothing and is not suspect, so the rules below name the bound.
+   `client_state` says which of the three, whatever the verdict.
 2. `throttled`: the GPU ran under THROTTLE_CLOCK_RATIO of its maximum clock with a power or
    thermal reason (NVML bits 0x04, 0x08, 0x20, 0x40, 0x80) active in >= THROTTLE_SHARE of the
    window's samples. The step is "measured while throttled", and so is a capacity taken from it.
@@ -73,6 +75,7 @@ from gputui.metrics.saturation import (
     explain_saturation,
     refine_bandwidth,
     refine_queue,
+    sequence_limited,
 )
 from gputui.metrics.saturation import (
     kv_full as kv_is_full,
@@ -212,7 +215,9 @@ def bottleneck(e: StepEvidence) -> BottleneckVerdict:
     found = _Findings()
     kv_full = kv_is_full(e, KV_FULL)
     backlog = bool(e.waiting_max and e.running_mean and e.waiting_max >= e.running_mean)
-    server_queued = bool(e.waiting_max) and (kv_full or bool(e.preemptions) or backlog)
+    server_queued = bool(e.waiting_max) and (
+        kv_full or bool(e.preemptions) or backlog or sequence_limited(e)
+    )
     mostly_failed = _errors_rule(e, found)
     client, state = _client_rule(e, found, server_queued=server_queued)
     throttled = _throttle_rule(e, found)

@@ -178,6 +178,16 @@ def _at_cap(e: StepEvidence) -> bool:
     return waiting >= max(1.0, QUEUE_OF_BATCH * top)
 
 
+def sequence_limited(e: StepEvidence) -> bool:
+    """The server's gauges show its sequence limit (running held at its ceiling, `_at_cap`).
+
+    Requests waited (>= 1 on average) with KV room while running sat at its most. Read from the
+    server alone, so it holds whatever the client's clock did: a late client cannot fake it.
+    """
+    waiting = e.waiting_mean if e.waiting_mean is not None else e.waiting_max
+    return bool(waiting and waiting >= 1 and e.kv_usage_max is not None and _at_cap(e))
+
+
 def refine_queue(e: StepEvidence, usage_full: float) -> Finding | None:
     """What makes requests queue: the KV cache, or the scheduler's limits (None: unknown)."""
     if e.waiting_max and (kv_full(e, usage_full) or e.preemptions):
@@ -210,7 +220,7 @@ def _scheduler(e: StepEvidence, *, budget: bool = True) -> Finding | None:
         return None
     admission = admission_text(e)
     room = f"{_kv_text(e)}" + (f"; {admission}" if admission else "")
-    if _at_cap(e):
+    if sequence_limited(e):
         held = e.running_held_share
         share = held if held is not None else (e.running_at_max_share or 0.0)
         return Finding(
