@@ -3,13 +3,17 @@
 `gputui run` (and the engine it spawns) is pinned to core 0 and the simulator to core 1. A busy
 loop that the test starts, pins to core 0, bounds in time and stops by PID makes the client wait
 for its CPU while using little of it: the verdict is host-contended, with no advice to add
-workers. Alone on its core at thousands of streams with ITL 1 ms, the client's own CPU is the
-limit: client-bound. The unit tests pin the rule (metrics.client_state) and the events.
+workers. Alone on its core at 64 streams from a simulator writing at ITL 0, in its own session
+ahead of the host's other work (tests.support.priority), the client's own CPU is the limit:
+client-bound, with its CPU near a core. The unit tests pin the rule (metrics.client_state) and
+the events.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,15 +23,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from gputui.engine.schedstat import cpu_pressure, run_wait_s
 from gputui.metrics.bottleneck import bottleneck, verdict_line
-from gputui.metrics.client_state import CLIENT_BOUND, HOST_CONTENDED, STALLED, client_state
+from gputui.metrics.client_state import (
+    CLIENT_BOUND,
+    CLIENT_BOUND_CPU_PCT,
+    HOST_CONTENDED,
+    STALLED,
+    client_state,
+)
 from gputui.metrics.step_evidence import StepEvidence
 from gputui.sim.fixed import FixedProfileSpec
-from gputui.sim.runner import SimProcess, start_background
+from gputui.sim.runner import start_background
 from gputui.snapshot.store import load_snapshot
+from tests.support.launch import free_port
+from tests.support.priority import first_in_line
 
 pytestmark = pytest.mark.alone  # it measures the CPU itself: no neighbour
 
@@ -108,20 +121,24 @@ def _hog(core: int, processes: int = 2) -> Iterator[list[int]]:
             hog.wait(timeout=10)
 
 
-def _pinned_run(sim: SimProcess, out: Path, *extra: str, nice: int = 0) -> subprocess.Popen[str]:
-    """`gputui run` pinned to CLIENT_CORE (the engine it spawns inherits affinity and nice)."""
+def _pinned_run(
+    url: str, out: Path, *extra: str, nice: int = 0, first: bool = False
+) -> subprocess.Popen[str]:
+    """`gputui run` pinned to CLIENT_CORE (the engine it spawns inherits affinity and nice);
+    `first`: in its own session ahead of the host's other work (`first_in_line`)."""
 
     def pin() -> None:
         os.sched_setaffinity(0, {CLIENT_CORE})
         os.nice(nice)
 
+    warmup = () if "--warmup-seconds" in extra else ("--warmup-seconds", "1")
     return subprocess.Popen(
         [
-            sys.executable, "-m", "gputui", "run", "--url", sim.url, "--model", "sim",
-            "--warmup-seconds", "1", "--out", str(out), *extra,
+            sys.executable, "-m", "gputui", "run", "--url", url, "--model", "sim",
+            *warmup, "--out", str(out), *extra,
         ],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
-        preexec_fn=pin,
+        preexec_fn=first_in_line(cores={CLIENT_CORE}) if first else pin,
     )  # fmt: skip
 
 
@@ -157,7 +174,7 @@ def test_a_hog_on_the_clients_core_is_host_contention(tmp_path: Path) -> None:
     with start_background(spec) as sim:
         os.sched_setaffinity(sim.pid, {SERVER_CORE})
         run = _pinned_run(
-            sim, tmp_path / "hog.json", "--concurrency", "4", "--step-seconds", "4",
+            sim.url, tmp_path / "hog.json", "--concurrency", "4", "--step-seconds", "4",
             "--input-tokens", "32", "--output-tokens", "32", nice=HOG_PRECEDENCE,
         )  # fmt: skip
         lines = _until(run, "gputui run: journal")  # imports done, the session is open
@@ -177,48 +194,57 @@ def test_a_hog_on_the_clients_core_is_host_contention(tmp_path: Path) -> None:
 @needs_two_cores
 def test_the_client_alone_at_its_limit_is_client_bound(tmp_path: Path) -> None:
     # One worker reading 64 streams from a simulator that writes tokens as fast as it can (ITL 0,
-    # 16 events per write) has more to parse than its core allows: its CPU is the limit.
-    spec = FixedProfileSpec(ttft_ms=20, itl_ms=0, coalesce_writes=True, served_model_name="sim")
-    busy = _core_taken_by_others(CLIENT_CORE)
-    if busy is not None:
-        pytest.skip(busy)
-    with start_background(spec) as sim:
-        os.sched_setaffinity(sim.pid, {SERVER_CORE})
+    # 16 events per write) has more to parse than its core allows: its CPU is the limit. Each
+    # side runs in its own session ahead of the host's other work (`first_in_line`): on a shared
+    # host the client otherwise waits for its core (host-contended, truly) and the simulator
+    # for its own (the client then idles: none). 256-token answers finish inside the step.
+    with _cli_sim(SERVER_CORE, "--ttft-ms", "20", "--itl-ms", "0", "--coalesce-writes") as url:
         run = _pinned_run(
-            sim, tmp_path / "busy.json", "--concurrency", "64", "--step-seconds", "3",
-            "--input-tokens", "16", "--output-tokens", "4096", "--workers", "1",
+            url, tmp_path / "busy.json", "--concurrency", "64", "--step-seconds", "2",
+            "--warmup-seconds", "0.5", "--input-tokens", "16", "--output-tokens", "256",
+            "--workers", "1", first=True,
         )  # fmt: skip
         stdout = _finish(run, [])
     verdict = _step(tmp_path / "busy.json").bottleneck
+    print(stdout)
     assert verdict["suspect"] is True, verdict
     evidence = " ".join(verdict["evidence"])
     if verdict["client_state"] == HOST_CONTENDED:  # others took the core meanwhile: say so
         pytest.skip(f"the client's core got busy with other processes during the test: {evidence}")
     assert verdict["verdict"] == "client", verdict
     assert verdict["client_state"] == CLIENT_BOUND
+    cpu = re.search(r"client-bound: client CPU (\d+) %, run-queue wait (\d+) %", evidence)
+    assert cpu is not None, evidence
+    assert int(cpu.group(1)) >= CLIENT_BOUND_CPU_PCT > int(cpu.group(2)), evidence  # near a core
     assert "add --workers" in evidence
     assert "SUSPECT: client-bound" in stdout
 
 
-def _core_taken_by_others(core: int) -> str | None:
-    """Why `core` is not ours to measure a lone client on (a 0.3 s busy probe there waited over
-    twice as long as it ran), or None."""
-    code = (
-        "import os, time\n"
-        f"os.sched_setaffinity(0, {{{core}}})\n"
-        "from gputui.engine.schedstat import run_wait_s\n"
-        "w0, c0, t0 = run_wait_s(), time.process_time(), time.perf_counter()\n"
-        "while time.perf_counter() - t0 < 0.3:\n    pass\n"
-        "print(run_wait_s() - w0, time.process_time() - c0)\n"
-    )
-    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
-    wait_s, cpu_s = (float(x) for x in probe.stdout.split())
-    if wait_s <= 2 * cpu_s:  # others hold at most two thirds of it: the client can still lead
-        return None
-    return (
-        f"core {core} is taken by other processes (a busy probe ran {cpu_s * 1e3:.0f} ms and "
-        f"waited {wait_s * 1e3:.0f} ms): no client is alone at its own limit here"
-    )
+@contextmanager
+def _cli_sim(core: int, *flags: str) -> Iterator[str]:
+    """`gputui sim --profile fixed` in its own prioritized session on `core`; yields its URL."""
+    port = free_port()
+    sim = subprocess.Popen(
+        [
+            sys.executable, "-m", "gputui", "sim", "--profile", "fixed", "--served-model-name",
+            "sim", "--port", str(port), *flags,
+        ],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        preexec_fn=first_in_line(cores={core}),
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30.0
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/v1/models", timeout=1.0).status_code == 200:
+                    break
+            assert sim.poll() is None and time.monotonic() < deadline, "the sim did not start"
+            time.sleep(0.1)
+        yield url
+    finally:
+        sim.kill()
+        sim.wait(timeout=10)
 
 
 def test_the_event_log_gives_the_advice_that_follows_the_state() -> None:
