@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gputui.snapshot.models import Snapshot
 from gputui.snapshot.store import load_snapshot
+from tests.support.priority import first_in_line
 from tests.support.vllm_server import VllmServer, parse_samples
 
 COUNTERS = (
@@ -43,6 +44,10 @@ def run_gputui(
 ) -> tuple[Snapshot, str, dict[str, float]]:
     """`gputui run` as a user types it, its output printed; (snapshot, stdout, counter deltas).
 
+    It runs in its own session ahead of vLLM's (`first_in_line`): vLLM's CPU build computes on
+    the client's cores, and a client left waiting for them reads `host-contended`, truly but not
+    what these tests measure.
+
     The deltas are vLLM's COUNTERS over the run (every request the run sent, warm-up included).
     """
     before = vllm.counters()
@@ -56,6 +61,7 @@ def run_gputui(
         capture_output=True,
         text=True,
         timeout=timeout_s,
+        preexec_fn=first_in_line(),  # before vLLM's own session on the 2 cores (tests.support)
     )
     after = vllm.counters()
     print(f"\n$ gputui run {' '.join(args)}  ({time.monotonic() - started:.1f} s)")

@@ -113,3 +113,20 @@ def test_a_held_sequence_limit_decides_on_a_contended_host() -> None:
     idle = _samples([1] * 10, [0] * 10, [0.05] * 10, blocks=64)
     quiet = server_window(idle, 0, 10_000 * MS, need_tokens=64.0)
     assert bottleneck(_evidence(dict(quiet), 1, **contended))["verdict"] == "host-contended"
+
+
+def test_a_sequence_limit_read_between_waves_still_reads_the_sequence_limit() -> None:
+    # vLLM 0.32 (CPU), max_num_seqs 4, 8 streams of equal requests: its gauges (the last engine
+    # step's) caught 4 running with 4 waiting in 3 of the step's 5 samples and 1 running with 3
+    # waiting in 2, the cache 97 % free (a wave had just finished).
+    samples = _samples([4, 4, 1, 1, 4], [4, 4, 3, 3, 4], [0.254, 0.19, 0.032, 0.032, 0.254])
+    window = server_window(samples, 0, 5_000 * MS, need_tokens=64.0)
+    assert window["running_held_share"] == 0.6
+    found = bottleneck(_evidence(dict(window), 8, breakdown={"ttft_s": 0.7, "queue_share": 0.96}))
+    assert found["verdict"] == "scheduler-limit", found
+    assert found["evidence"][0].startswith("sequence limit: running held at 4 in 60% of the ")
+    # Running that wanders while requests wait with room is no ceiling.
+    wander = _samples([4, 2, 1, 3, 4], [4, 3, 3, 2, 4], [0.25, 0.1, 0.03, 0.2, 0.25])
+    loose = server_window(wander, 0, 5_000 * MS, need_tokens=64.0)
+    assert loose["running_held_share"] == 0.4
+    assert bottleneck(_evidence(dict(loose), 8))["verdict"] != "scheduler-limit"

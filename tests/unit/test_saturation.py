@@ -191,3 +191,16 @@ def test_the_simulators_large_batch_decode_reads_decode_compute() -> None:
     assert found[64][0] == found[128][0] == "decode-bandwidth", found
     assert found[256][0] == "decode-compute", found
     assert found[256][1] > 1.8 * found[128][1]  # TPOT ~doubles per doubling of the batch
+
+
+def test_one_stream_has_no_prefill_interference() -> None:
+    # vLLM (CPU) at one stream on a shared host: ITL P95 28 ms, 6x its 4.5 ms median, from the
+    # host's pauses; no other request's prompt was prefilled beside it (1 running at most).
+    one = StepEvidence(
+        level=1, closed_loop_streams=1, running_max=1, itl_p50_s=0.0045, itl_p95_s=0.028
+    )
+    assert bottleneck(one)["verdict"] == "none"
+    assert (
+        bottleneck(_replace(one, level=4, closed_loop_streams=4, running_max=4))["verdict"]
+        == "prefill-interference"
+    )

@@ -9,13 +9,15 @@ is thin) or None. The causes, each with the evidence that names it (domain.md se
 - `kv-capacity` (refines `queue`): requests wait while the KV cache is full (>= KV_FULL, or no
   room for one more request of the step's mean context) or the engine preempted requests.
 - `scheduler-limit` (refines `queue`, or on its own): requests wait while the KV cache has room
-  and the engine's running count sits at its ceiling (>= RUNNING_AT_CAP_SHARE of the window's
-  samples within RUNNING_CAP_SLACK of the most it ran, under the streams a closed loop holds,
-  with a queue of >= QUEUE_OF_BATCH of that on average: vLLM's `max_num_seqs`, which its
-  /metrics does not publish), or, with no plateau and no prefill interference, while every
-  engine step's token budget is taken (`max_num_batched_tokens`): the queue holds >=
-  QUEUE_SHARE_LOW of TTFT with KV room.
-- `prefill-interference` (refines a failing step's `decode-bandwidth`, or on its own): ITL's
+  and the engine's running count sits at its ceiling (where free KV blocks are known, at its
+  most in >= RUNNING_HELD_SHARE of the samples with requests waiting and room for them; else in
+  >= RUNNING_AT_CAP_SHARE of the window's samples within RUNNING_CAP_SLACK of the most it ran,
+  with a queue of >= QUEUE_OF_BATCH of that on average; under the streams a closed loop holds:
+  vLLM's `max_num_seqs`, which its /metrics does not publish), or, with no plateau and no
+  prefill interference, while every engine step's token budget is taken
+  (`max_num_batched_tokens`): the queue holds >= QUEUE_SHARE_LOW of TTFT with KV room.
+- `prefill-interference` (refines a failing step's `decode-bandwidth`, or on its own; never
+  for one request at a time, whose prefill precedes its decode): ITL's
   P95 is >= ITL_SPIKE_RATIO times its median while prompts are being prefilled (prefill >=
   PREFILL_ACTIVE of peak FLOP/s): decode steps that carry a prefill chunk take many times
   longer, so TPOT grows with the arrival rate, not with the batch.
@@ -45,6 +47,13 @@ if TYPE_CHECKING:
     from gputui.metrics.step_evidence import StepEvidence
 
 RUNNING_AT_CAP_SHARE: Final = 0.8
+RUNNING_HELD_SHARE: Final = 0.5
+"""Where free KV blocks are known: the share of the samples with requests waiting and room for
+them whose running count sat at its most. vLLM's gauges are its last engine step's: a scrape just
+after a wave of equal requests finished reads the survivors with the next wave still waiting
+(vLLM 0.32, CPU, max_num_seqs 4 at 8 streams: 3 of 5 samples at 4 running and 4 waiting, 2 at 1
+running and 3 waiting, the cache 97 % free). Waiting with room and no ceiling shows no such
+plateau: running wanders."""
 RUNNING_CAP_SLACK: Final = 0.05
 QUEUE_SHARE_LOW: Final = 0.3
 QUEUE_OF_BATCH: Final = 0.1
@@ -157,7 +166,7 @@ def _waiting_text(e: StepEvidence) -> str:
 def _at_cap(e: StepEvidence) -> bool:
     """Running held at its most while requests waited that the KV cache could admit.
 
-    Where the admission facts exist: >= RUNNING_AT_CAP_SHARE of the samples with requests waiting
+    Where the admission facts exist: >= RUNNING_HELD_SHARE of the samples with requests waiting
     and KV room had running at its max. Else: running near its max in most samples, with a queue
     of >= QUEUE_OF_BATCH of it on average. A closed loop at N streams also holds running near N,
     with the few requests that just arrived waiting for the next engine step: that plateau is the
@@ -170,7 +179,7 @@ def _at_cap(e: StepEvidence) -> bool:
     if streams is not None and top >= streams * (1.0 - RUNNING_CAP_SLACK):
         return False  # every stream the client holds runs: the ceiling is the client's
     if e.running_held_share is not None:
-        return e.running_held_share >= RUNNING_AT_CAP_SHARE
+        return e.running_held_share >= RUNNING_HELD_SHARE
     share = e.running_at_max_share
     if share is None or share < RUNNING_AT_CAP_SHARE:
         return False
@@ -260,6 +269,8 @@ def _scheduler(e: StepEvidence, *, budget: bool = True) -> Finding | None:
 
 
 def _interference(e: StepEvidence) -> Finding | None:
+    if _alone(e):
+        return None  # no other request's prompt to prefill beside its decode: a host stall
     p50, p95 = e.itl_p50_s, e.itl_p95_s
     if not p50 or p95 is None or p95 < ITL_SPIKE_RATIO * p50:
         return None
@@ -275,6 +286,17 @@ def _interference(e: StepEvidence) -> Finding | None:
         ),
         low_confidence=prefill is None,
     )
+
+
+def _alone(e: StepEvidence) -> bool:
+    """One request at a time (one stream, or the server ran at most one).
+
+    Its own prefill came before its decode, so no prefill can stall it. A real vLLM on a shared
+    CPU host read ITL P95 6x its median at one stream (the host's pauses): not interference.
+    """
+    if e.closed_loop_streams is not None and e.closed_loop_streams < 2:
+        return True
+    return e.running_max is not None and e.running_max < 2
 
 
 def _decode_compute(e: StepEvidence, bandwidth_high: float) -> Finding | None:
