@@ -13,9 +13,11 @@ import pytest
 from gputui.engine.records import RequestRecord
 from gputui.metrics.capacity_caveats import judged_capacity
 from gputui.metrics.cost import cost_per_million_output_tokens
-from gputui.metrics.sla import Sla
+from gputui.metrics.sla import Sla, judged_ttft, step_meets_sla
 from gputui.metrics.sla_terms import cost_range
 from gputui.metrics.step import StepSpec, aggregate_step
+from gputui.metrics.verdict import judge_step
+from gputui.snapshot.step_models import step_from_result
 from tests.support.records import ns, rec
 
 SPEC = StepSpec(0, "concurrency", 8, ns(0), ns(1000), ns(11_000))
@@ -97,3 +99,29 @@ def test_a_bound_in_flight_cap_gives_ttft_from_the_schedule_and_counts_the_waits
     assert step.ttft_schedule_s.p95 == pytest.approx(0.5)  # from the schedule: it shows
     closed = aggregate_step(SPEC, level(slow=set(), n=5), SLA)
     assert closed.ttft_schedule_s is None and closed.slot_waits == 0
+
+
+def test_where_the_in_flight_cap_binds_the_sla_judges_ttft_from_the_schedule() -> None:
+    # 80 open-loop requests at 100 ms TTFT from the send; 20 waited 1.2 s for a slot
+    # (--max-in-flight): a user waited 1.3 s for their first token, which the SLA must see.
+    spec = replace(SPEC, mode="rate", level=8.0)
+    records = level(slow=set(), n=80)
+    waited = [
+        replace(r, queued_ns=r.sent_ns - (1_200_000_000 if i % 4 == 0 else 1_000_000))
+        for i, r in enumerate(records)
+    ]
+    sla = Sla(ttft_p95_s=1.0)
+    step = aggregate_step(spec, waited, sla)
+    assert step.slot_waits == 20 and step.ttft_s.p95 == pytest.approx(0.1)
+    assert step.sla_ok is False and step.sla_verdict == "fail"
+    ttft, name = judged_ttft(step)
+    assert ttft is step.ttft_schedule_s
+    assert name == "TTFT from the schedule (20 waited for a --max-in-flight slot)"
+    (reason,) = judge_step(step, sla).reasons
+    assert reason.startswith("P95 TTFT from the schedule (20 waited for a --max-in-flight slot)")
+    # The saved step (its schedule figures are extra keys) is judged the same way.
+    saved = step_from_result(step)
+    assert judge_step(saved, sla).verdict == "fail" and not step_meets_sla(saved, sla)
+    # On schedule (no slot wait) the TTFT from the send is judged: it passes.
+    on_time = [replace(r, queued_ns=r.sent_ns - 1_000_000) for r in records]
+    assert aggregate_step(spec, on_time, sla).sla_verdict == "pass"

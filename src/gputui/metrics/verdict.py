@@ -6,7 +6,8 @@ Contract of `judge_step(step, sla)`:
   "inconclusive" when it straddles the bound. An open upper end (too few samples for a two-sided
   interval, e.g. n < 59 for P95) can never pass; an open lower end can never fail.
 - P95 TTFT, TPOT, E2E and TTFAT use the order-statistic intervals of `Summary.p95_ci` (TTFAT
-  censored at E2E where no answer came; a step without TTFAT figures is judged on its TTFT). The
+  censored at E2E where no answer came; a step without TTFAT figures is judged on its TTFT;
+  where `--max-in-flight` bound, the TTFT from the schedule, named so: `sla.judged_ttft`). The
   error-rate bound uses the Wilson interval of failed / (ok + failed), computed here from the
   counts; a bound of 0 is no rate but "no failure at all", so it passes exactly when nothing
   failed.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from gputui.metrics.confidence import Interval, min_n_two_sided, wilson_ci
-from gputui.metrics.sla import Sla, step_meets_sla, ttfat_stats
+from gputui.metrics.sla import Sla, judged_ttft, step_meets_sla, ttfat_stats
 
 Verdict = Literal["pass", "fail", "inconclusive"]
 
@@ -161,7 +162,8 @@ def judge_step(step: VerdictStep, sla: Sla) -> Judgement:
         return Judgement("fail", ("its point estimates break the SLA (no intervals recorded)",))
     parts: list[Judgement] = []
     if sla.ttft_p95_s is not None:
-        parts.append(_latency("TTFT", step.ttft_s, sla.ttft_p95_s, required=True))
+        ttft, name = judged_ttft(step)
+        parts.append(_latency(name, ttft, sla.ttft_p95_s, required=True))
     if sla.tpot_p95_s is not None:
         parts.append(_latency("TPOT", step.tpot_s, sla.tpot_p95_s, required=False))
     if sla.e2e_p95_s is not None:
