@@ -76,6 +76,9 @@ class LoadController:
         self.arrivals_dropped = 0
         """Open-loop arrivals due but never sent: the level changed while they waited for a slot
         under `max_in_flight` (issue 31: counted, never silently lost)."""
+        self.arrivals_dropped_by_step: Counter[int] = Counter()
+        """The same, by the step index they were scheduled under (a hand-over's carry-on load
+        runs under the next step's index, as its sent requests do)."""
         self.sent_by_step: Counter[int] = Counter()
         self._next_id = id_start
         self._id_step = id_step
@@ -161,6 +164,7 @@ class LoadController:
             del self._workers[slot]
 
     async def _open_loop(self, rate_per_s: float) -> None:
+        step = self.step_index  # the step this schedule is for (set_load set it first)
         next_ns = time.perf_counter_ns()
         due = False
         """An arrival is scheduled at next_ns and not sent yet."""
@@ -186,7 +190,10 @@ class LoadController:
                 await asyncio.sleep(0)
         except asyncio.CancelledError:
             if due and not self.stopping:
-                self.arrivals_dropped += self._overdue(next_ns, rate_per_s)
+                dropped = self._overdue(next_ns, rate_per_s)
+                self.arrivals_dropped += dropped
+                if dropped:
+                    self.arrivals_dropped_by_step[step] += dropped
             raise
 
     def _overdue(self, next_ns: int, rate_per_s: float) -> int:

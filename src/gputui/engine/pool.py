@@ -12,6 +12,7 @@ The pool presents EngineHandle's interface, so the Session does not know how man
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import replace
 
 from gputui.engine.commands import Burst, Command, Load, Stop, check_command
@@ -64,6 +65,9 @@ def merge_status(statuses: list[EngineStatus]) -> EngineStatus:
         run_wait_s=None,  # per worker: `WorkerBook.run_wait_percent`
         gc_pause_max_ms=max(s.gc_pause_max_ms for s in statuses),
         arrivals_dropped=sum(s.arrivals_dropped for s in statuses),
+        arrivals_dropped_by_step=dict(
+            sum((Counter(s.arrivals_dropped_by_step) for s in statuses), Counter())
+        ),
         tokens_streamed=None
         if any(s.tokens_streamed is None for s in statuses)
         else sum(s.tokens_streamed or 0 for s in statuses),

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Literal, Protocol
 
@@ -84,6 +84,8 @@ class EngineStatus:
     """Longest garbage collection since the last batch: a loop lag it explains is a GC pause."""
     arrivals_dropped: int = 0
     """Open-loop arrivals a level change dropped while they waited for a slot (`max_in_flight`)."""
+    arrivals_dropped_by_step: dict[int, int] = field(default_factory=dict)
+    """The same by the step whose schedule they were in (snapshot `steps[].dropped_arrivals`)."""
     tokens_streamed: int | None = None
     """Output tokens received so far, requests still streaming included (`StreamingClient.
     tokens_streamed`): the live tok/s reads its rise; None where unreported."""
@@ -268,6 +270,7 @@ class _Engine:
             gc_pause_max_ms=gc_ms,
             tokens_streamed=self._client.tokens_streamed,
             arrivals_dropped=self._load.arrivals_dropped,
+            arrivals_dropped_by_step=dict(self._load.arrivals_dropped_by_step),
         )
 
     async def _lag(self) -> None:

@@ -128,9 +128,15 @@ class StepPrinter:
             lines.append(f"capacity: none ({snapshot.capacity_reason})")
         dropped = snapshot.client.arrivals_dropped if snapshot.client is not None else None
         if dropped:
+            per_step = [
+                f"step {step.index + 1}: {n}"
+                for step in snapshot.steps
+                if (n := getattr(step, "dropped_arrivals", 0) or 0)
+            ]
+            where = f" ({', '.join(per_step)})" if per_step else ""
             lines.append(
                 f"dropped: {dropped} open-loop arrivals were due but unsent at a level change, "
-                "waiting for a slot (--max-in-flight binds: raise it)"
+                f"waiting for a slot (--max-in-flight binds: raise it){where}"
             )
         if snapshot.validation is not None:
             v = snapshot.validation

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +51,7 @@ from gputui.snapshot.models import (
     SlaBounds,
     Snapshot,
     Stats,
+    Step,
     Target,
     Workload,
     step_from_result,
@@ -145,7 +147,10 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
         target=target,
         workload=_workload(info, extra_body, _workload_fields(info, session.all_records())),
         sla=SlaBounds.from_sla(session.sla),
-        steps=tuple(step_from_result(result) for result in results),
+        steps=_with_dropped(
+            [step_from_result(result) for result in results],
+            session.status.arrivals_dropped_by_step if session.status else {},
+        ),
         knee=_knee_model(summary, info),
         knee_reason=summary.knee_reason,
         capacity=CapacityModel.from_capacity(summary.capacity) if summary.capacity else None,
@@ -191,6 +196,27 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
     if info.settings_changes:
         extra["settings_changes"] = list(info.settings_changes)
     return snapshot.model_copy(update=extra)
+
+
+def _with_dropped(steps: list[Step], dropped: Mapping[int, int]) -> tuple[Step, ...]:
+    """Each open-loop step with `dropped_arrivals` (issue 31).
+
+    They are arrivals scheduled under its index still waiting for a slot (`--max-in-flight`)
+    when the level changed, never sent. A hidden carry-on step (after a hold) runs the step
+    before it on: its drops are that step's.
+    """
+    indices = sorted(step.index for step in steps)
+    counts: Counter[int] = Counter()
+    for index, n in dropped.items():
+        owner = bisect_right(indices, index) - 1
+        if owner >= 0:
+            counts[indices[owner]] += n
+    return tuple(
+        step.model_copy(update={"dropped_arrivals": counts[step.index]})
+        if step.mode == "rate"
+        else step
+        for step in steps
+    )
 
 
 def _network(session: MeasuredSession, info: RunInfo) -> Network:
