@@ -14,7 +14,7 @@ from gputui.ui.render.events import collapse, events_lines
 from gputui.ui.render.keys import key_rows
 from gputui.ui.render.spans import texts
 from gputui.ui.render.status import header_lines
-from gputui.ui.render.steps import steps_lines
+from gputui.ui.render.steps import left_out_note, steps_lines
 from gputui.ui.render.sweep import latest_per_level, other_sweep, sweep_lines
 from tests.ui.conftest import DIAG_FIXTURE, replay_views
 
@@ -199,3 +199,24 @@ def test_the_header_says_what_the_p95_verdict_still_needs() -> None:
     assert "P95 verdict" not in " ".join(texts(header_lines(replace(view, frame=decided), 158)))
     settling = replace(frame, settle_remaining_s=3.0)
     assert "P95 verdict" not in " ".join(texts(header_lines(replace(view, frame=settling), 158)))
+
+
+def test_the_latency_percentiles_say_how_many_failed_requests_they_leave_out() -> None:
+    view = replay_views(DIAG_FIXTURE)[-1]
+    steps = list(view.steps)
+    steps[1] = replace(steps[1], requests_failed=3)
+    steps[-1] = replace(steps[-1], requests_failed=12)
+    shown = replace(view, steps=tuple(steps))
+    for width in (76, 156):
+        rows = texts(steps_lines(shown, width, 12))
+        (note,) = [row for row in rows if "left out" in row]
+        assert note.startswith("latency P95s: #2 3 failed left out, ")
+        assert note.rstrip().endswith(f"#{len(steps)} 12 failed left out")
+        # kept when the rows fill the panel: the newest rows show beside it
+        tight = texts(steps_lines(shown, width, 4))
+        assert tight[-1].startswith("latency P95s: #2 3 failed left out, ")
+        assert tight[-2].split()[0] == str(len(steps))
+    assert left_out_note([replace(steps[0], requests_failed=0)], 76) is None
+    # Where the newest do not all fit, the newest are named.
+    many = tuple(replace(steps[0], requests_failed=k + 1) for k in range(9))
+    assert left_out_note(many, 76) == "latency P95s: #8 8 failed left out, #9 9 failed left out"

@@ -8,12 +8,15 @@ knee, `~` a partial step. The SLA column says pass / fail / inconclusive, or "no
 in which no request finished (`metrics.outcome`; "inconcl." where the table is narrow). `J/out`
 is the step's joules per output token over its measured window (issue 29; "-" without an energy
 figure). When a step has been diagnosed, "bound by" and, where the table is wide enough, its
-TTFT decomposition bar follow.
+TTFT decomposition bar follow. The latency percentiles are of the requests that succeeded: where
+a step had failures, a note under the rows says how many each leaves out (issue 31), kept
+however many rows there are.
 """
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from gputui.frontends.view import LiveView
 from gputui.metrics.energy import joules_cell
@@ -175,21 +178,44 @@ def steps_lines(view: LiveView, width: int, height: int, *, ascii: bool = False)
     body = [_row(view, i, layout, ascii=ascii) for i in range(len(view.steps))]
     if ascii:
         body = [[(_ascii(text), role) for text, role in line] for line in body]
-    spare = height - 1 - len(body)
     footer: list[Line] = []
+    note = left_out_note(view.steps, width)
+    if note is not None and height >= 3:  # kept whatever the rows: a P95 must say what it omits
+        footer.append([(note, "dim")])
+    spare = height - 1 - len(body) - len(footer)
     newest = view.diagnosis(view.steps[-1]).ttft_breakdown
     if not bar_w and newest:
         label = f"step {len(view.steps)}"
         bar_lines = breakdown.step_bar_lines(label, newest, width, ascii=ascii)
         if spare >= len(bar_lines):
             footer += bar_lines
-    if view.knee_explanation and spare - len(footer) >= 1:
-        wrapped = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[: spare - len(footer)]
+            spare -= len(bar_lines)
+    if view.knee_explanation and spare >= 1:
+        wrapped = textwrap.wrap(view.knee_explanation, max(width - 2, 10))[:spare]
         footer += [[("┊ " if k == 0 else "  ", "knee"), (t, "")] for k, t in enumerate(wrapped)]
     keep = max(height - 1 - len(footer), 0)
     shown = body[-keep:] if keep else []
     lines = [fit(header, width)] + [fit(line, width) for line in [*shown, *footer]]
     return lines + [fit([], width) for _ in range(height - len(lines))]
+
+
+def left_out_note(steps: Sequence[StepResult], width: int) -> str | None:
+    """The note 'latency P95s: #2 3 failed left out, #4 12 failed left out' (issue 31).
+
+    The table's percentiles are of the requests that succeeded; a failed or timed-out request
+    has none. The newest steps with failures are named first, as many as fit in `width`.
+    """
+    failed = [(i + 1, s.requests_failed) for i, s in enumerate(steps) if s.requests_failed]
+    if not failed:
+        return None
+    head = "latency P95s:"
+    parts: list[str] = []
+    for row, count in reversed(failed):
+        part = f"#{row} {count} failed left out"
+        if parts and len(head) + sum(len(p) + 2 for p in parts) + len(part) + 1 > width - 1:
+            break
+        parts.append(part)
+    return f"{head} {', '.join(reversed(parts))}"
 
 
 def _ascii(text: str) -> str:
