@@ -80,7 +80,8 @@ def _check_exact(snap: Snapshot, stdout: str, delta: dict[str, float]) -> dict[s
 def _print_steps(snap: Snapshot, endpoint: str) -> None:
     for step in snap.steps:
         print(
-            f"{endpoint} concurrency {step.level:g}: {step.requests_ok} requests, "
+            f"{endpoint} concurrency {step.level:g}: {step.requests_ok} requests in "
+            f"{step.duration_s:.1f} s, "
             f"TTFT mean {step.ttft_s.mean * 1e3:.2f} ms p50 {step.ttft_s.p50 * 1e3:.2f} ms, "  # type: ignore[operator]
             f"ITL mean {step.itl_s.mean * 1e3:.2f} ms (n {step.itl_s.n}), "  # type: ignore[operator]
             f"TPOT mean {step.tpot_s.mean * 1e3:.2f} ms, "  # type: ignore[operator]
