@@ -10,10 +10,11 @@ import pytest
 
 from gputui.engine.arrivals import Arrival, ArrivalProcess
 from gputui.engine.client import ClientConfig, StreamingClient
+from gputui.engine.event_tokens import EventCounterSpec
 from gputui.engine.load import LoadController, RequestShape
 from gputui.engine.records import RequestRecord
 from gputui.engine.target import parse_target
-from tests.support.replay import ReplayServer, chunked
+from tests.support.replay import ReplayServer, chunked, fixed
 
 SSE = [("Content-Type", "text/event-stream")]
 QUICK = chunked(
@@ -143,3 +144,56 @@ async def test_burst_and_pause() -> None:
         await client.aclose()
     assert sum(1 for r in records if r.ok) == 11
     assert [r.error for r in records if not r.ok] == ["cancelled"]
+
+
+TEXTS = (b" a b", b" c d", b" e f")
+TWO_PER_EVENT = chunked(
+    200,
+    SSE,
+    [
+        *(b'data: {"choices":[{"text":"%s","finish_reason":null}]}\n\n' % t for t in TEXTS[:2]),
+        b'data: {"choices":[{"text":"%s","finish_reason":"length"}]}\n\n' % TEXTS[2],
+        b'data: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":6}}\n\n',
+        b"data: [DONE]\n\n",
+    ],
+    gap_s=0.01,
+)
+TOKENIZE_S = 1.0
+
+
+async def test_tokenize_counting_leaves_the_users_path_and_the_stop_waits_for_it() -> None:
+    """Events counted by a slow /tokenize: the closed-loop users send on at once (issue 30).
+
+    Three events of two tokens each (usage 6); /tokenize answers after 1 s. Counted inline, the
+    two users would send 2 requests in the first 0.4 s; off their path they send on, every record
+    waiting for the texts already on their way to /tokenize. The stop, 0.4 s in, waits for that
+    counting, so every record comes back counted, each text sent to /tokenize once.
+    """
+    answer = fixed(200, [("Content-Type", "application/json")], b'{"count":2}')
+    tokenize = [(TOKENIZE_S, answer[0][1])]
+    records: list[RequestRecord] = []
+    handed_ns: list[int] = []
+
+    def hand_on(record: RequestRecord) -> None:
+        records.append(record)
+        handed_ns.append(time.perf_counter_ns())
+
+    async with ReplayServer([TWO_PER_EVENT], by_path={"/tokenize": tokenize}) as server:
+        counter = EventCounterSpec(kind="server", dialect="vllm")
+        config = ClientConfig(target=parse_target(server.url), model="m", event_counter=counter)
+        client = StreamingClient(config)
+        load = LoadController(client, RequestShape(8, 6), ArrivalProcess("poisson"), hand_on)
+        started = time.perf_counter_ns()
+        load.set_load("concurrency", 2, 0)
+        await asyncio.sleep(0.4)
+        await load.stop(cancel=False, drain_timeout_s=5)
+        await client.aclose()
+        calls = [r for r in server.requests if r.startswith(b"POST /tokenize ")]
+    assert len(records) == load.sent_by_step[0] >= 6
+    for record in records:
+        assert record.ok, record.error_detail
+        assert record.event_tokens_method == "tokenizer"
+        assert record.event_tokens is not None and record.event_tokens.tolist() == [2, 2, 2]
+    assert len(calls) == 3  # each text once: the later requests wait for it
+    assert (min(handed_ns) - started) / 1e9 >= TOKENIZE_S  # no record before its counts ...
+    assert (max(r.sent_ns for r in records) - started) / 1e9 < 0.5  # ... nor user waited

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 CLOSE = b"<<close>>"
 
@@ -52,11 +52,20 @@ def fixed(status: int, headers: Sequence[tuple[str, str]], body: bytes) -> list[
 
 
 class ReplayServer:
-    """Serves `responses[i % len]` to the i-th request; GET /v1/models lists `model`."""
+    """Serves `responses[i % len]` to the i-th request; GET /v1/models lists `model`.
 
-    def __init__(self, responses: Sequence[list[Part]], model: str = "m") -> None:
+    `by_path` answers a POST to one of its paths with its own response instead (a /tokenize).
+    """
+
+    def __init__(
+        self,
+        responses: Sequence[list[Part]],
+        model: str = "m",
+        by_path: Mapping[str, list[Part]] | None = None,
+    ) -> None:
         self.responses = list(responses)
         self.model = model
+        self.by_path = {f"POST {k} ".encode(): v for k, v in (by_path or {}).items()}
         self.requests: list[bytes] = []
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -79,7 +88,13 @@ class ReplayServer:
                     payload = b'{"object":"list","data":[{"id":"%s"}]}' % self.model.encode()
                     writer.write(fixed(200, [("Content-Type", "application/json")], payload)[0][1])
                     continue
-                parts = self.responses[(len(self.requests) - 1) % len(self.responses)]
+                parts = (
+                    next(
+                        (v for k, v in self.by_path.items() if head.startswith(k)),
+                        None,
+                    )
+                    or self.responses[(len(self.requests) - 1) % len(self.responses)]
+                )
                 for delay, data in parts:
                     if delay:
                         await asyncio.sleep(delay)

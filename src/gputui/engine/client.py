@@ -17,7 +17,9 @@ Tokens per event (see engine.event_tokens): with `continuous_usage` the request 
 `stream_options.continuous_usage_stats` (servers that honour it: vLLM, the simulator); with an
 `event_counter` the texts of a finished request's events are counted when its usage total says
 that some event carried more than one token; without one (or when it fails) that usage total is
-spread evenly over the events (`usage_spread`). None of these runs per event.
+spread evenly over the events (`usage_spread`). None of these runs per event. `send` waits for
+that counting; `send_uncounted` hands it back as a coroutine, which the load controller runs on
+its own task, so a closed-loop user's next request never waits for /tokenize.
 
 The request's bytes are built in `engine.client_config` (`ClientConfig` and `Timeouts` are
 re-exported here), and a finished exchange is judged into its record in `engine.request_outcome`.
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -146,9 +148,43 @@ class StreamingClient:
         requested_input_tokens: int | None = None,
         keep_text: bool = False,
     ) -> RequestRecord:
-        """Send one request and measure it; never raises except on task cancellation.
+        """Send one request and measure it, its events counted; never raises except on cancel.
 
         `keep_text` keeps the answer in `output_text` (a conversation re-sends it next turn).
+        """
+        record, counting = await self.send_uncounted(
+            prompt,
+            max_tokens,
+            request_id=request_id,
+            step_index=step_index,
+            queued_ns=queued_ns,
+            messages=messages,
+            extra_body=extra_body,
+            requested_input_tokens=requested_input_tokens,
+            keep_text=keep_text,
+        )
+        return record if counting is None else await counting
+
+    async def send_uncounted(
+        self,
+        prompt: str,
+        max_tokens: int,
+        *,
+        request_id: int,
+        step_index: int,
+        queued_ns: int | None = None,
+        messages: Sequence[Mapping[str, object]] | None = None,
+        extra_body: Mapping[str, object] | None = None,
+        requested_input_tokens: int | None = None,
+        keep_text: bool = False,
+    ) -> tuple[RequestRecord, Coroutine[None, None, RequestRecord] | None]:
+        """`send`, with the counting of its events (if any) left to the caller.
+
+        Returns the record as the stream ended and, when its events still need counting by the
+        server's /tokenize (or a tokenizer), the coroutine that counts them and returns the final
+        record. The load controller awaits it on its own task, so a closed-loop user sends its
+        next request at once instead of waiting for /tokenize (issue 30); the record is handed
+        on, and its step's figures computed, only once it is final.
         """
         self._ensure_watchdog()
         body = request_body(self._config, prompt, max_tokens, messages, extra_body)
@@ -179,7 +215,7 @@ class StreamingClient:
                     error=REASON_CONNECT,
                     error_detail=f"cannot connect to {self._config.target.base_url}: {detail}",
                     **common,
-                )
+                ), None
             reader = StreamReader(keep_texts=self._counter is not None or keep_text)
             sent_ns = time.perf_counter_ns()
             exchange = connection.start(request, reader.feed)
@@ -207,26 +243,27 @@ class StreamingClient:
             )
             if record.tokens_from_usage and record.output_tokens > len(reader.token_ns):
                 self._tokens_done += record.output_tokens - len(reader.token_ns)
-            if needs_counting(record):  # once per request: most streams need no counting
-                if self._counter is not None:
-                    record = await self._count_events(record, reader)
-                if needs_counting(record):  # nothing could count the events: spread the total
-                    spread = spread_usage(int(record.token_ns.size), record.output_tokens)
-                    record = with_event_counts(record, spread, METHOD_USAGE_SPREAD, reader)
             key = self._config.api_key
             if key and record.error_detail and key in record.error_detail:
                 # A server that echoes the key in its error text must not put it in our records.
                 record = replace(record, error_detail=record.error_detail.replace(key, "[API key]"))
-            return record
+            if not needs_counting(record):  # once per request: most streams need no counting
+                return record, None
+            if self._counter is None:
+                return _spread(record, reader), None
+            return record, self._count_events(record, reader)
         raise AssertionError("unreachable: the second attempt always returns")
 
     async def _count_events(self, record: RequestRecord, reader: StreamReader) -> RequestRecord:
-        """Count the event texts of a finished request (off the hot path: once, at its end)."""
+        """Count the event texts of a finished request (once, at its end); else spread the usage.
+
+        Never raises but on cancellation: a counter that fails leaves the usage spread.
+        """
         assert self._counter is not None
         assert reader.texts is not None
         counts = await self._counter.count(reader.texts)
         if counts is None:
-            return record
+            return _spread(record, reader)
         return with_event_counts(
             record, reconcile(counts, record.output_tokens), METHOD_TOKENIZER, reader
         )
@@ -263,3 +300,9 @@ class StreamingClient:
         self._pool.close()
         if self._counter is not None:
             self._counter.close()
+
+
+def _spread(record: RequestRecord, reader: StreamReader) -> RequestRecord:
+    """Nothing could count the events: the usage total spread evenly over them."""
+    spread = spread_usage(int(record.token_ns.size), record.output_tokens)
+    return with_event_counts(record, spread, METHOD_USAGE_SPREAD, reader)

@@ -11,10 +11,13 @@ in this order (the method is recorded on the request as `event_tokens_method`):
   the next one: its stamp is dropped.
 - `events`: one token per event, when the usage total equals the number of events (then exact) or
   when nothing can count them (then the step says so through this method).
-- `tokenizer`: the event texts are counted by the server's /tokenize (8 at a time) or a local
-  tokenizer.json, after the request finished and before its record is handed on (so a closed-loop
-  user's next request waits for it: that is why continuous usage is asked for where the server
-  honours it), each distinct text once (a bounded cache); the counts are then
+- `tokenizer`: the event texts are counted by the server's /tokenize (8 at a time for the whole
+  client) or a local tokenizer.json, after the request finished and before its record is handed
+  on; the load controller counts on a task of its own, so a closed-loop user's next request does
+  not wait for it (it did before: Messages at 4 streams read 171 output tok/s against chat's 254
+  on vLLM's CPU build), but the /tokenize calls still load the server, which is why continuous
+  usage is asked for where the server honours it. Each distinct text is sent once (a bounded
+  cache; a text already on its way is waited for, not sent again); the counts are then
   reconciled with the usage total (the tokens beyond one per event are shared in proportion to what
   the tokenizer found), since a text cut at an event boundary can tokenize differently.
 - `usage_spread`: the usage total says some events carried several tokens but nothing can count
@@ -46,9 +49,9 @@ METHOD_USAGE_SPREAD: Final = "usage_spread"
 
 _CACHE_LIMIT: Final = 100_000
 _PARALLEL: Final = 8
-"""/tokenize requests in flight at once for one finished request's texts."""
+"""/tokenize requests in flight at once, for all the finished requests being counted."""
 TOKENIZE_TIMEOUT_S: Final = 10.0
-"""A /tokenize that has not answered by then never will: counting stops (the user waits on it)."""
+"""A /tokenize that has not answered by then never will: counting stops (the step waits on it)."""
 
 Counts = npt.NDArray[np.int32]
 
@@ -96,6 +99,9 @@ class EventCounter:
         self._host = host
         self._model = model
         self._cache: dict[str, int] = {}
+        self._pending: dict[str, asyncio.Future[int | None]] = {}
+        """Texts on their way through /tokenize: a second request counting one waits for it."""
+        self._slots = asyncio.Semaphore(_PARALLEL)
         self._tokenizer: _BatchTokenizer | None = None
         self.broken: str | None = None
         """Why counting stopped working (then every later request counts one token per event)."""
@@ -111,22 +117,42 @@ class EventCounter:
         if self.broken is not None:
             return None
         cache = self._cache
-        missing = list({t for t in texts if t not in cache})
+        known = {t: cache[t] for t in texts if t in cache}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:
-            if len(cache) + len(missing) > _CACHE_LIMIT:
-                cache.clear()
             if self._tokenizer is not None:
                 encoded = self._tokenizer.encode_batch(missing, add_special_tokens=False)
-                cache.update(zip(missing, (len(e.ids) for e in encoded), strict=True))
+                found: list[int | None] = [len(e.ids) for e in encoded]
             else:
-                # A few at a time on parallel connections: the user's next request waits for this.
-                for start in range(0, len(missing), _PARALLEL):
-                    batch = missing[start : start + _PARALLEL]
-                    found = await asyncio.gather(*(self._tokenize(t) for t in batch))
-                    if any(n is None for n in found):
-                        return None
-                    cache.update(zip(batch, cast("list[int]", found), strict=True))
-        return [cache[t] for t in texts]
+                found = list(await asyncio.gather(*(self._counted(t) for t in missing)))
+            if any(n is None for n in found):
+                return None
+            fresh = dict(zip(missing, cast("list[int]", found), strict=True))
+            if len(cache) + len(fresh) > _CACHE_LIMIT:
+                cache.clear()
+            cache.update(fresh)
+            known.update(fresh)
+        return [known[t] for t in texts]
+
+    async def _counted(self, text: str) -> int | None:
+        """One text through /tokenize, shared by every request counting it at the same time.
+
+        At most `_PARALLEL` are in flight for the whole client, however many requests count.
+        """
+        pending = self._pending.get(text)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self._pending[text] = future
+        try:
+            async with self._slots:
+                found = await self._tokenize(text) if self.broken is None else None
+            future.set_result(found)
+            return found
+        finally:
+            del self._pending[text]
+            if not future.done():  # cancelled: a request waiting on it counts no further
+                future.set_result(None)
 
     async def _tokenize(self, text: str) -> int | None:
         pool = self._pool

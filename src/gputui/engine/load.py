@@ -12,6 +12,11 @@ A closed-loop worker whose request could not connect waits before its next one (
 to 1 s, reset by the first request that reaches the server): when the server is down, the run goes
 on and counts `connect` failures at a few per second per worker rather than spinning a core on
 thousands of them. The open loop needs no such brake: its arrivals keep their schedule.
+
+A request whose events must be counted by the server's /tokenize (engine.event_tokens) is counted
+on a task of its own: its worker (or conversation) goes on at once, and its record is handed on
+when counted. Its step meanwhile stays open (sent but not yet come back), so no step's figures
+are computed from uncounted stamps.
 """
 
 from __future__ import annotations
@@ -28,11 +33,14 @@ from gputui.engine.arrivals import ArrivalProcess
 from gputui.engine.client import StreamingClient
 from gputui.engine.driven import DrivenSource
 from gputui.engine.driven import LoadMode as LoadMode
+from gputui.engine.event_tokens import TOKENIZE_TIMEOUT_S
 from gputui.engine.records import REASON_CLIENT_ERROR, REASON_CONNECT, RequestRecord
 from gputui.engine.workload import FixedShape, RequestSource, RequestSpec, SourceExhausted
 
 CONNECT_BACKOFF_S: Final = (0.05, 1.0)
 """First and longest wait of a closed-loop worker after a failed connection."""
+COUNTING_DRAIN_S: Final = 2 * TOKENIZE_TIMEOUT_S
+"""How long a stop waits for the event counting of the last requests (each /tokenize is bounded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +147,8 @@ class LoadController:
             if late:
                 self._client.abort_all()
                 await asyncio.wait(late, timeout=5.0)
+        if self._requests:  # the counting of requests that ended meanwhile (their records)
+            await asyncio.wait(set(self._requests), timeout=COUNTING_DRAIN_S)
 
     # the loops -------------------------------------------------------------------------------
     async def _closed_worker(self, slot: int) -> None:
@@ -244,29 +254,60 @@ class LoadController:
         turn: int | None = None,
         keep_text: bool = False,
     ) -> RequestRecord:
-        """Send a driver's request through the controller's own path; its record comes back."""
-        record = await self._send(spec, queued_ns, keep_text=keep_text)
-        assert record is not None  # a given spec is always sent
+        """Send a driver's request through the controller's own path; its record comes back.
+
+        The record handed on is the final one (events counted); the driver gets it as the
+        stream ended, so its next turn never waits for the counting.
+        """
+        sent = await self._send(spec, queued_ns, keep_text=keep_text)
+        assert sent is not None  # a given spec is always sent
+        record, counting = sent
         if conversation_id is not None:
             record = replace(record, conversation_id=conversation_id, turn=turn)
-        out = replace(record, output_text=None) if record.output_text is not None else record
-        self._on_record(out)
+        self._hand_on(record, counting, conversation=(conversation_id, turn))
         return record
 
     async def _one_request(self, queued_ns: int | None, *, burst: bool = False) -> str | None:
         """Send one request and hand its record on; returns its failure reason."""
-        record = await self._send(None, queued_ns)
-        if record is None:
+        sent = await self._send(None, queued_ns)
+        if sent is None:
             return None
-        self._on_record(replace(record, burst=True) if burst else record)
+        record, counting = sent
+        self._hand_on(record, counting, burst=burst)
         return record.error
+
+    def _hand_on(
+        self,
+        record: RequestRecord,
+        counting: Coroutine[None, None, RequestRecord] | None,
+        *,
+        burst: bool = False,
+        conversation: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        """Hand the record on now, or once its events are counted (on a task of its own).
+
+        The step stays open meanwhile: the session finishes a step only when every request sent
+        in it has come back, so its figures always hold the counted stamps.
+        """
+        if counting is None:
+            self._on_record(_handed(record, burst, conversation))
+            return
+
+        async def count() -> None:
+            self._on_record(_handed(await counting, burst, conversation))
+
+        task = asyncio.create_task(count())
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
 
     async def _send(
         self, given: RequestSpec | None, queued_ns: int | None, *, keep_text: bool = False
-    ) -> RequestRecord | None:
+    ) -> tuple[RequestRecord, Coroutine[None, None, RequestRecord] | None] | None:
         """Send one request (the source's next one unless given) and measure it.
 
-        None: the source is exhausted, and nothing was sent.
+        Returns the record and, when its events still need counting, the coroutine that counts
+        them (see `StreamingClient.send_uncounted`). None: the source is exhausted, and nothing
+        was sent.
         """
         request_id = self._next_id
         self._next_id += self._id_step
@@ -277,7 +318,7 @@ class LoadController:
         try:
             spec = given if given is not None else self._source.next(request_id)
             requested = spec.max_tokens
-            record = await self._client.send(
+            return await self._client.send_uncounted(
                 spec.prompt,
                 spec.max_tokens,
                 request_id=request_id,
@@ -304,7 +345,21 @@ class LoadController:
                 error=REASON_CLIENT_ERROR,
                 error_detail=f"{type(exc).__name__}: {exc}",
             )
+            return record, None
         finally:
             self.in_flight -= 1
             self._slot_freed.set()
-        return record
+
+
+def _handed(
+    record: RequestRecord, burst: bool, conversation: tuple[int | None, int | None]
+) -> RequestRecord:
+    """The record as it is handed on: marked a burst's or a conversation's, without its text."""
+    conversation_id, turn = conversation
+    if burst:
+        record = replace(record, burst=True)
+    if conversation_id is not None:
+        record = replace(record, conversation_id=conversation_id, turn=turn)
+    if record.output_text is not None:
+        record = replace(record, output_text=None)
+    return record
