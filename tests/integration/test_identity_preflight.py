@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -57,6 +58,10 @@ class _Server(ThreadingHTTPServer):
     routes: dict[str, bytes]
     posts: int
     gets: list[str]
+    hang: frozenset[str] = frozenset()
+    """Paths answered with nothing, or (`trickle`) one byte every 0.2 s, until `released`."""
+    trickle: frozenset[str] = frozenset()
+    released: threading.Event
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -64,6 +69,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.gets.append(self.path)
+        if self.path in self.server.hang:
+            self.server.released.wait(10)
+            return
+        if self.path in self.server.trickle:
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            while not self.server.released.wait(0.2):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+            return
         body = self.server.routes.get(self.path)
         status = 200 if body is not None else 404
         body = body if body is not None else b'{"detail":"Not Found"}'
@@ -87,9 +103,11 @@ class _Handler(BaseHTTPRequestHandler):
 def stub(request: pytest.FixtureRequest) -> Iterator[_Server]:
     server = _Server(("127.0.0.1", 0), _Handler)
     server.routes, server.posts, server.gets = ROUTES[request.param], 0, []
+    server.released = threading.Event()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
+    server.released.set()
     server.shutdown()
     server.server_close()
 
@@ -170,3 +188,29 @@ def test_the_preflight_names_the_engine_and_its_limits(stub: _Server) -> None:
             "/v1/models max_model_len",
         )
     assert stub.posts == 0
+
+
+@pytest.mark.parametrize("stub", ["sglang", "vllm"], indirect=True)
+def test_the_identity_probe_keeps_within_the_preflight_timeout(stub: _Server) -> None:
+    """A server slow to say what it is holds the pre-flight no longer than its `timeout_s`.
+
+    The SGLang stub (a gateway's list: kind unknown) never answers any engine's info GET, so all
+    four are tried (2 s each before); the vLLM stub answers /version and trickles /server_info
+    (30 s allowed before, and a byte every 0.2 s reset each read's timeout).
+    """
+    if "/get_server_info" in stub.routes:
+        stub.hang = frozenset(("/info", "/server_info", "/get_server_info", "/props"))
+    else:
+        stub.trickle = frozenset(("/server_info?config_format=json",))
+    started = time.perf_counter()
+    checked = preflight(parse_target(_url(stub)), None, api_key=None, timeout_s=1.0)
+    took = time.perf_counter() - started
+    # The probe's 1 s and the rest of the pre-flight (about 1 s on a busy 2-core host); before,
+    # 4 x 2 s (SGLang) and all of the 200 s trickle (vLLM).
+    assert took < 3.0, took
+    if stub.hang:
+        assert checked.identity is None and checked.backend.name == "openai-compatible"
+        assert stub.gets[-1] == "/info"  # the probe's first GET took all its time
+    else:
+        assert checked.identity is not None and checked.identity.version == "0.32.0"
+        assert checked.identity.max_sequences is None  # /server_info: not said in time

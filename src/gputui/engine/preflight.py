@@ -41,6 +41,7 @@ def preflight(
     """Check the target; raise ServerUnreachable or ModelNotServed with a one-line message.
 
     Without a `model`, the server must serve exactly one, which is then the one requested.
+    `timeout_s` bounds each request, and the identity probe's requests in all.
     """
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     models_url = f"{target.api_url}/models"
@@ -85,7 +86,9 @@ def preflight(
     if backend.name == OPENAI_COMPATIBLE:
         metrics = _metrics_text(f"{target.base_url}{target.root_prefix}/metrics", headers)
         backend = detect_backend(server_header, payload, metrics)
-    identity = probe_identity(target.base_url + target.root_prefix, backend.name, headers=headers)
+    identity = probe_identity(
+        target.base_url + target.root_prefix, backend.name, headers=headers, timeout_s=timeout_s
+    )
     if identity is not None and backend.name == OPENAI_COMPATIBLE:
         backend = Backend(identity.engine, f"{identity.sources[0]} answered as {identity.engine}")
     context = context_limit(payload, model, identity)
