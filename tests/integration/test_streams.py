@@ -171,6 +171,19 @@ async def test_four_tokens_per_event_counted_with_tokenize(sim: SimProcess) -> N
 
 
 @pytest.mark.parametrize("sim", [FOUR], indirect=True, ids=["4-per-event"])
+async def test_four_tokens_per_message_delta_counted_with_tokenize(sim: SimProcess) -> None:
+    """The Messages stream has no per-event usage: its 4-token deltas are counted by /tokenize."""
+    counter = EventCounterSpec(kind="server", dialect="vllm")
+    records = await send_all(sim.url, 8, 66, endpoint="messages", event_counter=counter)
+    assert {r.event_tokens_method for r in records} == {"tokenizer"}
+    assert all(r.token_ns.size == 17 for r in records)  # 16 deltas of 4 and one of 2
+    assert all(r.event_tokens is not None and r.event_tokens[-1] == 2 for r in records)
+    truths = server_truth(sim.url)
+    assert [t["events"] for t in truths] == [17] * 8
+    assert_per_token_itl(records, sim.url, 66)
+
+
+@pytest.mark.parametrize("sim", [FOUR], indirect=True, ids=["4-per-event"])
 async def test_four_tokens_per_event_uncounted_spread_the_usage_and_say_so(sim: SimProcess) -> None:
     """No continuous usage, no /tokenize, no tokenizer: the usage total is spread over the events.
 

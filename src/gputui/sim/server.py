@@ -233,9 +233,18 @@ class SimServer:
             cast(JsonObject, stream_options).get("continuous_usage_stats", False)
         )
         sink: StreamSink | BufferedSink
-        if api in ("responses", "messages"):
-            make = responses_sink if api == "responses" else messages_sink
-            sink = make(
+        if api == "messages":
+            sink = messages_sink(
+                conn.transport,
+                self.truth,
+                conn.response_done,
+                stream=bool(body.get("stream")),
+                arrival_ns=request.arrival_ns,
+                common=common,
+                tokens_per_event=self.stream_style.tokens_per_event,
+            )
+        elif api == "responses":
+            sink = responses_sink(
                 conn.transport,
                 self.truth,
                 conn.response_done,
