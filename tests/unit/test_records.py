@@ -224,3 +224,47 @@ def test_a_bursts_requests_are_in_no_step_as_in_the_snapshot() -> None:
     assert len(mine) == step.requests_ok + step.requests_failed
     flagged = [r for r in rows if r["burst"]]
     assert len(flagged) == 3 and {r["step"] for r in flagged} == {None}
+
+
+def test_good_is_what_goodput_counts_and_the_file_follows_an_sla_change(tmp_path: Path) -> None:
+    """`good` is the snapshot's goodput rule (as long as asked, E2E and TTFAT bounds too), and
+    after a mid-session SLA change the file already written is judged again (issue 30)."""
+    spec = _spec(0, 0, 0, 1000)
+    records = [
+        rec(sent_ms=0, end_ms=60, tokens_ms=[20, 40, 60], requested=3),  # good
+        rec(sent_ms=10, end_ms=70, tokens_ms=[30, 50], requested=3),  # short: never good
+        rec(sent_ms=20, end_ms=420, tokens_ms=[40, 200, 420], requested=3),  # E2E 0.4 s
+        replace(  # thought for 2 tokens, answered at 300 ms: TTFAT 0.3 s
+            rec(sent_ms=30, end_ms=400, tokens_ms=[50, 300, 400], requested=3),
+            first_answer_ns=ns(300),
+            reasoning_tokens=2,
+        ),
+    ]
+    strict = Sla(ttft_p95_s=0.1, e2e_p95_s=0.3, ttfat_p95_s=0.2)
+    loose = Sla(ttft_p95_s=0.1)
+    current = [strict]
+    out = tmp_path / "r.jsonl"
+    tap = RecordsFile(out, lambda: current[0])
+    journal = Journal(tmp_path / "s.journal", HEADER, taps=[tap])
+    journal.add_load(spec, T0)
+    journal.add_requests(records, T0)
+    journal.add_step(aggregate_step(spec, records, strict))
+    journal.flush()
+
+    def goods() -> list[bool]:
+        rows = sorted((json.loads(x) for x in out.read_text().splitlines()), key=lambda r: r["id"])
+        return [bool(r["good"]) for r in rows]
+
+    for sla, expected in (
+        (strict, [True, False, False, False]),
+        (loose, [True, False, True, True]),
+    ):
+        current[0] = sla
+        tap.take([], [])  # what the journal's next flush does: judge the file again
+        assert goods() == expected
+        step = aggregate_step(spec, records, sla)
+        assert sum(expected) == round(step.goodput_requests_per_s * step.duration_s)
+        saved = table_rows(session_table(records, [spec], [0], T0, sla))
+        assert [r["good"] for r in sorted(saved, key=lambda r: str(r["id"]))] == expected
+    assert tap.rows_written == len(records)
+    journal.close(delete=True)

@@ -114,6 +114,8 @@ def request_line(record: RequestRecord, origin_ns: int) -> dict[str, object]:
     }
     if record.cached_input_tokens is None and record.server_timings is not None:
         line["cache_n"] = record.server_timings.cache_n  # llama.cpp's own prefix-cache count
+    if record.reasoning_tokens:
+        line["think"] = record.reasoning_tokens  # a thinking answer's TTFAT (records' `good`)
     return line
 
 

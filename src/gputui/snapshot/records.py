@@ -4,11 +4,12 @@ Contract (schema version `RECORDS_SCHEMA_VERSION`, documented in the README): ev
 keys of `ROW_KEYS`. Times `*_ns` are int ns since the run's start (`Session.started_ns`), `*_s`
 float seconds, computed exactly as the snapshot's statistics compute them
 (`metrics.request_metrics`): `ttft_s`, `ttfat_s`, `tpot_s` and `e2e_s` are null where the
-snapshot counts no such sample (a failed request, no first token, a 1-token TPOT). `good` is
-`metrics.sla.meets_sla` of an ok request. `step` is the index of the snapshot's step that
-measured the request (sent in its measurement window; the snapshot numbers its steps 0, 1, 2
-..., hidden carry-on steps taking none), or null: warm-up (sent before its step's measurement
-started), the hand-over (sent after its step closed, while its last measured requests
+snapshot counts no such sample (a failed request, no first token, a 1-token TPOT). `good` is what
+the snapshot's goodput counts (`metrics.goodput.good_mask`: ok, as long as asked, within every
+per-request bound of the SLA: TTFT, TPOT, E2E and TTFAT). `step` is the index of the snapshot's
+step that measured the request (sent in its measurement window; the snapshot numbers its steps
+0, 1, 2 ..., hidden carry-on steps taking none), or null: warm-up (sent before its step's
+measurement started), the hand-over (sent after its step closed, while its last measured requests
 finished), a burst (`burst` true: measured as the burst, in no step's figures), a hidden step
 (the load held after a hold or between a plan's steps) or a step the snapshot does not have.
 
@@ -18,7 +19,8 @@ journal's lines (`snapshot.journal`: `load`, `measure`, `request`, `step`) and h
 request until its step's `step` line (or a hidden `load`) decides it; `close` decides the rest.
 One decider serves the live file (a journal tap, `snapshot.records_file`), the snapshot's own
 table (`records` key, written by `snapshot.assemble` and by `snapshot.recovery`), so all three
-give the same rows.
+give the same rows; the live file is judged again when the SLA changes mid-session
+(`snapshot.records_file`), as the snapshot's steps are.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-import numpy as np
-
 from gputui.engine.records import RequestRecord
-from gputui.metrics.sla import Sla, meets_sla
+from gputui.metrics.goodput import good_mask
+from gputui.metrics.request_metrics import record_columns
+from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec
 from gputui.snapshot.journal import load_line, measure_line, request_line
 
@@ -64,8 +66,12 @@ ROW_KEYS: Final = (
     "requested_output_tokens",
     "cached_tokens",
     "events",
+    "reasoning_tokens",
 )
 """Every row's keys, in order."""
+
+OPTIONAL_TABLE_KEYS: Final = {"reasoning_tokens": 0}
+"""Keys added to the table since schema 1 was saved, and what an older table's rows hold."""
 
 DERIVED_KEYS: Final = ("ttft_s", "ttfat_s", "tpot_s", "e2e_s")
 """Keys a table need not store: `with_seconds` computes them from the `*_ns` keys."""
@@ -160,21 +166,40 @@ def _row(line: Mapping[str, object], step: int | None, window: _Window | None) -
         "requested_output_tokens": _int(line.get("req_out")),
         "cached_tokens": cached if cached is not None else _int(line.get("cache_n")),
         "events": _int(line.get("events")),
+        "reasoning_tokens": _int(line.get("think")) or 0,
     }
     with_seconds(row)
     return {key: row[key] for key in ROW_KEYS}
 
 
-def _judge(rows: list[dict[str, object]], sla: Sla) -> list[dict[str, object]]:
-    """Fill each row's `good`: an ok request that met the SLA (`metrics.sla.meets_sla`)."""
+def judge_rows(rows: list[dict[str, object]], sla: Sla) -> list[dict[str, object]]:
+    """Fill each row's `good` as the snapshot's goodput judges its request (`good_mask`)."""
     if not rows:
         return rows
-    ttft = np.array([_nan(r["ttft_s"]) for r in rows], dtype=np.float64)
-    tpot = np.array([_nan(r["tpot_s"]) for r in rows], dtype=np.float64)
-    verdicts = meets_sla(ttft, tpot, sla).tolist()
+    verdicts = good_mask(record_columns([_judged(r) for r in rows]), sla).tolist()
     for row, good in zip(rows, verdicts, strict=True):
-        row["good"] = bool(row["ok"]) and bool(good)
+        row["good"] = bool(good)
     return rows
+
+
+def _judged(row: Mapping[str, object]) -> RequestRecord:
+    """What `good_mask` reads of a row's request, as a record (no stamps: it reads none)."""
+    sent, last = row["sent_ns"], row["last_ns"]
+    assert isinstance(sent, int)
+    assert isinstance(last, int)
+    first, answer = row["first_token_ns"], row["first_answer_ns"]
+    return RequestRecord(
+        request_id=0,
+        step_index=0,
+        sent_ns=sent,
+        end_ns=last,
+        ok=bool(row["ok"]),
+        first_token_ns=first if isinstance(first, int) else None,
+        first_answer_ns=answer if isinstance(answer, int) else None,
+        output_tokens=_int(row["output_tokens"]) or 0,
+        requested_output_tokens=_int(row["requested_output_tokens"]) or 0,
+        reasoning_tokens=_int(row["reasoning_tokens"]) or 0,
+    )
 
 
 def _nan(value: object) -> float:
@@ -293,7 +318,7 @@ class RecordRows:
         for line, step in decided:
             index = _int(line.get("step"))
             rows.append(_row(line, step, None if index is None else self._windows.get(index)))
-        return _judge(rows, self._current_sla())
+        return judge_rows(rows, self._current_sla())
 
 
 def rows_table(rows: Sequence[Mapping[str, object]]) -> dict[str, object]:
@@ -311,10 +336,16 @@ def table_rows(table: Mapping[str, object]) -> Iterator[dict[str, object]]:
     if table.get("schema_version") != RECORDS_SCHEMA_VERSION or not isinstance(columns, Mapping):
         raise ValueError(f"records table of an unknown schema: {table.get('schema_version')!r}")
     stored = [k for k in ROW_KEYS if k not in DERIVED_KEYS and k != "schema_version"]
-    missing = [k for k in stored if not isinstance(columns.get(k), list)]
+    missing = [
+        k for k in stored if not isinstance(columns.get(k), list) and k not in OPTIONAL_TABLE_KEYS
+    ]
     if missing:
         raise ValueError(f"records table without {', '.join(missing)}")
-    lists: list[list[object]] = [list(columns[k]) for k in stored]
+    size = len(columns["id"]) if isinstance(columns.get("id"), list) else 0
+    lists: list[list[object]] = [
+        list(columns[k]) if isinstance(columns.get(k), list) else [OPTIONAL_TABLE_KEYS[k]] * size
+        for k in stored
+    ]
     for values in zip(*lists, strict=True):
         row: dict[str, object] = {"schema_version": RECORDS_SCHEMA_VERSION}
         row.update(zip(stored, values, strict=True))
