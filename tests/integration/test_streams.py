@@ -8,6 +8,7 @@ client's); `/sim/stats` holds every per-token gap it delivered.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,10 +57,18 @@ async def send_all(
             i = queue.pop()
             out.append(await client.send("hello world", max_tokens, request_id=i, step_index=0))
 
+    # The client runs in pytest's process, whose heap (every test module imported) a full
+    # collection scans in 50-90 ms on the 2-core host: one, set off by the allocations of the
+    # first requests' /tokenize counting, stamped the streams still running that much late (ITL
+    # 2-4.5 % over the server's in 4 of 8 runs). gputui's own engine process is small (a full
+    # collection ~6 ms); freezing what exists before the run keeps pytest's heap out of the scans.
+    gc.collect()
+    gc.freeze()
     try:
         await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(concurrency))), 60)
     finally:
         await client.aclose()
+        gc.unfreeze()
     return sorted(out, key=lambda r: r.sent_ns)
 
 
