@@ -90,10 +90,21 @@ REAL_SERVER_FOLDERS = ("realvllm", "realserver")
 worker, one after another (the other worker still runs other tests beside them)."""
 
 
+LIVE_TIMING_FOLDERS = ("integration", "e2e", "faults", "ui", *REAL_SERVER_FOLDERS)
+"""Folders whose tests time live servers in real time on a shared host: a failure there is run
+once more (pytest-rerunfailures) and counted as `rerun` in the summary line, never hidden. A real
+regression fails both runs; the unit tests (pure functions, virtual time) are never rerun."""
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `pytest -n N --dist loadgroup`, keep each module (its module-scoped simulator) and
-    each real-server folder (its one server) on one worker. Serial runs are untouched."""
+    """Mark the live-timing tests for one rerun; under `pytest -n N --dist loadgroup`, keep each
+    module (its module-scoped simulator) and each real-server folder (its one server) on one
+    worker. Serial runs are not grouped."""
+    for item in items:
+        folders = item.nodeid.split("::", 1)[0].split("/")[1:-1]
+        if any(f in LIVE_TIMING_FOLDERS for f in folders) and not item.get_closest_marker("flaky"):
+            item.add_marker(pytest.mark.flaky(reruns=1))
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers by --dist loadgroup
         return
     for item in items:
