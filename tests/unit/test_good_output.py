@@ -122,6 +122,8 @@ def test_where_the_in_flight_cap_binds_the_sla_judges_ttft_from_the_schedule() -
     # The saved step (its schedule figures are extra keys) is judged the same way.
     saved = step_from_result(step)
     assert judge_step(saved, sla).verdict == "fail" and not step_meets_sla(saved, sla)
+    # The same requests are not good output: 60 of 80 met the bound, those that waited did not.
+    assert step.goodput_share == pytest.approx(60 / 80)
     # On schedule (no slot wait) the TTFT from the send is judged: it passes.
     on_time = [replace(r, queued_ns=r.sent_ns - 1_000_000) for r in records]
     assert aggregate_step(spec, on_time, sla).sla_verdict == "pass"

@@ -9,7 +9,8 @@ Contract (docs/domain.md §2):
   asked for no particular length, 0, is never short).
 - `good_mask(cols, sla)`: records that succeeded, met every per-request bound of `sla` (TTFT,
   TPOT, E2E, TTFAT: `sla.meets_sla`) and are not short. A failed or timed-out record is never
-  good: it counts as over every bound.
+  good: it counts as over every bound. A record that waited for a `--max-in-flight` slot is
+  judged on its TTFT from its schedule (`request_metrics.ttft_judged_s`), as the step's verdict.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from gputui.metrics.request_metrics import (
     RecordColumns,
     e2e_aligned_s,
     tpot_aligned_s,
-    ttft_aligned_s,
+    ttft_judged_s,
 )
 from gputui.metrics.sla import Sla, meets_sla
 
@@ -59,7 +60,7 @@ def good_mask(cols: RecordColumns, sla: Sla) -> BoolArray:
     if not good.any():
         return good
     judged = meets_sla(
-        ttft_aligned_s(cols)[good],
+        ttft_judged_s(cols)[good],
         tpot_aligned_s(cols)[good],
         sla,
         e2e_aligned_s(cols)[good],

@@ -55,6 +55,9 @@ class RecordColumns:
     connect_ns: IntArray
     """0 where a kept-alive connection was reused (see `has_connect`)."""
     has_connect: BoolArray
+    queued_ns: IntArray
+    """When an open-loop request was scheduled to arrive; 0 in a closed loop (`has_queued`)."""
+    has_queued: BoolArray
     n_events: IntArray
     """Number of token events (stamps) per record."""
     event_counts: IntArray
@@ -131,6 +134,8 @@ def record_columns(records: Sequence[RequestRecord]) -> RecordColumns:
         tokens_from_usage=np.array([r.tokens_from_usage for r in records], dtype=np.bool_),
         connect_ns=_ints([0 if c is None else c for c in connect]),
         has_connect=np.array([c is not None for c in connect], dtype=np.bool_),
+        queued_ns=_ints([r.queued_ns or 0 for r in records]),
+        has_queued=np.array([r.queued_ns is not None for r in records], dtype=np.bool_),
         n_events=n_events,
         event_counts=event_counts,
         counted=np.array([r.event_tokens_method != "events" for r in records], dtype=np.bool_),
@@ -147,6 +152,27 @@ def ttft_aligned_s(cols: RecordColumns) -> FloatArray:
     """TTFT per record (NaN where undefined: failed, or no first token)."""
     defined = cols.ok & cols.has_first_token
     return np.where(defined, (cols.first_token_ns - cols.sent_ns) * _NS_TO_S, np.nan)
+
+
+SLOT_WAIT_NS = 5_000_000
+"""A send this much after its schedule (connection setup aside) waited for a slot."""
+
+
+def slot_waited(cols: RecordColumns) -> BoolArray:
+    """Open-loop records sent over SLOT_WAIT_NS after their schedule: `--max-in-flight` bound."""
+    late = cols.sent_ns - cols.queued_ns - cols.connect_ns
+    return cols.has_queued & (late > SLOT_WAIT_NS)
+
+
+def ttft_judged_s(cols: RecordColumns) -> FloatArray:
+    """TTFT per record as the SLA judges it: from the schedule where it waited for a slot.
+
+    A user whose request waited for a `--max-in-flight` slot waited from its arrival, not from
+    its send (`sla.judged_ttft` is the step's side of this); elsewhere from the send.
+    """
+    defined = cols.ok & cols.has_first_token
+    start = np.where(slot_waited(cols), cols.queued_ns, cols.sent_ns)
+    return np.where(defined, (cols.first_token_ns - start) * _NS_TO_S, np.nan)
 
 
 def ttfat_aligned_s(cols: RecordColumns) -> FloatArray:

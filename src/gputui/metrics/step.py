@@ -64,7 +64,12 @@ from gputui.metrics.confidence import Bounds
 from gputui.metrics.energy import StepEnergy, step_energy
 from gputui.metrics.error_log import first_messages, flood_reason
 from gputui.metrics.goodput import good_mask, no_answer_mask, short_mask, ttfat_censored_s
-from gputui.metrics.request_metrics import metrics_from_columns, record_columns, tokens_arrived
+from gputui.metrics.request_metrics import (
+    SLOT_WAIT_NS,
+    metrics_from_columns,
+    record_columns,
+    tokens_arrived,
+)
 from gputui.metrics.sla import Sla, error_rate, step_meets_sla
 from gputui.metrics.step_intervals import rate_and_share_intervals
 from gputui.metrics.summary import Summary, summarize
@@ -300,10 +305,6 @@ def _handover_s(measured_end_ns: npt.NDArray[np.int64], end_ns: int) -> float:
     if end_ns < 0 or measured_end_ns.size == 0:
         return 0.0
     return max(int(measured_end_ns.max()) - end_ns, 0) * _NS_TO_S
-
-
-SLOT_WAIT_NS = 5_000_000
-"""A send this much after its schedule (connection setup aside) waited for a slot."""
 
 
 def _with_schedule(
