@@ -18,10 +18,10 @@ from gputui.control.plans import (
 )
 from gputui.control.rules import StepLimits
 from gputui.control.runner import Open, Plan, PlanRunner, Progress, Stop
-from gputui.control.sweep import InFlightTrace
 from gputui.metrics.knee_sweep import KneeSweep
 from gputui.metrics.step import StepResult, StepSpec
 from gputui.metrics.verdict import Verdict
+from gputui.session.in_flight import InFlightSample, InFlightTrace
 from tests.support.driven import FakeSession, rejections
 from tests.support.steps import make_step
 
@@ -111,12 +111,12 @@ def test_a_stopped_sweep_asks_for_nothing_more() -> None:
 
 def test_a_validation_hold_judges_the_sla_and_the_queue() -> None:
     session = FakeSession()
-    trace = InFlightTrace()
     now = time.perf_counter_ns()
-    for i in range(-20, 200):  # 4 in flight, every 10 ms around the hold
-        trace.t_ns.append(now + i * 10_000_000)
-        trace.in_flight.append(4)
-    plan = ValidateRate(2.5, 0.3, trace)
+    # 4 in flight, every 10 ms around the hold
+    trace = InFlightTrace(
+        [InFlightSample(now + i * 10_000_000, 4, False, 0.0, False) for i in range(-20, 200)]
+    )
+    plan = ValidateRate(2.5, 0.3, trace.between)
     PlanRunner(session, Stop()).run(plan)
     assert session.specs[0].mode == "rate" and session.specs[0].level == 2.5
     validation = plan.validation
@@ -130,9 +130,9 @@ def test_the_validation_rate_is_90_percent_of_the_capacity() -> None:
     session = FakeSession()
     steps = [make_step(level, index=i, sla=session.sla) for i, level in enumerate([1, 2, 4])]
     steps = [replace(s, sla_verdict="pass") for s in steps]
-    plan = ValidateRate.at_capacity(steps, session.sla, 30.0, InFlightTrace())
+    plan = ValidateRate.at_capacity(steps, session.sla, 30.0, InFlightTrace().between)
     assert plan is not None and plan.rate == pytest.approx(0.9 * steps[-1].requests_per_s)
-    assert ValidateRate.at_capacity([], session.sla, 30.0, InFlightTrace()) is None
+    assert ValidateRate.at_capacity([], session.sla, 30.0, InFlightTrace().between) is None
 
 
 def test_the_hold_keeps_the_open_step_and_then_closes_it() -> None:
@@ -188,7 +188,7 @@ def test_repeats_of_a_finished_plan_go_straight_to_the_next_repeat() -> None:
     guard.start()
     plan = Repeats(
         2,
-        lambda _: ValidateRate(2.5, 0.2, InFlightTrace()),
+        lambda _: ValidateRate(2.5, 0.2, InFlightTrace().between),
         sla=session.sla,
         tally=tally,
         fresh=lambda _: None,

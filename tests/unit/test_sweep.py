@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gputui.control.sweep import InFlightTrace, burst_recoveries
+from gputui.control.sweep import burst_recoveries
 from gputui.engine.records import RequestRecord
 from gputui.metrics.validation import queue_verdict
 
@@ -43,11 +43,10 @@ def record(sent_s: float, ttft_s: float) -> RequestRecord:
 def test_burst_recovery_is_the_later_of_ttft_and_queue() -> None:
     # Requests every 0.1 s; the burst at t=10 s pushes TTFT to 2 s until t=13.0, then 0.1 s again.
     records = [record(t, 2.0 if 10.0 <= t < 13.0 else 0.1) for t in np.arange(0, 20, 0.1)]
-    trace = InFlightTrace()
-    for t in np.arange(0, 20, 0.25):
-        trace.t_ns.append(int(t * S))
-        trace.in_flight.append(4 if t < 10 or t >= 14.0 else 20)  # queue drains at t=14
-    (burst,) = burst_recoveries([10 * S], 16, records, trace, ttft_bound_s=1.0, origin_ns=0)
+    times = np.arange(0, 20, 0.25)
+    in_flight = [4 if t < 10 or t >= 14.0 else 20 for t in times]  # queue drains at t=14
+    frames = ([int(t * S) for t in times], in_flight)
+    (burst,) = burst_recoveries([10 * S], 16, records, frames, ttft_bound_s=1.0, origin_ns=0)
     assert burst.at_s == 10.0
     assert burst.ttft_recovery_s == pytest.approx(3.0, abs=0.11)
     assert burst.queue_recovery_s == pytest.approx(4.0, abs=0.01)
@@ -57,10 +56,9 @@ def test_burst_recovery_is_the_later_of_ttft_and_queue() -> None:
 
 def test_a_burst_that_never_recovers() -> None:
     records = [record(t, 2.0 if t >= 10.0 else 0.1) for t in np.arange(0, 20, 0.1)]
-    trace = InFlightTrace()
-    trace.t_ns = [int(t * S) for t in np.arange(0, 20, 0.25)]
-    trace.in_flight = [4] * len(trace.t_ns)
-    (burst,) = burst_recoveries([10 * S], 16, records, trace, ttft_bound_s=1.0, origin_ns=0)
+    t_ns = [int(t * S) for t in np.arange(0, 20, 0.25)]
+    frames = (t_ns, [4] * len(t_ns))
+    (burst,) = burst_recoveries([10 * S], 16, records, frames, ttft_bound_s=1.0, origin_ns=0)
     assert burst.ttft_recovery_s is None
     assert burst.recovered is False
     assert burst.recovery_s is None

@@ -18,9 +18,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from gputui.control.rules import StepLimits
 from gputui.control.runner import Ended, Keep, Move, Open, Plan, Progress
-from gputui.control.sweep import InFlightTrace
 from gputui.engine.load import LoadMode
 from gputui.metrics.capacity import qualified_capacity
 from gputui.metrics.knee_summary import knee_of
@@ -116,24 +117,28 @@ class KneeSweepPlan:
         return Open(self.planner.mode, decision.level, limits)
 
 
+InFlight = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+"""(t_s from lo, requests in flight) of the frames in [lo, hi): `Session.in_flight_between`."""
+
+
 class ValidateRate:
     """Hold an open-loop rate; judge whether the SLA holds and the queue stays bounded."""
 
-    def __init__(self, rate: float, seconds: float, trace: InFlightTrace) -> None:
+    def __init__(self, rate: float, seconds: float, in_flight: InFlight) -> None:
         self.rate = rate
         self.seconds = seconds
-        self.trace = trace
+        self.in_flight = in_flight
         self.validation: ValidationHold | None = None
         """The snapshot's `validation` (None until held to the end)."""
         self._asked = False
 
     @classmethod
     def at_capacity(
-        cls, steps: Sequence[StepResult], sla: Sla, seconds: float, trace: InFlightTrace
+        cls, steps: Sequence[StepResult], sla: Sla, seconds: float, in_flight: InFlight
     ) -> ValidateRate | None:
         """Hold 90 % of the qualified capacity's req/s (None: no capacity)."""
         rate = capacity_rate(steps, sla)
-        return None if rate is None else cls(rate, seconds, trace)
+        return None if rate is None else cls(rate, seconds, in_flight)
 
     def next(self, progress: Progress) -> Move | None:
         if not self._asked:
@@ -146,7 +151,7 @@ class ValidateRate:
         return None
 
     def _judge(self, held: Ended, result: StepResult) -> ValidationHold:
-        t_s, in_flight = self.trace.between(held.spec.measure_start_ns, held.ended_ns)
+        t_s, in_flight = self.in_flight(held.spec.measure_start_ns, held.ended_ns)
         queue = queue_verdict(t_s, in_flight)
         return validation_hold(self.rate, self.seconds, held.spec.index, result, queue)
 

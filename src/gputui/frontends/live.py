@@ -26,7 +26,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from gputui.control.sweep import InFlightTrace
 from gputui.engine.api import EngineFactory
 from gputui.engine.load import LoadMode
 from gputui.engine.preflight import PreflightResult
@@ -59,7 +58,6 @@ class LiveController:
     ) -> None:
         self.settings = settings
         self._telemetry = telemetry
-        self._trace = InFlightTrace()
         self._session = Session(
             settings.engine,
             settings.sla,
@@ -96,9 +94,7 @@ class LiveController:
         )
         self._terms = TermsHistory(SessionTerms(settings.sla, settings.price_per_hour))
         """The SLA and price now, and their changes (the settings dialog; the snapshot)."""
-        self._saver = LiveSaver(
-            self._session, telemetry, self._trace, self._terms, self, self._event
-        )
+        self._saver = LiveSaver(self._session, telemetry, self._terms, self, self._event)
         """Snapshots, the report and the journal."""
 
     @property
@@ -386,8 +382,7 @@ class LiveController:
         self._session.events.add(kind, text)
 
     def _on_frame(self, frame: StatsFrame) -> None:
-        """Each new frame, on the Session's loop thread (after its events): history, trace."""
-        self._trace.on_frame(frame)
+        """Each new frame, on the Session's loop thread (after its events): history, floods."""
         self._history.on_frame(frame)
         self._pause_if_flooded(frame)
 

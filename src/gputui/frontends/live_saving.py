@@ -1,7 +1,7 @@
 """The live controller's snapshots and journal: what a session saves, kept apart.
 
 Contract: `frontends.live.LiveController` owns one `LiveSaver`, built with its collaborators: the
-Session, the telemetry sampler, the in-flight trace, the SLA and price history, the event log,
+Session (its in-flight trace too), the telemetry sampler, the SLA and price history, the event log,
 and the controller as its `SaveHost` (the settings now, the load's mode, whether it runs).
 `save` writes a snapshot of every finished step so far (the session goes on) with
 `snapshot.assemble.save_session`, the function `gputui run` uses; `open_journal` has the Session
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from gputui.control.sweep import InFlightTrace
 from gputui.engine.context_limit import ContextLimit
 from gputui.engine.identity import ServerIdentity
 from gputui.engine.load import LoadMode
@@ -65,14 +64,12 @@ class LiveSaver:
         self,
         session: Session,
         telemetry: TelemetrySampler | None,
-        trace: InFlightTrace,
         terms: TermsHistory,
         host: SaveHost,
         event: Callable[[EventKind, str], None],
     ) -> None:
         self._session = session
         self._telemetry = telemetry
-        self._trace = trace
         self._terms = terms
         self._host = host
         self._event = event
@@ -180,7 +177,7 @@ class LiveSaver:
             client_extra={
                 "workers": settings.workers,
                 "ray": settings.ray_address,
-                **self._trace.saturation().to_json(),
+                **self._session.client_saturation().to_json(),
             },
             price_per_hour=settings.price_per_hour,
             energy_price_per_kwh=settings.energy_price,

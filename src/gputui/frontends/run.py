@@ -15,7 +15,7 @@ from pathlib import Path
 from gputui.control.plans import FixedLevels, KneeSweepPlan, Repeats, RepeatTally, ValidateRate
 from gputui.control.repeats import fresh_start
 from gputui.control.runner import Plan, PlanRunner
-from gputui.control.sweep import BurstFirer, InFlightTrace, burst_recoveries
+from gputui.control.sweep import BurstFirer, burst_recoveries
 from gputui.engine.identity import describe_server
 from gputui.engine.preflight import PreflightResult
 from gputui.frontends.outputs import RunOutputs
@@ -76,13 +76,11 @@ def _run(
     """The sweep itself, its snapshot and its lines (`run_command` owns the outputs)."""
     load = options.plan
     settings, target, model = plan.settings, plan.target, ready.checked.model
-    trace = InFlightTrace()
     session = Session(
         ready.config,
         settings.sla,
         warmup_s=plan.warmup_s,
         on_step_finished=printer.step,
-        on_frame=trace.on_frame,
         workers=settings.workers,
         ray_address=settings.ray,
     )
@@ -112,9 +110,9 @@ def _run(
         )
         if bursts is not None:
             bursts.start()
-        outcome = _sweep(load, plan, session, runner, trace, printer, repeats)
+        outcome = _sweep(load, plan, session, runner, printer, repeats)
         if load.auto and not stopper.fired.is_set():
-            _validate_capacity(load, session, runner, trace, printer, settings.sla, outcome)
+            _validate_capacity(load, session, runner, printer, settings.sla, outcome)
         elif load.auto:
             outcome.validation_skipped = "the run was stopped before its validation hold"
         if bursts is not None:
@@ -129,7 +127,7 @@ def _run(
             bursts.fired_ns,
             load.burst or 0,
             session.all_records(),
-            trace,
+            session.in_flight_frames(),
             settings.sla.ttft_p95_s,
             session.started_ns,
         )
@@ -149,7 +147,7 @@ def _run(
         client_extra={
             "workers": settings.workers,
             "ray": settings.ray,
-            **trace.saturation().to_json(),
+            **session.client_saturation().to_json(),
         },
         backend=backend_name(ready.checked.backend, sampler.latest().server),
     )
@@ -161,7 +159,7 @@ def _run(
         finish=lambda s: plan.source.finish(s, session.all_records(), server_trace(sampler)),
     )
     session.close_journal(saved=True)
-    _print_results(load, plan, model, session, snapshot, trace, printer, repeats)
+    _print_results(load, plan, model, session, snapshot, printer, repeats)
     note = f" (incomplete: {stopper.signal_name})" if interrupted else ""
     sys.stdout.write(f"snapshot written to {plan.out}{note}\n")
     rejected = session.error_log.run_verdict()
@@ -262,7 +260,6 @@ def _sweep(
     plan: RunPlan,
     session: Session,
     runner: PlanRunner,
-    trace: InFlightTrace,
     printer: StepPrinter,
     repeats: RepeatTally,
 ) -> _Outcome:
@@ -279,7 +276,7 @@ def _sweep(
                 deadline_ns=deadline_ns,
             )
         if load.validate_rate:
-            return ValidateRate(load.validate_rate, load.seconds, trace)
+            return ValidateRate(load.validate_rate, load.seconds, session.in_flight_between)
         return FixedLevels(plan.mode, plan.levels, plan.limits)
 
     def fresh(repeat: int) -> None:
@@ -309,14 +306,14 @@ def _validate_capacity(
     load: LoadPlanFlags,
     session: Session,
     runner: PlanRunner,
-    trace: InFlightTrace,
     printer: StepPrinter,
     sla: Sla,
     outcome: _Outcome,
 ) -> None:
     """After the auto sweep: hold 90 % of the capacity rate, if time and `--no-validate` allow."""
     hold_s = min(load.seconds, (outcome.deadline_ns - time.perf_counter_ns()) / 1e9 - 15.0)
-    validate = ValidateRate.at_capacity(session.finished_steps(), sla, hold_s, trace)
+    in_flight = session.in_flight_between
+    validate = ValidateRate.at_capacity(session.finished_steps(), sla, hold_s, in_flight)
     if validate is None:
         return
     if load.no_validate:
@@ -338,7 +335,6 @@ def _print_results(
     model: str,
     session: Session,
     snapshot: Snapshot,
-    trace: InFlightTrace,
     printer: StepPrinter,
     repeats: RepeatTally,
 ) -> None:
@@ -347,7 +343,8 @@ def _print_results(
     for event in session.events.items():  # levels that are no step (session.ledger): say so
         if event.text.endswith(NOTHING_MEASURED):
             printer.note(f"level {event.text}: no step (longer --max-step-seconds lets it measure)")
-    warning = run_warning(trace.saturation(), [step.bottleneck for step in snapshot.steps])
+    bottlenecks = [step.bottleneck for step in snapshot.steps]
+    warning = run_warning(session.client_saturation(), bottlenecks)
     if warning is not None:  # the advice follows the steps' verdicts (metrics.client_state)
         printer.note(warning)
     printer.summary(snapshot)

@@ -3,7 +3,7 @@
 Contract: `burst_recoveries(fired_ns, count, records, frames, ttft_bound_s, origin_ns)` is, per
 burst, when P95 TTFT was back under its bound and the requests in flight back to their level
 before it (`BurstRecovery`, the snapshot's `bursts[]` via `to_json`). `frames` is the published
-frames' (time, requests in flight), as `control.sweep.InFlightTrace` keeps them.
+frames' (time, requests in flight), as `session.in_flight.InFlightTrace` keeps them.
 """
 
 from __future__ import annotations

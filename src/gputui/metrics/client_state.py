@@ -161,7 +161,7 @@ def run_warning(
 ) -> str | None:
     """The run's closing warning about its client, following the steps' verdicts.
 
-    `saturation`: the frames' shares (`sweep.InFlightTrace.saturation`). A step judged
+    `saturation`: the frames' shares (`session.in_flight.InFlightTrace.saturation`). A step judged
     host-contended outweighs frames that looked client-bound: the advice is then not to add
     workers. None when neither happened often enough to mention.
     """

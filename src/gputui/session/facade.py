@@ -32,7 +32,7 @@ from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig, EngineStatus
 from gputui.engine.records import RequestRecord
 from gputui.errors import EngineFailed
-from gputui.metrics.client_state import ClientStateTracker
+from gputui.metrics.client_state import ClientSaturation, ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
@@ -326,7 +326,7 @@ class Session:
 
     def observe(self, frame: StatsFrame) -> None:
         """Turn what changed since the last frame into events, as the loop does with its own."""
-        self._loop.ask(lambda loop: loop.observe(frame))
+        self._loop.ask(lambda loop: loop.live.observe(frame))
 
     # views ---------------------------------------------------------------------------------------
     @property
@@ -410,12 +410,24 @@ class Session:
 
     def rtt_summary(self) -> Summary:
         """Round-trip probe statistics in seconds."""
-        samples = self._loop.ask(lambda loop: list(loop.rtt_ns))
+        samples = self._loop.ask(lambda loop: list(loop.live.rtt_ns))
         return summarize(np.array(samples, dtype=np.float64) / 1e9)
 
     def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
         """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
-        return self._loop.ask(lambda loop: loop.rtt_between(lo_ns, hi_ns))
+        return self._loop.ask(lambda loop: loop.live.rtt_between(lo_ns, hi_ns))
+
+    def in_flight_between(self, lo_ns: int, hi_ns: int) -> tuple[np.ndarray, np.ndarray]:
+        """(t_s from lo, requests in flight) of the frames in [lo, hi) (`session.in_flight`)."""
+        return self._loop.ask(lambda loop: loop.live.trace.between(lo_ns, hi_ns))
+
+    def in_flight_frames(self) -> tuple[list[int], list[int]]:
+        """(when, requests in flight) of every frame so far (a burst's recovery)."""
+        return self._loop.ask(lambda loop: loop.live.trace.frames())
+
+    def client_saturation(self) -> ClientSaturation:
+        """How often the client itself was the bottleneck, over the frames so far."""
+        return self._loop.ask(lambda loop: loop.live.trace.saturation())
 
     # engine callbacks (reader threads) ---------------------------------------------------------
     def _on_batch(

@@ -33,18 +33,16 @@ from gputui.metrics.client_state import ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
-from gputui.metrics.streamed_rate import StreamedRate
-from gputui.metrics.window import RollingWindow, WindowStats
-from gputui.session.cpu import EngineCpu, WorkerFigures
+from gputui.metrics.window import RollingWindow
+from gputui.session.cpu import WorkerFigures
 from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import (
     EventLog,
-    EventWatcher,
     load_event,
     step_events,
     unmeasured_event,
 )
-from gputui.session.frames import StatsFrame, build_frame, client_lagging
+from gputui.session.frames import StatsFrame
 from gputui.session.handover import (
     bursts_back,
     handover_cut_event,
@@ -53,6 +51,7 @@ from gputui.session.handover import (
 )
 from gputui.session.inbox import Inbox
 from gputui.session.ledger import StepLedger
+from gputui.session.live_frames import LiveFrames
 from gputui.session.messages import (
     Ask,
     Batch,
@@ -100,34 +99,28 @@ class SessionLoop:
     ) -> None:
         self.ledger = ledger
         self.progress = progress
-        self.window = window
-        self.streamed = StreamedRate(window.window_s)
-        """The live tok/s from the engine's running token count (requests in flight included)."""
         self.events = events
         self.diagnosis = diagnosis
         self.error_log = error_log
-        self._client_states = client_states
-        self._worker_figures = worker_figures
-        self._workers = workers
-        self._telemetry = telemetry
+        self.live = LiveFrames(
+            window=window,
+            events=events,
+            error_log=error_log,
+            client_states=client_states,
+            worker_figures=worker_figures,
+            workers=workers,
+            telemetry=telemetry,
+            on_frame=on_frame,
+        )
+        """The rolling window, the client's figures, the probes and the frames (on this thread)."""
         self._on_step_finished = on_step_finished
-        self._on_frame = on_frame
         self.sla = sla
-        self.cpu = EngineCpu()
         self.status: EngineStatus | None = None
-        self.rtt_ns: list[int] = []
-        self.rtt_at_ns: list[int] = []
-        """When each RTT sample reached the session (per-step network share; diagnosis)."""
-        self.probes_failed = 0
-        self.paused = False
         self.paused_at_ns: int | None = None
-        """When the pause began (the open step's clock stands there while paused)."""
+        """When the pause began, while paused (the open step's clock stands there)."""
         self.job_phase = "measuring"
-        self.target_state = "ok"
         self.journal: JournalWriter | None = None
         self.journal_origin_ns = 0
-        self._watcher = EventWatcher()
-        self._seq = 0
         self._version_seen = 0
         self.published = Published(sla=sla)
         self._bursts_told: set[int] = set()
@@ -214,19 +207,10 @@ class SessionLoop:
     def _on_batch(self, batch: Batch) -> None:
         kept = self.ledger.add_records(batch.records)
         self.error_log.add(kept)
-        self.window.add(kept)
+        self.live.on_batch(batch, kept)
         self.ledger.set_sent(batch.sent_by_step)
-        self.cpu.update(batch.status)
         self.status = batch.status
-        if batch.status.tokens_streamed is not None:
-            self.streamed.add(batch.arrived_ns, batch.status.tokens_streamed)
         self.progress.on_batch(batch.arrived_ns, batch.sent_by_step, batch.status.in_flight)
-        for sample in batch.rtt:
-            if sample is None:
-                self.probes_failed += 1
-            else:
-                self.rtt_ns.append(sample)
-                self.rtt_at_ns.append(batch.arrived_ns)
         self.deliver(self.ledger.finish_ready(self.status, self.sla, force=False))
         self._hand_over(batch.arrived_ns)
         for event in bursts_back(self.ledger, self._bursts_told):
@@ -278,7 +262,6 @@ class SessionLoop:
             else:
                 self.ledger.close_current(command.now_ns)
         elif isinstance(command, PauseChanged):
-            self.paused = command.paused
             self.paused_at_ns = time.perf_counter_ns() if command.paused else None
         elif isinstance(command, JobPhaseChanged):
             self.job_phase = command.phase
@@ -317,12 +300,7 @@ class SessionLoop:
         self.deliver([result])
         self._publish()
 
-    def rtt_between(self, lo_ns: int, hi_ns: int) -> list[int]:
-        """RTT samples (ns) that reached the session within [lo_ns, hi_ns)."""
-        pairs = zip(self.rtt_ns, self.rtt_at_ns, strict=True)
-        return [r for r, t in pairs if lo_ns <= t < hi_ns]
-
-    # frames -----------------------------------------------------------------------------------
+    # frames (`session.live_frames`) ---------------------------------------------------------
     def publish_frame(self) -> None:
         """Build the frame of now, publish it, turn it into events and hand it on."""
         self.progress.settle(time.perf_counter_ns())
@@ -333,60 +311,23 @@ class SessionLoop:
         phase = self.progress.phase(now, self.job_phase, self.sla)
         if step.index in self.ledger.hidden and self.job_phase == "measuring":
             phase = StepPhase(step_phase=UNMEASURED)  # after a hold: the load runs, no step
-        self._seq += 1
-        cpus, waits = self._worker_figures(self.cpu.percent, self.cpu.run_wait_percent)
-        busiest = max(cpus)
-        known = [w for w in waits if w is not None]
-        wait = max(known) if known else None
-        lagging = client_lagging(busiest, self.status)
-        frame = build_frame(
-            seq=self._seq,
+        frame = self.live.build(
             step=step,
             now_ns=now,
-            window=self._window_stats(now),
             phase=phase,
             status=self.status,
-            client_cpu_percent=self.cpu.percent,
-            busiest_cpu_percent=busiest,
-            run_wait_percent=wait,
-            client_state=self._client_states.update(busiest, wait, lagging=lagging),
-            rtt_last_s=self.rtt_ns[-1] / 1e9 if self.rtt_ns else None,
             steps_finished=len(self.ledger.finished),
-            workers=self._workers,
-            paused=self.paused,
-            paused_at_ns=self.paused_at_ns if self.paused else None,
+            paused_at_ns=self.paused_at_ns,
             handover=handover_state(self.ledger, now),
             hold_look=self.ledger.verdicts.get(step.index),
         )
         self.show_frame(frame)
-        diagnoser = self.diagnosis.diagnoser
-        if diagnoser is not None:
-            diagnoser.on_frame(frame)
-        if self._on_frame is not None:
-            self._on_frame(frame)
-
-    def _window_stats(self, now: int) -> WindowStats:
-        """The window's figures, its tok/s from the tokens streamed (issue 31) where known.
-
-        The finished requests alone miss the tokens of those still in flight.
-        """
-        stats = self.window.stats(now)
-        live = self.streamed.rate(now)
-        return stats if live is None else replace(stats, output_tokens_per_s=live)
+        self.live.hand_on(frame, time.perf_counter_ns(), self.diagnosis)
 
     def show_frame(self, frame: StatsFrame) -> None:
         """Publish `frame` as the latest and turn what changed since the last into events."""
-        self.observe(frame)
+        self.live.observe(frame)
         self._publish(frame)
-
-    def observe(self, frame: StatsFrame) -> None:
-        """Turn what changed since the last frame into events, and the target state they imply."""
-        telemetry = self._telemetry() if self._telemetry is not None else None
-        seen, self.target_state = self._watcher.observe(frame, telemetry, self.target_state)
-        for kind, text in seen:
-            self.events.add(kind, text)
-        for text in self.error_log.new_messages():
-            self.events.add("error", text)
 
     def _publish(self, frame: StatsFrame | None = None) -> None:
         before = self.published
@@ -402,10 +343,10 @@ class SessionLoop:
             status=self.status,
             cancelled=self.ledger.cancelled,
             unmeasured=frozenset(self.ledger.hidden),
-            probes_failed=self.probes_failed,
-            client_cpu_percent=self.cpu.percent,
-            client_run_wait_percent=self.cpu.run_wait_percent,
-            target_state=self.target_state,
+            probes_failed=self.live.probes_failed,
+            client_cpu_percent=self.live.cpu.percent,
+            client_run_wait_percent=self.live.cpu.run_wait_percent,
+            target_state=self.live.target_state,
             journal_path=self.journal.path if self.journal is not None else None,
             applied=self._inbox.applied,
         )
