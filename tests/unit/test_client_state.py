@@ -165,3 +165,31 @@ def test_this_process_times_its_gc_and_reads_steal() -> None:
         pauses.close()
     ticks = steal_ticks()
     assert ticks is None or 0 <= ticks[0] <= ticks[1]
+
+
+def test_sends_late_for_a_slot_are_the_caps_not_the_clients() -> None:
+    # --max-in-flight 4 at 20 req/s: 34 of 36 requests waited for a slot (sim, measured). The
+    # step's records read dispatch late p95 904 ms; that lateness is the cap's.
+    capped = bottleneck(
+        StepEvidence(
+            level=20,
+            client_cpu_mean_pct=3.0,
+            client_run_wait_pct=45.0,
+            loop_lag_max_ms=11.0,
+            slot_waits=34,
+            ttft_schedule_p95_s=0.9247,
+        )
+    )
+    assert capped["verdict"] == "none" and capped["client_state"] is None, capped
+    assert capped["suspect"] is False
+    assert (
+        "34 requests waited for a --max-in-flight slot: the cap, not the client, sent them late "
+        "(TTFT from the schedule p95 925 ms)"
+    ) in capped["evidence"]
+    # The same lateness without a slot wait is the client's: a contended host, suspect.
+    late = bottleneck(
+        StepEvidence(
+            level=20, client_cpu_mean_pct=3.0, client_run_wait_pct=45.0, dispatch_late_p95_ms=904.0
+        )
+    )
+    assert late["verdict"] == "host-contended" and late["suspect"] is True

@@ -132,7 +132,11 @@ def step_evidence(
         throttle_reasons=gpu.get("throttle_reasons", ()),
         client_cpu_max_pct=client["client_cpu_max_pct"],
         loop_lag_max_ms=client["loop_lag_max_ms"],
-        dispatch_late_p95_ms=client["dispatch_late_p95_ms"],
+        # Where the in-flight cap bound, sends were late because no slot was free: the cap's
+        # lateness, said in its own line (bottleneck), not a sign of a late client.
+        dispatch_late_p95_ms=None if result.slot_waits else client["dispatch_late_p95_ms"],
+        slot_waits=result.slot_waits,
+        ttft_schedule_p95_s=result.ttft_schedule_s.p95 if result.ttft_schedule_s else None,
         client_cpu_mean_pct=client["client_cpu_mean_pct"],
         client_run_wait_pct=client["client_run_wait_pct"],
         gc_pause_max_ms=client["gc_pause_max_ms"],

@@ -13,7 +13,8 @@ The rules run in this order and the first that holds is the verdict:
    errors with the server's first message ("http_400 x 976: 'This model's maximum ...'").
 1. `client` or `host-contended`: the load generator's busiest process >= CLIENT_CPU_PCT, or its
    event loop was late by >= CLIENT_LAG_MS, or requests left >= CLIENT_DISPATCH_LATE_MS (p95)
-   after their scheduled time (connection setup excluded: new connections are their own line).
+   after their scheduled time (connection setup excluded: new connections are their own line;
+   in a step where `--max-in-flight` bound, the lateness is the cap's, its own line too).
    `metrics.client_state` says why: `client` (client-bound) only when its CPU is near a core
    (>= CLIENT_BOUND_CPU_PCT on average: add workers), `host-contended` when the engine waited in
    the run queue more than it ran (other processes hold the CPUs: more workers will not help);
@@ -309,6 +310,13 @@ def _client_rule(
     connections = _connections_text(e, noted=state is not None)
     if connections:
         found.lines.append(connections)
+    if e.slot_waits:
+        schedule = e.ttft_schedule_p95_s
+        found.lines.append(
+            f"{e.slot_waits} requests waited for a --max-in-flight slot: the cap, not the "
+            "client, sent them late"
+            + ("" if schedule is None else f" (TTFT from the schedule p95 {_ms(schedule)})")
+        )
     suspect = client if state in (CLIENT_BOUND, HOST_CONTENDED) else []
     return suspect, state
 

@@ -52,6 +52,10 @@ class StepEvidence:
     client_cpu_max_pct: float | None = None
     loop_lag_max_ms: float | None = None
     dispatch_late_p95_ms: float | None = None
+    slot_waits: int = 0
+    """Measured open-loop requests that waited for a `--max-in-flight` slot: their lateness is
+    the cap's, not the client's (its TTFT from the schedule is `ttft_schedule_p95_s`)."""
+    ttft_schedule_p95_s: float | None = None
     previous_level: float | None = None
     previous_ttft_mean_s: float | None = None
     previous_tpot_p50_s: float | None = None
