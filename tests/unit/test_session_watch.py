@@ -66,3 +66,17 @@ def test_keeping_no_open_step_answers_none_and_a_run_end_answers_a_waiting_plan(
     ended = reply.result(timeout=5.0)
     assert ended is not None and ended.reason == "interrupted"
     session.stop(cancel=True, drain_timeout_s=0.0)
+
+
+def test_drained_is_answered_by_the_loop_once_nothing_is_in_flight() -> None:
+    session, engine = session_on_fake_engine()
+    session.start(frame_interval_s=None)
+    spec = session.set_load("concurrency", 2)
+    session.pause()
+    drained = session.drained()
+    assert not drained.done()  # no batch yet: the engine has not said
+    time.sleep(0.05)
+    engine.deliver(records_after(spec.start_ns, 0, 2), {0: 2})  # its status: 0 in flight
+    drained.result(timeout=5.0)
+    assert session.drained().result(timeout=5.0) is None  # already drained: answered at once
+    session.stop(cancel=True, drain_timeout_s=0.0)

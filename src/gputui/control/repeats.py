@@ -2,9 +2,10 @@
 
 Contract:
 - `fresh_start(session, stop, base_url)` readies the next repeat: it stops sending, waits for the
-  requests in flight (bounded), closes the engine's kept-alive connections (`Reconnect`), asks
-  the server to drop its prefix cache where it offers it (vLLM and `gputui sim`:
-  `POST /reset_prefix_cache` at the server's root) and sends again; it returns what the reset did.
+  requests in flight (bounded; the session's loop says when none is left, `Session.drained`),
+  closes the engine's kept-alive connections (`Reconnect`), asks the server to drop its prefix
+  cache where it offers it (vLLM and `gputui sim`: `POST /reset_prefix_cache` at the server's
+  root) and sends again; it returns what the reset did.
 - the run-to-run spread across the repeats is `metrics.repeats.repeat_spread` (the snapshot's
   optional `repeats` key).
 """
@@ -12,14 +13,13 @@ Contract:
 from __future__ import annotations
 
 import threading
-import time
 import urllib.error
 import urllib.request
 
+from gputui.control.runner import Stop
 from gputui.session import Session
 
 _DRAIN_TIMEOUT_S = 120.0
-_POLL_S = 0.1
 
 
 def reset_prefix_cache(base_url: str, timeout_s: float = 10.0) -> str:
@@ -35,15 +35,17 @@ def reset_prefix_cache(base_url: str, timeout_s: float = 10.0) -> str:
         return f"failed: {exc}"
 
 
-def fresh_start(session: Session, stop: threading.Event, base_url: str) -> str:
+def fresh_start(session: Session, stop: Stop, base_url: str) -> str:
     """Drain, reconnect and reset the prefix cache before the next repeat (module contract)."""
     session.pause()
-    deadline = time.perf_counter() + _DRAIN_TIMEOUT_S
-    while not stop.is_set() and time.perf_counter() < deadline:
-        status = session.status
-        if status is not None and status.in_flight == 0:
-            break
-        stop.wait(_POLL_S)
+    drained = session.drained()  # answered by the session's loop: no poll
+    woke = threading.Event()
+    drained.add_done_callback(lambda _: woke.set())
+    stop.wake(woke)
+    try:
+        woke.wait(_DRAIN_TIMEOUT_S)
+    finally:
+        stop.unwake(woke)
     session.reconnect()
     outcome = reset_prefix_cache(base_url)
     session.resume()

@@ -46,7 +46,14 @@ from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: calle
 from gputui.session.ledger import StepLedger
 from gputui.session.loads import LoadChanges
 from gputui.session.loop import SessionLoop
-from gputui.session.messages import Batch, Finish, JobPhaseChanged, StopWatching, WatchRequest
+from gputui.session.messages import (
+    Batch,
+    DrainWatched,
+    Finish,
+    JobPhaseChanged,
+    StopWatching,
+    WatchRequest,
+)
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S
 from gputui.session.steady import StepProgress
 from gputui.session.step_end import StepEnded, StepLimits
@@ -165,6 +172,12 @@ class Session:
         before it and settle after it (`session.loads.LoadChanges.burst`).
         """
         self._loads.burst(count, resettle=resettle)
+
+    def drained(self) -> Future[None]:
+        """Answered by the loop once the engine reports no request in flight (after `pause`)."""
+        reply: Future[None] = Future()
+        self._loop.post(DrainWatched(reply))
+        return reply
 
     def reconnect(self) -> None:
         """Close the engine's idle connections: the next requests connect afresh (`--repeats`)."""

@@ -57,6 +57,7 @@ from gputui.session.messages import (
     Batch,
     BurstFired,
     Command,
+    DrainWatched,
     Finish,
     JobPhaseChanged,
     Message,
@@ -122,6 +123,7 @@ class SessionLoop:
         self.journal: JournalWriter | None = None
         self.journal_origin_ns = 0
         self._version_seen = 0
+        self._drains: list[Future[None]] = []
         self.published = Published(sla=sla)
         self._bursts_told: set[int] = set()
         self.switch_load: Callable[[int], StepSpec | None] | None = None
@@ -211,10 +213,18 @@ class SessionLoop:
         self.ledger.set_sent(batch.sent_by_step)
         self.status = batch.status
         self.progress.on_batch(batch.arrived_ns, batch.sent_by_step, batch.status.in_flight)
+        self._tell_drained()
         self.deliver(self.ledger.finish_ready(self.status, self.sla, force=False))
         self._hand_over(batch.arrived_ns)
         for event in bursts_back(self.ledger, self._bursts_told):
             self.events.add(*event)
+
+    def _tell_drained(self) -> None:
+        """Answer those waiting for no request in flight, once the engine reports none."""
+        if self._drains and self.status is not None and self.status.in_flight == 0:
+            drains, self._drains = self._drains, []
+            for reply in drains:
+                reply.set_result(None)
 
     def _hand_over(self, now_ns: int) -> None:
         """Start the pending step's level once the steps before it are finished (or at the cap)."""
@@ -250,6 +260,9 @@ class SessionLoop:
             self.watch.begin(command.request, time.perf_counter_ns(), self.sla)
         elif isinstance(command, StopWatching):
             self.watch.cancel(command.job, time.perf_counter_ns())
+        elif isinstance(command, DrainWatched):
+            self._drains.append(command.reply)
+            self._tell_drained()
         elif isinstance(command, BurstFired):
             count, fired_ns = self.ledger.bursts.get(command.index, (0, command.fired_ns))
             self.ledger.bursts[command.index] = (count + command.count, fired_ns)

@@ -1,7 +1,7 @@
 """The session loop's messages, and the frozen state it publishes.
 
 Contract: the loop's inbox takes a `Batch` (an engine reader thread's finished requests), the
-commands (`StepOpened`, `WatchStep`, `StopWatching`, `PendingLevel`, `BurstFired`,
+commands (`StepOpened`, `WatchStep`, `StopWatching`, `DrainWatched`, `PendingLevel`, `BurstFired`,
 `RunStopping`, `PauseChanged`, `JobPhaseChanged`, `Finish`) and questions (`Ask`); all are
 frozen. After each, the loop swaps in a new `Published`, which any thread reads without a lock.
 """
@@ -89,6 +89,13 @@ class WatchStep:
 
 
 @dataclass(frozen=True, slots=True)
+class DrainWatched:
+    """Answer `reply` once the engine reports no request in flight (`Session.drained`)."""
+
+    reply: Future[None]
+
+
+@dataclass(frozen=True, slots=True)
 class StopWatching:
     """Job `job`'s watched step ends now, "interrupted" (a job cancelled, a run stopped)."""
 
@@ -153,6 +160,7 @@ Command = (
     StepOpened
     | WatchStep
     | StopWatching
+    | DrainWatched
     | PendingLevel
     | BurstFired
     | RunStopping
