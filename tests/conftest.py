@@ -93,7 +93,8 @@ worker, one after another (the other worker still runs other tests beside them).
 LIVE_TIMING_FOLDERS = ("integration", "e2e", "faults", "ui", *REAL_SERVER_FOLDERS)
 """Folders whose tests time live servers in real time on a shared host: a failure there is run
 once more (pytest-rerunfailures) and counted as `rerun` in the summary line, never hidden. A real
-regression fails both runs; the unit tests (pure functions, virtual time) are never rerun."""
+regression fails both runs; the unit tests (pure functions, virtual time) are not rerun, but
+for the few that run in real time and say so with their own `flaky` mark."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids

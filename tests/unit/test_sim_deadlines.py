@@ -42,6 +42,7 @@ async def test_callbacks_run_in_order_and_never_early(use_timerfd: bool) -> None
     assert all(at >= deadline for deadline, at in fired)
 
 
+@pytest.mark.flaky(reruns=1)  # real time: one wake-up 5 ms late (a busy host) moves the mean
 @pytest.mark.parametrize("use_timerfd", MODES)
 async def test_periodic_chain_keeps_absolute_deadlines(use_timerfd: bool) -> None:
     loop = asyncio.get_running_loop()
