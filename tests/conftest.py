@@ -67,13 +67,26 @@ _HOLDER = alone.Holder()
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout: waiting is not running
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Under xdist, an `alone` test runs with the other worker idle (tests/support/alone.py)."""
-    _HOLDER.before(_alone(item))
+    """After a test: its hold released, or kept for the next `alone` test of its group."""
     try:
         yield
     finally:
         keep = nextitem is not None and _alone(item) and _alone(nextitem)
         _HOLDER.after(keep and _group(item) == _group(nextitem))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """A test's setup (a server's start) runs beside the other worker: the shared hold."""
+    _HOLDER.setup()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """An `alone` test's call runs alone: the exclusive hold (tests/support/alone.py)."""
+    _HOLDER.call(_alone(item))
+    yield
 
 
 def _alone(item: pytest.Item) -> bool:

@@ -5,6 +5,9 @@ The suite runs on two workers (`-n 2`), and most of it does not mind a neighbour
 bottleneck verdict, a real server's cache under load), so it waits until the other worker's
 current test ends and holds the other worker off until it is done.
 
+The exclusive hold covers an `alone` test's call only: its setup (a real server's start, a
+simulator's) runs under a shared hold beside the other worker (`Holder`).
+
 The lock is a writer-preferring reader-writer lock on two files: every test holds the main lock
 shared, an `alone` test holds it exclusive; an `alone` test first takes the turnstile, which every
 other test passes through before it takes its shared hold, so a waiting `alone` test is never
@@ -63,21 +66,46 @@ def held(alone: bool) -> Iterator[None]:
 
 
 class Holder:
-    """One worker's hold, kept from one test to the next while both are `alone` in one group."""
+    """One worker's hold: shared for a test's setup, exclusive for an `alone` test's call, and
+    kept from one test to the next while both are `alone` in one group.
+
+    An `alone` test's setup (starting a real server: vLLM's CPU build takes about a minute) runs
+    under the shared hold, beside the other worker's tests: what it must not share is its timed
+    call, and a minute of the other worker idle per server start was the suite's largest waste.
+    """
 
     def __init__(self) -> None:
         self._stack: ExitStack | None = None
+        self._exclusive = False
 
-    def before(self, alone: bool) -> None:
-        """Take the hold this test needs, unless the previous test kept it for this one."""
-        if self._stack is not None:
-            return
+    def _take(self, alone: bool) -> None:
         self._stack = ExitStack()
         self._stack.enter_context(held(alone))
+        self._exclusive = alone
+
+    def setup(self) -> None:
+        """Before a test's setup: the shared hold, unless a hold is kept from the test before."""
+        if self._stack is None:
+            self._take(False)
+
+    def call(self, alone: bool) -> None:
+        """Before a test's call: an `alone` test trades a shared hold for the exclusive one."""
+        if alone and not self._exclusive:
+            self.release()
+            self._take(True)
+        elif self._stack is None:
+            self._take(False)
 
     def after(self, keep: bool) -> None:
-        """Release the hold, or `keep` it for the next test."""
-        if keep or self._stack is None:
+        """After a test: release the hold, or `keep` it (exclusive) for the next test."""
+        if keep and self._exclusive:
+            return
+        self.release()
+
+    def release(self) -> None:
+        """Let go of whatever is held."""
+        if self._stack is None:
             return
         stack, self._stack = self._stack, None
+        self._exclusive = False
         stack.close()
