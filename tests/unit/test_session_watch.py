@@ -80,3 +80,21 @@ def test_drained_is_answered_by_the_loop_once_nothing_is_in_flight() -> None:
     drained.result(timeout=5.0)
     assert session.drained().result(timeout=5.0) is None  # already drained: answered at once
     session.stop(cancel=True, drain_timeout_s=0.0)
+
+
+def test_a_watched_steps_limits_count_from_when_its_level_starts_after_a_hand_over() -> None:
+    session, engine = session_on_fake_engine()
+    session.start(frame_interval_s=None)
+    first = session.set_load("concurrency", 2)
+    time.sleep(0.05)
+    engine.deliver(records_after(first.start_ns, 0, 3), {0: 5})  # 2 of step 0 still out
+    reply = session.open_step("concurrency", 4, StepLimits(None, 0.2, 0.2), finish=False)
+    time.sleep(0.5)  # past its 0.2 s: but its level waits for step 0's last 2 requests
+    assert not reply.done()
+    assert engine.commands[-1] == Load("concurrency", 2.0, 1)  # the old level runs on
+    engine.deliver(records_after(first.start_ns, 0, 2), {0: 5, 1: 0})  # step 0 is all back
+    ended = reply.result(timeout=5.0)
+    assert engine.commands[-1] == Load("concurrency", 4.0, 1)  # the level started
+    assert ended is not None and ended.reason == "reached its maximum, 0.2 s"
+    assert 0.2 <= (ended.ended_ns - ended.spec.start_ns) / 1e9 < 0.5  # from the level's start
+    session.stop(cancel=True, drain_timeout_s=0.0)

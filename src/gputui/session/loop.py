@@ -176,11 +176,20 @@ class SessionLoop:
         elif self._next_watch is None:
             self._next_watch = now + WATCH_EVERY_S
         elif now >= self._next_watch:
-            self._guarded(lambda: self.watch.tick(time.perf_counter_ns(), self.sla))
-            self._publish()
+            self._tick_watch()
             self._next_watch = time.monotonic() + WATCH_EVERY_S
         due = [t for t in (self._next_frame, self._next_watch) if t is not None]
         return min(due) if due else None
+
+    def _tick_watch(self) -> None:
+        """Ask the watched step's rules; if they fail, the step ends saying so (never hangs)."""
+        now_ns = time.perf_counter_ns()
+        try:
+            self.watch.tick(now_ns, self.sla)
+        except Exception as exc:  # noqa: BLE001 - its plan is told, the loop lives on
+            self.events.add("error", f"session: a step's rules failed: {exc!r}")
+            self.watch.cancel(None, now_ns, reason=f"its rules failed: {exc!r}")
+        self._publish()
 
     def _dispatch(self, message: Message) -> bool:
         if isinstance(message, Ask):

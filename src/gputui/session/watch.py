@@ -113,10 +113,13 @@ class StepWatch:
         settled_ns = state.settled_ns
         if settled_ns is None and self._progress.settled(index, now_ns):
             settled_ns = now_ns
+        opened_ns = max(state.opened_ns, spec.start_ns)  # a hand-over starts its level later
+        if ledger.pending == index:
+            opened_ns = now_ns  # its level has not started: its limits count from when it does
         state = replace(
             state,
             now_ns=now_ns,
-            opened_ns=max(state.opened_ns, spec.start_ns),  # a hand-over starts its level later
+            opened_ns=opened_ns,
             settled_ns=settled_ns,
             closed=current is None or current.index != index,
             flooded=self._error_log.flooded(index),
@@ -143,8 +146,12 @@ class StepWatch:
             self._resolve(watching, with_result=False)
             return
         current = self._ledger.current
-        if current is not None and current.index == index and self.close_step is not None:
-            self.close_step(index, request.job)  # its load runs on, in a hidden step
+        close = self.close_step
+        running = current is not None and current.index == index and close is not None
+        # It closes keeping its load (a hidden step runs on); refused, no figures would come.
+        if running and close is not None and close(index, request.job) is None:
+            self._resolve(watching, with_result=False)
+            return
         self.after_delivery()
 
     def after_delivery(self) -> None:
