@@ -46,7 +46,8 @@ class StepLedger:
         self.sent: dict[int, int] = {}
         self.finished: dict[int, StepResult] = {}
         self.targets: dict[int, float] = {}
-        """Precision targets by step index (`Session.set_step_target`): judged when finished."""
+        """Precision targets by step index (a watched step's limits, `session.watch`): judged
+        when finished."""
         self.verdicts: dict[int, tuple[Verdict, str]] = {}
         """Verdicts set from outside by step index (a hold's looks): they replace the intervals'."""
         self.hidden: set[int] = set()
