@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.step import StepSpec
@@ -115,3 +119,32 @@ def test_journalled_telemetry_is_joined_and_downsampled_per_series() -> None:
     assert section["sources"] == {"gpu": "ok"}
     assert hardware_from_lines(hardware) == {"gpus": [{"name": "A100"}]}
     assert telemetry_from_lines(hardware, []) is None
+
+
+def test_an_append_never_waits_for_a_slow_fsync(tmp_path: Path, monkeypatch: Any) -> None:
+    # The session's loop appends a step's `load` line while the writer thread flushes; on a busy
+    # disk an fsync takes seconds, and the loop (where a step's end is decided) waited for it.
+    journal = Journal(tmp_path / "slow.journal", HEADER)
+    real_fsync = os.fsync
+    in_fsync = threading.Event()
+
+    def slow_fsync(fd: int) -> None:
+        in_fsync.set()
+        time.sleep(0.5)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    journal.add_requests(_records([0.1, 0.2]), 0)
+    writer = threading.Thread(target=journal.flush)
+    writer.start()
+    assert in_fsync.wait(5.0)
+    started = time.perf_counter()
+    journal.add_load(StepSpec(1, "concurrency", 8, S, 2 * S, -1), 0)
+    appended_s = time.perf_counter() - started
+    writer.join()
+    assert appended_s < 0.1, appended_s  # it waited the whole 0.5 s fsync before
+    journal.close(delete=False)
+    kinds = [
+        line.split(b'"kind":"')[1].split(b'"')[0] for line in journal.path.read_bytes().splitlines()
+    ]
+    assert kinds == [b"header", b"request", b"request", b"load"]  # nothing lost, in order

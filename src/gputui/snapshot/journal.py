@@ -164,6 +164,9 @@ class Journal:
     def __init__(self, path: Path, header: JournalHeader, taps: Sequence[JournalTap] = ()) -> None:
         self.path = path
         self._lock = threading.Lock()
+        """Guards the queued lines only: an append never waits for the disk."""
+        self._write_lock = threading.Lock()
+        """Serializes the file's writes, fsyncs and close (held without `_lock`)."""
         self._pending: list[bytes] = []
         self._taps = tuple(taps)
         self._tapped: list[Mapping[str, object]] = []
@@ -250,15 +253,19 @@ class Journal:
     def flush(self) -> None:
         """Write what is queued and fsync it (blocking: call it off the event loop).
 
-        Then the taps get the same lines, outside the lock (appends never wait for a tap), even
-        when the write failed (a full disk must not starve `--records` or /metrics).
+        The queue is taken under the append lock and written outside it: an fsync can take
+        seconds on a busy disk, and appends come from the session's loop (a step's `load` line),
+        which must never wait for the disk. Then the taps get the same lines, outside both locks
+        (appends never wait for a tap), even when the write failed (a full disk must not starve
+        `--records` or /metrics).
         """
-        with self._lock:
-            if self._closed or not self._pending:
-                return
-            data, self._pending = b"".join(self._pending), []
-            lines, self._tapped = self._tapped, []
-            records, self._tapped_records = self._tapped_records, []
+        with self._write_lock:
+            with self._lock:
+                if self._closed or not self._pending:
+                    return
+                data, self._pending = b"".join(self._pending), []
+                lines, self._tapped = self._tapped, []
+                records, self._tapped_records = self._tapped_records, []
             try:
                 self._file.write(data)
                 self._file.flush()
@@ -277,7 +284,7 @@ class Journal:
         try:
             self.flush()
         finally:
-            with self._lock:
+            with self._write_lock, self._lock:
                 was_closed, self._closed = self._closed, True
                 self._file.close()
             if not was_closed:
