@@ -55,6 +55,8 @@ def _totals() -> RequestTotals:
         rec(sent_ms=0, end_ms=180, tokens_ms=[50, 100, 150, 180], input_tokens=10),  # good
         rec(sent_ms=0, end_ms=900, tokens_ms=[500, 900], input_tokens=10),  # TTFT over
         rec(sent_ms=0, end_ms=5, ok=False, error="http_503"),
+        # within both bounds, but 3 tokens of the 8 asked: short, so not good (the goodput's rule)
+        rec(sent_ms=0, end_ms=150, tokens_ms=[50, 100, 150], input_tokens=10, requested=8),
     ]
     totals.take([], records)
     return totals
@@ -73,14 +75,14 @@ def test_the_exposition_parses_and_names_only_what_it_declares() -> None:
         for f in families.values()
         for s in f.samples
     }
-    assert samples[("gputui_requests_total", (("outcome", "ok"),))] == 2
+    assert samples[("gputui_requests_total", (("outcome", "ok"),))] == 3
     assert samples[("gputui_requests_total", (("outcome", "http_503"),))] == 1
     assert samples[("gputui_good_requests_total", ())] == 1
-    assert samples[("gputui_output_tokens_total", ())] == 6
-    assert samples[("gputui_input_tokens_total", ())] == 20
-    assert samples[("gputui_ttft_seconds_count", ())] == 2
-    assert samples[("gputui_itl_seconds_count", ())] == 4  # one gap per token after the first
-    assert samples[("gputui_ttft_seconds_bucket", (("le", "0.05"),))] == 1
+    assert samples[("gputui_output_tokens_total", ())] == 9
+    assert samples[("gputui_input_tokens_total", ())] == 30
+    assert samples[("gputui_ttft_seconds_count", ())] == 3
+    assert samples[("gputui_itl_seconds_count", ())] == 6  # one gap per token after the first
+    assert samples[("gputui_ttft_seconds_bucket", (("le", "0.05"),))] == 2
     exported = {s[0] for s in samples}
     assert exported <= DECLARED
     assert not any(n.startswith("gputui") for n in generate_latest(REGISTRY).decode().split())

@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from gputui import __version__
 from gputui.engine.process import EngineStatus
 from gputui.engine.records import RequestRecord, cached_tokens
+from gputui.metrics.goodput import good_mask
 from gputui.metrics.request_metrics import (
     e2e_aligned_s,
     itl_s,
@@ -38,7 +39,7 @@ from gputui.metrics.request_metrics import (
     tpot_aligned_s,
     ttft_aligned_s,
 )
-from gputui.metrics.sla import Sla, meets_sla
+from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult
 from gputui.session.frames import StatsFrame
 
@@ -157,7 +158,7 @@ class RequestTotals:
         tpot = tpot_aligned_s(cols)
         itl = itl_s(cols, np.ones(len(cols), dtype=np.bool_))
         e2e = e2e_aligned_s(cols)
-        good = int((cols.ok & meets_sla(ttft, tpot, self._sla())).sum())
+        good = int(good_mask(cols, self._sla()).sum())
         outcomes = Counter("ok" if r.ok else (r.error or "unknown") for r in records)
         cached = sum(c for c in (cached_tokens(r) for r in records) if c is not None)
         with self._lock:
@@ -188,7 +189,7 @@ class RequestTotals:
                 requests.add_metric([outcome], count)
             yield requests
             yield CounterMetricFamily(
-                "gputui_good_requests", "Ok requests within the SLA's TTFT and TPOT bounds.",
+                "gputui_good_requests", "Ok requests as long as asked within every SLA bound.",
                 value=self.good,
             )  # fmt: skip
             for name, value, text in (
