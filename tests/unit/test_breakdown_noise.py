@@ -6,6 +6,7 @@ compare, with the bar clamping them to nothing without a word.
 
 from __future__ import annotations
 
+from gputui.diagnosis.evidence import histogram_count_line
 from gputui.metrics.bottleneck import breakdown_text
 from gputui.metrics.ttft_breakdown import noise, part_text, ttft_breakdown
 from gputui.ui.render.breakdown import step_bar_lines
@@ -37,3 +38,18 @@ def test_the_verdict_line_and_the_bar_show_it_in_words() -> None:
     quiet = ttft_breakdown(0.040, 0.0003, 0.010, 0.030, server_ttft_mean_s=0.0395, noise_s=0.0008)
     assert quiet is not None
     assert "server other within noise (±0.8 ms)" in breakdown_text(quiet)
+
+
+def test_a_server_histogram_of_another_set_of_requests_is_said() -> None:
+    # CI, real vLLM: a 14.3 s step of 114 requests whose TTFT histogram window held 22.
+    latency = {
+        "source": "histograms",
+        "ttft_s": {"mean": 0.03, "n": 22},
+        "window_s": {"first_token": [0.6, 3.3], "finish": [0.7, 3.4]},
+    }
+    assert histogram_count_line(latency, 114, 14.3) == (
+        "the server's TTFT histogram counted 22 of the step's 114 requests (its window 2.7 of "
+        "14.3 s): its parts are of another set of requests"
+    )
+    assert histogram_count_line({**latency, "ttft_s": {"n": 100}}, 114, 14.3) is None
+    assert histogram_count_line({**latency, "source": "timings"}, 114, 14.3) is None

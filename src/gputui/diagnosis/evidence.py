@@ -164,3 +164,36 @@ def _kv_room(server: ServerWindow, roofline: Flat | None) -> float | None:
 def _latency_mean(latency: Mapping[str, object] | None, key: str) -> float | None:
     summary = None if latency is None else latency.get(key)
     return number(summary, "mean") if isinstance(summary, Mapping) else None
+
+
+COUNT_LOW, COUNT_HIGH = 0.5, 1.5
+"""The server's TTFT histogram must count this share of the step's requests for its means to be
+of the same load (the realvllm checks hold vLLM to the same band)."""
+
+
+def histogram_count_line(
+    latency: Mapping[str, object] | None, client_n: int, step_s: float
+) -> str | None:
+    """A line where the server's TTFT count and the step's disagree, else None.
+
+    'the server's TTFT histogram counted 22 of the step's 114 requests (its window 2.7 of
+    14.3 s): its parts are of another set of requests'. The window is cut at /metrics scrapes:
+    a run of them lost (a starved client, a server slow to answer its /metrics) leaves it short
+    of the step, and the breakdown's server parts then come from a few of the step's requests,
+    or from another load's.
+    """
+    if latency is None or latency.get("source") != "histograms" or client_n <= 0:
+        return None
+    ttft = latency.get("ttft_s")
+    n = ttft.get("n") if isinstance(ttft, dict) else None
+    if not isinstance(n, (int, float)) or COUNT_LOW * client_n <= n <= COUNT_HIGH * client_n:
+        return None
+    windows = latency.get("window_s")
+    cut = windows.get("first_token") if isinstance(windows, dict) else None
+    span = ""
+    if isinstance(cut, list) and len(cut) == 2:
+        span = f" (its window {cut[1] - cut[0]:.1f} of {step_s:.1f} s)"
+    return (
+        f"the server's TTFT histogram counted {n:.0f} of the step's {client_n} requests{span}: "
+        "its parts are of another set of requests"
+    )

@@ -33,6 +33,7 @@ import numpy as np
 from gputui.catalog.specs import GpuSpec
 from gputui.diagnosis.evidence import (
     gpu_in_window,
+    histogram_count_line,
     latency_breakdowns,
     step_evidence,
     with_step_telemetry,
@@ -204,6 +205,9 @@ class StepDiagnoser:
         percentiles = server_percentiles_line(latency)
         if percentiles:
             verdict["evidence"].append(percentiles)
+        counted = histogram_count_line(latency, result.ttft_s.n, result.duration_s)
+        if counted:
+            verdict["evidence"].append(counted)
         diagnosis = StepDiagnosis(
             server_latency=latency,
             ttft_breakdown=breakdown,
