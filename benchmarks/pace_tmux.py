@@ -3,19 +3,23 @@
 `gputui demo` (the simulated A100 80GB PCIe serving qwen2.5-14b, 512 in / 256 out, SLA P95 TTFT
 1 s and P95 TPOT 35 ms, 7/h) runs in a tmux session of its own at 160x48. The script presses `+`
 every --every seconds from 1 to --top streams, saves the ramp (`s`), finds the first level that
-failed there (its verdict, else its point estimates), then goes down with `-` and holds (`h`) that
-level and the one below it, each until the hold ends by its own rule ("no step open"), and quits
-(`q`). It prints the saved session's steps, its capacity and cost, the times of each phase, and,
-given the snapshot of a headless `gputui run --concurrency 1,2,...,64 --step-seconds 60` on the
-same simulator (--headless FILE), whether the capacity is within one level of that run's (or
-provisional, with its reason) and the cost within that run's interval. Every wait is bounded.
+failed there (its verdict, else its point estimates; --top when none did, or --first-hold), then
+goes down with `-` and holds (`h`) that level and the one below it, each until the hold ends by
+its own rule ("no step open"), and one level lower while a hold fails (at most --max-holds), and
+quits (`q`). It prints the saved session's steps, its capacity and cost, the times of each
+phase, and, given the snapshot of a headless `gputui run --concurrency 1,2,...,64
+--step-seconds 60` on the same simulator (--headless FILE), whether the capacity is within one
+level of that run's (or provisional, with its reason) and the cost within that run's interval.
+Every wait is bounded.
 
     python benchmarks/pace_tmux.py [--headless run60.json] [--every 15] [--top 64]
+        [--first-hold 32] [--max-holds 3] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import subprocess
 import sys
@@ -92,17 +96,20 @@ def first_failure(snapshot: Snapshot) -> int | None:
     return min(failed) if failed else None
 
 
-def save(pane: Pane, folder: Path, label: str) -> Snapshot:
+def save(pane: Pane, folder: Path) -> Snapshot:
+    """`s`, then Enter on the dialog's default label; the snapshot it wrote."""
+    before = set(folder.glob("*.json"))
     pane.keys("s")
     pane.wait(lambda s: "Save a snapshot" in s, 20, "the save dialog")
-    time.sleep(0.5)  # the dialog's input takes the focus just after it is first drawn
-    pane.keys("C-u")
-    pane.keys("-l", label)
+    time.sleep(1.0)  # the dialog's input takes the focus just after it is first drawn
     pane.keys("Enter")
-    deadline = time.monotonic() + 30
-    while not list(folder.glob(f"*-{label}.json")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while not set(folder.glob("*.json")) - before:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no snapshot saved within 60 s:\n{pane.screen()}")
         time.sleep(0.2)
-    return load_snapshot(next(folder.glob(f"*-{label}.json")))
+    time.sleep(0.5)  # written whole (the store writes a temporary file, then renames it)
+    return load_snapshot(next(iter(set(folder.glob("*.json")) - before)))
 
 
 def go_to(pane: Pane, level: int, now: int) -> None:
@@ -116,16 +123,20 @@ def go_to(pane: Pane, level: int, now: int) -> None:
     pane.wait(lambda s: "closing" not in s.splitlines()[0], 90, f"the hand-over to {level}")
 
 
-def hold(pane: Pane, level: int, limit_s: float) -> float:
-    """`h`, then wait until the hold ends by its rule; returns its wall time."""
+def hold(pane: Pane, level: int, limit_s: float) -> tuple[float, str]:
+    """`h`, then wait until the hold ends by its rule; its wall time and its saved verdict."""
     started = time.perf_counter()
     pane.keys("h")
     pane.wait(lambda s: "HOLD" in s.splitlines()[0], 20, f"the hold at {level}")
     say(f"holding {level}")
-    pane.wait(lambda s: "no step open" in s.splitlines()[0], limit_s, f"the hold at {level} to end")
+    screen = pane.wait(
+        lambda s: "no step open" in s.splitlines()[0], limit_s, f"the hold at {level} to end"
+    )
     took = time.perf_counter() - started
-    say(f"hold at {level} ended after {took:.0f} s")
-    return took
+    ended = re.findall(r"hold ended after \d+ s: step \d+ (pass|fail|inconclusive)", screen)
+    verdict = ended[-1] if ended else "?"
+    say(f"hold at {level} ended after {took:.0f} s: {verdict}")
+    return took, verdict
 
 
 def cost_of(snapshot: Snapshot) -> tuple[float | None, tuple[float | None, float | None] | None]:
@@ -203,7 +214,14 @@ def demo_command(folder: Path) -> list[str]:
     ]
 
 
-def run(folder: Path, every: float, top: int, hold_limit_s: float) -> tuple[Snapshot, dict]:
+def run(
+    folder: Path,
+    every: float,
+    top: int,
+    hold_limit_s: float,
+    max_holds: int,
+    first_hold: int | None,
+) -> tuple[Snapshot, dict[str, float]]:
     pane = Pane(demo_command(folder))
     times: dict[str, float] = {}
     try:
@@ -218,14 +236,19 @@ def run(folder: Path, every: float, top: int, hold_limit_s: float) -> tuple[Snap
             say(f"+ -> {level}")
         time.sleep(every)
         times["ramp"] = time.perf_counter() - ramp_start
-        ramp = save(pane, folder, "pace-ramp")
+        ramp = save(pane, folder)
         say(f"ramp saved: levels {[int(s.level) for s in ramp.steps]}")
-        failing = first_failure(ramp) or top
+        failing = first_hold or first_failure(ramp) or top
         times["first_failure"] = failing
-        for target in (failing, max(1, failing // 2)):
+        # h at the first failure and the level below it; while a hold fails, one level lower.
+        target, verdict = failing, "fail"
+        while verdict == "fail" and target >= 1 and len(times) - 2 < max_holds:
             go_to(pane, target, level)
             level = target
-            times[f"hold {target}"] = hold(pane, target, hold_limit_s)
+            times[f"hold {target}"], verdict = hold(pane, target, hold_limit_s)
+            if target == failing:
+                verdict = "fail"  # the level below the first failure is held in any case
+            target //= 2
         pane.keys("q")
         screen = pane.wait(lambda s: "GPUTUI-EXIT=" in s, 120, "the exit")
         times["total"] = time.perf_counter() - ramp_start
@@ -242,12 +265,18 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=15.0, help="seconds between `+` presses")
     parser.add_argument("--top", type=int, default=64)
     parser.add_argument("--hold-limit", type=float, default=420.0, help="bound on each hold's wait")
+    parser.add_argument("--max-holds", type=int, default=3)
+    parser.add_argument(
+        "--first-hold", type=int, help="hold here first (a failure seen before), not at the ramp's"
+    )
     parser.add_argument("--keep", type=Path, help="save the TUI's snapshots here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        tui, times = run(folder, args.every, args.top, args.hold_limit)
+        tui, times = run(
+            folder, args.every, args.top, args.hold_limit, args.max_holds, args.first_hold
+        )
     print("\nTUI session (a100-80gb-pcie sim, qwen2.5-14b, 512/256, SLA 1 s / 35 ms, 7/h)")
     print("\n".join(steps_table(tui)))
     empty = sum(1 for s in tui.steps if s.requests_ok + s.requests_failed == 0)
