@@ -69,11 +69,23 @@ def test_a100_stays_cooler_than_a_4090_by_construction() -> None:
         ("qwen2.5-32b", 262_144),
         ("llama-3.1-70b", 327_680),
         ("mistral-7b", 131_072),
+        ("qwen3-0.6b", 114_688),
     ],
 )
 def test_kv_per_token_matches_reference_7_2(model: str, expected: int) -> None:
     assert kv_bytes_per_token(MODELS[model], "bf16") == expected
     assert kv_bytes_per_token(MODELS[model], "fp8") == expected // 2
+
+
+def test_qwen3_0_6b_params_follow_from_its_config_shape() -> None:
+    # Qwen3 sets head_dim apart from hidden_size: 16 query heads x 128 = 2048, wider than 1024.
+    m = MODELS["qwen3-0.6b"]
+    q, kv = m.num_attention_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    attention = m.hidden_size * (q + 2 * kv) + q * m.hidden_size + 2 * m.head_dim  # + q/k norms
+    mlp = 3 * m.hidden_size * m.intermediate_size
+    layer = attention + mlp + 2 * m.hidden_size
+    assert m.tied_embeddings
+    assert m.params == m.num_layers * layer + m.embedding_params + m.hidden_size == 596_049_920
 
 
 def test_lookup_errors_list_valid_names() -> None:

@@ -311,6 +311,24 @@ MODELS: Final[dict[str, ModelSpec]] = {
             source=_HF_CONFIG + " (v0.3: no sliding window, 32768-token vocabulary)",
         ),
         ModelSpec(
+            name="qwen3-0.6b",
+            hf_id="Qwen/Qwen3-0.6B",
+            params=596_049_920,
+            num_layers=28,
+            hidden_size=1024,
+            num_attention_heads=16,
+            num_kv_heads=8,
+            head_dim=128,
+            vocab_size=151_936,
+            intermediate_size=3072,
+            max_position_embeddings=40_960,
+            tied_embeddings=True,
+            source="HF config.json (https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json): "
+            "head_dim 128 set apart from hidden_size (16 x 128 = 2048 query width); parameters "
+            "summed from that shape (q/k norms, tied embeddings): 596,049,920, the model card's "
+            "0.6B (0.44B non-embedding)",
+        ),
+        ModelSpec(
             name="qwen2.5-7b",
             hf_id="Qwen/Qwen2.5-7B-Instruct",
             params=7_615_616_512,
