@@ -67,7 +67,9 @@ _HOLDER = alone.Holder()
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout: waiting is not running
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """After a test: its hold released, or kept for the next `alone` test of its group."""
+    """Every test holds the shared lock from its setup on (a server's start runs beside the
+    other worker); an `alone` test trades it for the exclusive one at its call (alone.py)."""
+    _HOLDER.setup()
     try:
         yield
     finally:
@@ -76,15 +78,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
-    """A test's setup (a server's start) runs beside the other worker: the shared hold."""
-    _HOLDER.setup()
-    yield
-
-
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """An `alone` test's call runs alone: the exclusive hold (tests/support/alone.py)."""
+    """An `alone` test's call runs alone: the exclusive hold (within its timeout: the wait is for
+    the other worker's current test)."""
     _HOLDER.call(_alone(item))
     yield
 

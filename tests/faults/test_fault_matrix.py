@@ -19,7 +19,10 @@ from gputui.sim.runner import start_background
 from tests.faults.harness import ALL_AT_ONCE, check_run, gputui_run, sim_stats
 
 # latency bounds on the ok requests: no neighbour
-pytestmark = [pytest.mark.timeout(120), pytest.mark.alone]
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.alone,
+]  # 240: the wait for the exclusive hold counts
 
 FIXED = FixedProfileSpec(ttft_ms=20, itl_ms=2, served_model_name="sim")
 """20 ms to the first token and 2 ms per token: 16 tokens take ~50 ms."""
