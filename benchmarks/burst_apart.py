@@ -5,13 +5,24 @@ the TUI's burst (`Session.burst(..., resettle=True)`): the step hands over, the 
 the same level re-settles after it. The table prints each step's output tok/s with its 95 %
 interval and the requests the burst added to it (counted apart), and the burst's own line.
 
-    python benchmarks/burst_apart.py [--burst 32] [--seconds 25]
+`--run`: two headless runs on one simulator instead, each one `gputui run --concurrency 4` step
+of --seconds: burst-free, then with `--burst 32` firing two thirds into the step (the step
+measures from ~3 s, so the burst lands inside its measured window). `run` does not close its
+steps at a burst: the step's requests in flight under the burst's load are left out of its
+figures. The table adds P95 TPOT with its interval, the step's requests and seconds left out for
+the burst, its warm-up and its measured window.
+
+    python benchmarks/burst_apart.py [--burst 32] [--seconds 25] [--run]
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from gputui.engine.client import ClientConfig
 from gputui.engine.load import RequestShape
@@ -21,13 +32,20 @@ from gputui.metrics.sla import Sla
 from gputui.session import Session
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import start_background
+from gputui.snapshot.models import Snapshot
+from gputui.snapshot.step_models import Step
+from gputui.snapshot.store import load_snapshot
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--burst", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=25.0)
+    parser.add_argument("--run", action="store_true", help="a headless `gputui run --burst`")
     args = parser.parse_args()
+    if args.run:
+        headless(args.burst, args.seconds)
+        return
     spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")
     with start_background(spec) as sim:
         client = ClientConfig(
@@ -54,6 +72,60 @@ def main() -> None:
     for event in session.events.items():
         if event.text.startswith("burst of"):
             print(event.text)
+
+
+def headless(burst: int, step_s: float) -> None:
+    """Two `gputui run`s of one 4-stream step on one simulator: burst-free, then one burst."""
+    spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")
+    print(f"gputui run, a100-80gb-pcie sim, llama-3.1-8b, 512/256, 4 streams, burst of {burst}")
+    print(
+        f"{'run':>10} {'tok/s':>8} {'95 % CI':>12} {'P95 TPOT ms':>11} {'95 % CI':>13} {'n':>4}"
+        f" {'burst':>5} {'left out':>8} {'out s':>6} {'warm-up s':>9} {'window s':>8}"
+    )
+    with start_background(spec) as sim:
+        for label, extra in (
+            ("burst-free", []),
+            ("burst", ["--burst", str(burst), "--burst-every", f"{2 * step_s / 3:g}s"]),
+        ):
+            snapshot = _one_run(sim.url, step_s, extra)
+            for step in snapshot.steps:
+                print(_row(label, step))
+            for found in snapshot.bursts:
+                print(f"  burst of {found.count} at {found.at_s or 0:.1f} s: {found.recovery_s} s")
+
+
+def _one_run(url: str, step_s: float, extra: list[str]) -> Snapshot:
+    """One `gputui run --concurrency 4` step of `step_s` seconds, with `extra` flags."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        command = [sys.executable, "-m", "gputui", "run", "--url", url]
+        command += ["--model", "llama-3.1-8b", "--input-tokens", "512", "--output-tokens", "256"]
+        command += ["--concurrency", "4", "--step-seconds", f"{step_s:g}s", "--out", str(out)]
+        done = subprocess.run(command + extra, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(done.stderr.strip()[-2000:])
+        return load_snapshot(out)
+
+
+def _row(label: str, step: Step) -> str:
+    tok = step.output_tokens_per_s_ci
+    tpot = step.tpot_s
+    return (
+        f"{label:>10} {step.output_tokens_per_s:8.1f}"
+        f" {_ci(tok, 1):>12} {(tpot.p95 or 0) * 1e3:11.2f} {_ci(tpot.p95_ci, 1e3):>13}"
+        f" {tpot.n:4d} {step.requests_burst or 0:5d}"
+        f" {getattr(step, 'requests_under_burst', None) or 0:8d}"
+        f" {getattr(step, 'burst_window_s', None) or 0:6.1f}"
+        f" {step.warmup_s or 0:9.1f} {step.duration_s:8.1f}"
+    )
+
+
+def _ci(bounds: tuple[float | None, float | None] | None, scale: float) -> str:
+    """An interval as printed ('open' without both ends); ms (scale 1e3) with 2 decimals."""
+    if bounds is None or bounds[0] is None or bounds[1] is None:
+        return "open"
+    digits = 0 if scale == 1 else 2
+    return f"[{bounds[0] * scale:.{digits}f}, {bounds[1] * scale:.{digits}f}]"
 
 
 if __name__ == "__main__":

@@ -127,7 +127,11 @@ def tally(snap: Snapshot) -> Tally:
     ok = sum(1 for r in rows if r["ok"])
     assert in_steps <= reasons and sum(s.requests_ok for s in snap.steps) <= ok, (in_steps, reasons)
     counted = sum(
-        s.requests_ok + s.requests_failed + s.requests_warmup + (s.requests_burst or 0)
+        s.requests_ok
+        + s.requests_failed
+        + s.requests_warmup
+        + (s.requests_burst or 0)
+        + (s.requests_under_burst or 0)
         for s in snap.steps
     )
     assert counted == len(rows), (counted, len(rows))

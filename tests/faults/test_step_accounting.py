@@ -54,6 +54,7 @@ def test_sent_equals_ok_plus_failed_per_step() -> None:
         # hand-over from the step before: its load, unmeasured) and counted as warm-up.
         counted = result.requests_ok + result.requests_failed + result.requests_warmup
         counted += result.requests_burst  # the burst's, apart from the step's figures
+        counted += result.requests_under_burst  # the step's, in flight under the burst's load
         assert sent[result.index] == counted, result.index
         assert sum(result.errors.values()) == result.requests_failed
     assert session.cancelled == 0

@@ -53,8 +53,8 @@ def test_two_workers_share_a_closed_loop_and_merge(fixed_sim: SimProcess) -> Non
     assert status is not None
     assert status.in_flight == 7  # 4 + 3 across the two processes
     session.burst(6)
-    # Bursts are apart from steps (issue 28): the step re-measures from after the burst is back,
-    # so it needs a window of its own after it (0.3 s held a few waves of 55 ms and read 144/s).
+    # Bursts are apart from steps (issue 28): the step leaves the burst's window (until it is
+    # back, plus a lifetime) out of its figures, so it needs time of its own after it.
     time.sleep(1.5)
     session.stop(cancel=False, drain_timeout_s=10)
     records = session.all_records()

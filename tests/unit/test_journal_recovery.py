@@ -89,8 +89,10 @@ def test_a_recovered_step_leaves_a_bursts_requests_out_of_its_figures(tmp_path: 
     out = recover(tmp_path / "cut.journal", tmp_path)
     assert out is not None
     (step,) = load_snapshot(out).steps
-    assert (step.requests_warmup, step.requests_ok, step.requests_burst) == (5, 10, 4)
-    assert (step.ttft_s.n, step.e2e_s.n) == (10, 10)  # the burst's 2 s TTFTs are in no figure
+    assert (step.requests_warmup, step.requests_ok, step.requests_burst) == (5, 3, 4)
+    # the burst is out from 1 s to 9 s: 7 of the step's requests ran under its load
+    assert step.requests_under_burst == 7
+    assert (step.ttft_s.n, step.e2e_s.n) == (3, 3)  # the burst's 2 s TTFTs are in no figure
     assert step.ttft_s.p99 is not None and abs(step.ttft_s.p99 - 0.05) < 1e-9
     assert step.e2e_s.p99 is not None and abs(step.e2e_s.p99 - 0.2) < 1e-9
 

@@ -202,6 +202,7 @@ def test_top_level_and_nested_keys_are_exact() -> None:
     source_keys |= {"requests_warmup"}  # issue 24: the steps account for every request
     source_keys |= {"handover_s"}  # issue 28: the old load's time after the step closed
     source_keys |= {"requests_burst"}  # issue 28: a burst's requests, apart from the step
+    source_keys |= {"requests_under_burst", "burst_window_s"}  # issue 28: a burst's window
     source_keys |= {"prefix_cache_source", "prefix_cache_warning"}
     source_keys |= {"telemetry", "energy"}  # issue 29: null without telemetry
     assert set(data["steps"][0]) - OPTIONAL_STEP_KEYS == STEP_KEYS | source_keys

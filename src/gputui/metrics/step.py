@@ -9,6 +9,10 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
   counts wherever it ended, even after `spec.end_ns` (the caller passes it in once it is done):
   the Session keeps the step's load running, unmeasured, until then (`session.loads`), and
   `handover_s` is how long its last measured request ran past the close.
+- Bursts (`metrics.burst_window`): a burst's own requests are in no figure (`requests_burst`
+  counts them). Nor are the step's requests in flight under a burst's load, from its first send
+  until its last request is back plus one lifetime (`requests_under_burst`), and the rates leave
+  that time out of W (`burst_window_s`): `gputui run --burst` does not close its steps at a burst.
 - `requests_ok`, `requests_failed` and `errors` {reason: count} count the measured requests; a
   failure without a reason counts as "unknown", so none is dropped. Error rate = failed / (ok +
   failed).
@@ -54,24 +58,26 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.burst_window import burst_windows, squeeze
 from gputui.metrics.confidence import Bounds
 from gputui.metrics.energy import StepEnergy, step_energy
 from gputui.metrics.error_log import first_messages, flood_reason
 from gputui.metrics.goodput import good_mask, no_answer_mask, short_mask, ttfat_censored_s
 from gputui.metrics.request_metrics import (
     SLOT_WAIT_NS,
+    RecordColumns,
     metrics_from_columns,
     record_columns,
     tokens_arrived,
 )
 from gputui.metrics.sla import Sla, error_rate, step_meets_sla
-from gputui.metrics.step_intervals import rate_and_share_intervals
+from gputui.metrics.step_intervals import StepIntervals, rate_and_share_intervals
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.verdict import Verdict, step_verdict
 from gputui.telemetry.step_telemetry import StepTelemetry
@@ -166,6 +172,11 @@ class StepResult:
     """Why the step ended early: flooded with rejections (`metrics.error_log.flood_reason`)."""
     requests_burst: int = 0
     """Requests a burst sent during the step: counted, but in none of its figures."""
+    requests_under_burst: int = 0
+    """The step's requests in flight under a burst's load (`metrics.burst_window`): counted, in
+    none of its figures (neither measured nor warm-up)."""
+    burst_window_s: float = 0.0
+    """Time of the step's window under a burst's load: left out of its rates."""
     handover_s: float = 0.0
     """How long the step's load ran on, unmeasured, after it closed: until its last measured
     request ended (the next level starts only then: `session.loads`)."""
@@ -201,35 +212,29 @@ def aggregate_step(
     incomplete: bool = False,
 ) -> StepResult:
     """Reduce a step's finished records to its StepResult (semantics in the module docstring)."""
-    # A burst's requests are the burst's (`metrics.bursts`): in none of the step's figures.
+    # A burst's requests are the burst's (`metrics.bursts`): in none of the step's figures, nor
+    # are the step's own requests under its load, nor its window's time in the rates.
     mine = [r for r in records if r.step_index == spec.index and not r.burst]
-    burst = sum(1 for r in records if r.step_index == spec.index and r.burst)
+    bursts = [r for r in records if r.step_index == spec.index and r.burst]
     cols = record_columns(mine)
     lo_ns, hi_ns = spec.measure_start_ns, spec.end_ns
     duration_s = max(hi_ns - lo_ns, 0) * _NS_TO_S
-    per_s = 1.0 / duration_s if duration_s > 0 else 0.0
+    cut = burst_windows(bursts, cols, lo_ns, hi_ns)
+    rated, rate_hi_ns = squeeze(cols, cut.windows, lo_ns), _rate_end(hi_ns, cut.cut_ns)
 
-    measured = cols.sent_ns >= lo_ns
+    in_time = cols.sent_ns >= lo_ns
     if hi_ns >= 0:  # sent after the close: the hand-over's unmeasured load
-        measured &= cols.sent_ns < hi_ns
+        in_time &= cols.sent_ns < hi_ns
+    measured = in_time & ~cut.under
     measured_ok = measured & cols.ok
     measured_failed = measured & ~cols.ok
     errors = Counter(
         cols.errors[i] or UNKNOWN_REASON for i in np.flatnonzero(measured_failed).tolist()
     )
 
-    ended_in_w = cols.ok & (cols.end_ns >= lo_ns) & (cols.end_ns < hi_ns)
-    first_in_w = (
-        cols.ok
-        & cols.has_first_token
-        & (cols.first_token_ns >= lo_ns)
-        & (cols.first_token_ns < hi_ns)
-    )
-    all_records = np.ones(len(cols), dtype=np.bool_)
-    output_tokens = tokens_arrived(cols, all_records, lo_ns, hi_ns)
-
     samples = metrics_from_columns(cols, measured_ok)
     good_all = good_mask(cols, sla)
+    rates = _rates(rated, cols.input_tokens, good_all, lo_ns, rate_hi_ns)
     good = good_all & measured
 
     requests_ok = int(measured_ok.sum())
@@ -243,46 +248,39 @@ def aggregate_step(
         requests_ok=requests_ok,
         requests_failed=int(measured_failed.sum()),
         errors=dict(sorted(errors.items())),
-        requests_per_s=int(ended_in_w.sum()) * per_s,
-        input_tokens_per_s=int(cols.input_tokens[first_in_w].sum()) * per_s,
-        output_tokens_per_s=output_tokens * per_s,
+        requests_per_s=rates.requests,
+        input_tokens_per_s=rates.input_tokens,
+        output_tokens_per_s=rates.output_tokens,
         ttft_s=summarize(samples.ttft_s, ci=True),
         tpot_s=summarize(samples.tpot_s, ci=True),
         itl_s=summarize(samples.itl_s, ci=True),
         e2e_s=summarize(samples.e2e_s, ci=True),
         connect_s=summarize(samples.connect_s),
-        goodput_requests_per_s=int((good_all & ended_in_w).sum()) * per_s,
-        goodput_output_tokens_per_s=tokens_arrived(cols, good_all, lo_ns, hi_ns) * per_s,
+        goodput_requests_per_s=rates.good_requests,
+        goodput_output_tokens_per_s=rates.good_tokens,
         sla_ok=False,
         incomplete=incomplete,
         output_tokens_from_usage=bool(cols.tokens_from_usage[cols.ok].all()),
         short_outputs=int(short.sum()),
-        requests_warmup=int((~measured).sum()),
+        requests_warmup=int((~in_time).sum()),
         error_messages=first_messages(mine) or None,
         ended_early=flood_reason(mine),
-        handover_s=_handover_s(cols.end_ns[measured], hi_ns),
-        requests_burst=burst,
+        handover_s=_handover_s(cols.end_ns[in_time], hi_ns),
+        requests_burst=len(bursts),
+        requests_under_burst=int((in_time & cut.under).sum()),
+        burst_window_s=cut.cut_ns * _NS_TO_S,
     )
     ci = rate_and_share_intervals(
-        cols,
+        rated,
         lo_ns=lo_ns,
-        hi_ns=hi_ns,
+        hi_ns=rate_hi_ns,
         measured_ok=measured_ok,
         measured_failed=measured_failed,
         good=good,
         good_tokens=good_all,
         lifetime_s=result.e2e_s.p50,
     )
-    result = replace(
-        result,
-        output_tokens_per_s_ci=ci.output_tokens_per_s_ci,
-        goodput_output_tokens_per_s_ci=ci.goodput_output_tokens_per_s_ci,
-        requests_per_s_ci=ci.requests_per_s_ci,
-        rate_ci_batches=ci.batches,
-        error_rate_ci=ci.error_rate_ci,
-        goodput_share=ci.goodput_share,
-        goodput_share_ci=ci.goodput_share_ci,
-    )
+    result = _with_intervals(result, ci)
     result = _with_schedule(result, mine, measured_ok)
     no_answer = measured & no_answer_mask(cols)
     result = _with_streams(
@@ -297,6 +295,57 @@ def aggregate_step(
     # The verdicts read the finished summaries, so they are filled in last.
     return replace(
         result, sla_ok=step_meets_sla(result, sla), sla_verdict=step_verdict(result, sla)
+    )
+
+
+class _Rates(NamedTuple):
+    """A step's rates per second over its window (the bursts' windows cut out)."""
+
+    requests: float
+    input_tokens: float
+    output_tokens: float
+    good_requests: float
+    good_tokens: float
+
+
+def _rate_end(hi_ns: int, cut_ns: int) -> int:
+    """The end of the window the rates read: the close, less the bursts' windows (open: -1)."""
+    return hi_ns - cut_ns if hi_ns >= 0 else hi_ns
+
+
+def _rates(
+    rated: RecordColumns,
+    input_tokens: npt.NDArray[np.int64],
+    good: npt.NDArray[np.bool_],
+    lo_ns: int,
+    hi_ns: int,
+) -> _Rates:
+    """Requests ended, prompts first answered and tokens arrived in [lo_ns, hi_ns), per second."""
+    per_s = 1.0 / ((hi_ns - lo_ns) * _NS_TO_S) if hi_ns > lo_ns else 0.0
+    ended = rated.ok & (rated.end_ns >= lo_ns) & (rated.end_ns < hi_ns)
+    first = rated.ok & rated.has_first_token
+    first &= (rated.first_token_ns >= lo_ns) & (rated.first_token_ns < hi_ns)
+    every = np.ones(len(rated), dtype=np.bool_)
+    return _Rates(
+        requests=int(ended.sum()) * per_s,
+        input_tokens=int(input_tokens[first].sum()) * per_s,
+        output_tokens=tokens_arrived(rated, every, lo_ns, hi_ns) * per_s,
+        good_requests=int((good & ended).sum()) * per_s,
+        good_tokens=tokens_arrived(rated, good, lo_ns, hi_ns) * per_s,
+    )
+
+
+def _with_intervals(result: StepResult, ci: StepIntervals) -> StepResult:
+    """The result with its rates' and shares' intervals (`metrics.step_intervals`)."""
+    return replace(
+        result,
+        output_tokens_per_s_ci=ci.output_tokens_per_s_ci,
+        goodput_output_tokens_per_s_ci=ci.goodput_output_tokens_per_s_ci,
+        requests_per_s_ci=ci.requests_per_s_ci,
+        rate_ci_batches=ci.batches,
+        error_rate_ci=ci.error_rate_ci,
+        goodput_share=ci.goodput_share,
+        goodput_share_ci=ci.goodput_share_ci,
     )
 
 

@@ -54,8 +54,10 @@ def bursts_back(ledger: StepLedger, told: set[int]) -> list[Event]:
         if index >= 0 and index not in told and len(back) >= count:
             told.add(index)
             events.append(burst_event(ledger.specs[index], count, fired_ns, back))
-            # A fixed warm-up may have opened the window already: it starts after the burst.
-            ledger.move_measure_start(index, max(ledger.specs[index].measure_start_ns, *ends(back)))
+            if index in ledger.resettled:
+                # A fixed warm-up may have opened the window already: it starts after the burst.
+                start = max(ledger.specs[index].measure_start_ns, *ends(back))
+                ledger.move_measure_start(index, start)
     return events
 
 

@@ -63,6 +63,10 @@ class StepLedger:
         event log only (`session.events.unmeasured_event`)."""
         self.bursts: dict[int, tuple[int, int]] = {}
         """Bursts by the step they fired in: (requests, when); their records are `burst`."""
+        self.resettled: set[int] = set()
+        """Steps opened for a burst (the TUI's `b`): they measure from after its last request.
+        A step a burst fires in otherwise (`gputui run --burst`) keeps its window, less the
+        burst's (`metrics.burst_window`)."""
         self.pending: int | None = None
         """The step opened at a new level whose load waits for the hand-over (module contract)."""
         self.window_telemetry: WindowTelemetry | None = None

@@ -175,7 +175,7 @@ class LoadChanges:
             self._sent = self._running = step
             self._engine.send(Load(step.mode, step.level, step.index))
             if self._burst_after:
-                self._fire(step.index, self._burst_after)
+                self._fire(step.index, self._burst_after, resettle=True)
                 self._burst_after = 0
         return step
 
@@ -200,6 +200,8 @@ class LoadChanges:
         `resettle` (the TUI's `b`): the open step closes first and hands over like a change of
         level; the burst fires when its measured requests are back, and the same level opens a
         step that settles only once the burst's requests are back too (`session.steady`).
+        Without it (`gputui run --burst`) the open step stays open and leaves the burst's window
+        out of its figures (`metrics.burst_window`).
         """
         now = time.perf_counter_ns()
         with self._order:
@@ -213,9 +215,9 @@ class LoadChanges:
                 return
             self._fire(running.index if running is not None else -1, count)
 
-    def _fire(self, index: int, count: int) -> None:
+    def _fire(self, index: int, count: int, *, resettle: bool = False) -> None:
         self._engine.send(Burst(count))
-        self._loop.post(BurstFired(index, count, time.perf_counter_ns()))
+        self._loop.post(BurstFired(index, count, time.perf_counter_ns(), resettle))
 
     def reconnect(self) -> None:
         """Close the engine's idle connections: the next requests connect afresh."""

@@ -275,6 +275,8 @@ class SessionLoop:
         elif isinstance(command, BurstFired):
             count, fired_ns = self.ledger.bursts.get(command.index, (0, command.fired_ns))
             self.ledger.bursts[command.index] = (count + command.count, fired_ns)
+            if command.resettle:
+                self.ledger.resettled.add(command.index)
         elif isinstance(command, PendingLevel):
             if self.ledger.replace_pending(command.spec):
                 self.events.add(*load_event(command.spec.mode, command.spec.level))

@@ -116,6 +116,8 @@ class BurstFired:
     index: int
     count: int
     fired_ns: int
+    resettle: bool = False
+    """The TUI's `b`: the step opened for the burst measures from after it (`session.loads`)."""
 
 
 @dataclass(frozen=True, slots=True)

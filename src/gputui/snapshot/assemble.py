@@ -58,6 +58,7 @@ from gputui.snapshot.models import (
 )
 from gputui.snapshot.records import session_table
 from gputui.snapshot.sections import (
+    BURST_ISOLATION,
     STEP_ISOLATION,
     BurstSection,
     HardwareSection,
@@ -162,6 +163,8 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
             | {
                 "step_isolation": STEP_ISOLATION,
                 "handover_s": round(sum(r.handover_s for r in results), 3),
+                "burst_isolation": BURST_ISOLATION,
+                "burst_window_s": round(sum(r.burst_window_s for r in results), 3),
             }
         ),
         validation=ValidationSection.model_validate(info.validation.to_json())

@@ -10,8 +10,9 @@ per-request bound of the SLA: TTFT, TPOT, E2E and TTFAT). `step` is the index of
 step that measured the request (sent in its measurement window; the snapshot numbers its steps
 0, 1, 2 ..., hidden carry-on steps taking none), or null: warm-up (sent before its step's
 measurement started), the hand-over (sent after its step closed, while its last measured requests
-finished), a burst (`burst` true: measured as the burst, in no step's figures), a hidden step
-(the load held after a hold or between a plan's steps) or a step the snapshot does not have.
+finished), a burst (`burst` true: measured as the burst, in no step's figures), in flight under a
+burst's load (`metrics.burst_window`: the step's `requests_under_burst`), a hidden step (the load
+held after a hold or between a plan's steps) or a step the snapshot does not have.
 
 When is a row's step known? Only once its step is finished (closed, and every request sent
 during it back): that is when the snapshot's step is decided. `RecordRows` therefore follows the
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gputui.engine.records import RequestRecord
+from gputui.metrics.burst_window import step_windows, under_windows
 from gputui.metrics.goodput import good_mask
 from gputui.metrics.request_metrics import record_columns
 from gputui.metrics.sla import Sla
@@ -105,6 +107,16 @@ def journal_ns(line: Mapping[str, object], exact: str, ms: str) -> int | None:
     if isinstance(rounded, int | float) and not isinstance(rounded, bool):
         return round(rounded * 1e6)
     return None
+
+
+def _burst_cut(held: Sequence[Mapping[str, object]]) -> list[tuple[int, int]]:
+    """The burst windows of one step's journalled requests, as `metrics.step` has them."""
+    spans = ((journal_ns(r, "sent_ns", "sent_ms"), r) for r in held)
+    return step_windows(
+        (sent, _last_ns(r, sent), bool(r.get("burst")), bool(r.get("ok")))
+        for sent, r in spans
+        if sent is not None
+    )
 
 
 def _last_ns(line: Mapping[str, object], sent: int) -> int:
@@ -214,6 +226,8 @@ class RecordRows:
         self._windows: dict[int, _Window] = {}
         self._finished: set[int] = set()
         self._pending: dict[int, list[Mapping[str, object]]] = {}
+        self._cuts: dict[int, list[tuple[int, int]]] = {}
+        """Per released step: its bursts' windows (`metrics.burst_window`)."""
 
     def _current_sla(self) -> Sla:
         return self._sla() if callable(self._sla) else self._sla
@@ -290,14 +304,17 @@ class RecordRows:
         return window is not None and window.hidden
 
     def _release(self, index: int) -> list[Mapping[str, object]]:
-        return self._pending.pop(index, [])
+        held = self._pending.pop(index, [])
+        self._cuts[index] = _burst_cut(held)
+        return held
 
     def _measured(self, index: int, line: Mapping[str, object]) -> int | None:
         """The snapshot's index of step `index` when the request is in its measured sample.
 
         That is, as `metrics.step.aggregate_step` has it: sent in [measurement start, close).
         Else None: sent before (its warm-up) or after (the hand-over's load, run unmeasured until
-        the step's last measured request is back), or by a burst. A snapshot
+        the step's last measured request is back), by a burst, or in flight under a burst's load
+        (`metrics.burst_window`: the step's requests are all held until it finishes). A snapshot
         numbers its steps 0, 1, 2 ... leaving out the hidden carry-on steps
         (`snapshot.step_models.renumbered`), so the index is the count of visible steps before.
         """
@@ -309,6 +326,8 @@ class RecordRows:
             return None
         if window.end_ns is not None and sent >= window.end_ns:
             return None  # sent after the close: the hand-over's unmeasured load
+        if under_windows(sent, _last_ns(line, sent), self._cuts.get(index, [])):
+            return None  # in flight under a burst's load: out of the step's figures
         return sum(1 for i, w in self._windows.items() if i < index and not w.hidden)
 
     def _rows(
@@ -371,8 +390,10 @@ def session_table(
     for spec in specs:
         lines += [load_line(spec, origin_ns, hidden=spec.index not in saved)]
         lines += [measure_line(spec, origin_ns)]
-    lines.extend({"kind": "step", "step": {"index": index}} for index in saved)
+    # Requests first, as in a journal: a step decides its requests together once it finishes
+    # (its bursts' windows need all of them).
     lines.extend(request_line(r, origin_ns) for r in records)
+    lines.extend({"kind": "step", "step": {"index": index}} for index in saved)
     rows = decider.feed(lines) + decider.close()
     rows.sort(key=finish_order)
     return rows_table(rows)

@@ -36,6 +36,10 @@ class PlanSection(_Section):
     """How a step is kept to its own load (`STEP_ISOLATION`; None in files from before it)."""
     handover_s: float | None = None
     """The time all the steps' hand-overs added to the run (each step's `handover_s`, summed)."""
+    burst_isolation: str | None = None
+    """How a step is kept from a burst's load (`BURST_ISOLATION`; None in files from before it)."""
+    burst_window_s: float | None = None
+    """The time left out of the steps' rates for bursts (each step's `burst_window_s`, summed)."""
 
 
 STEP_ISOLATION = (
@@ -43,6 +47,14 @@ STEP_ISOLATION = (
     " finished; that step's load runs on, unmeasured, meanwhile (its time: each step's handover_s)"
 )
 """The snapshot's `plan.step_isolation` (`session.loads`: issue 28)."""
+
+BURST_ISOLATION = (
+    "window: a burst's requests are in no step's figures; a step it fires in (gputui run --burst)"
+    " stays open, and its requests in flight from the burst's first send until its last request is"
+    " back plus one lifetime are left out of its figures (counted: requests_under_burst), that time"
+    " out of its rates (burst_window_s); the TUI's b closes the step, fires, then re-settles it"
+)
+"""The snapshot's `plan.burst_isolation` (`metrics.burst_window`: issue 28)."""
 
 
 class ValidationSection(_Section):

@@ -227,6 +227,11 @@ class Step(_Model):
     the steps account for every request (`totals.requests`); 0 in files from before it."""
     requests_burst: NonNegativeInt | None = None
     """Requests a burst sent during the step: in none of its figures (the burst's own section)."""
+    requests_under_burst: NonNegativeInt | None = None
+    """The step's requests in flight under a burst's load (`plan.burst_isolation`): counted, in
+    none of its figures (None when no burst touched the step, and in files from before it)."""
+    burst_window_s: NonNegativeFloat | None = None
+    """Seconds of the step's window under a burst's load, left out of its rates."""
     handover_s: NonNegativeFloat | None = None
     """After the step closed, how long its load ran on unmeasured until its last measured
     request ended; the next level started only then (None in files from before it)."""
@@ -336,6 +341,8 @@ def _step_core(result: StepResult) -> Step:
         ended_early=result.ended_early,
         handover_s=result.handover_s,
         requests_burst=result.requests_burst or None,
+        requests_under_burst=result.requests_under_burst or None,
+        burst_window_s=round(result.burst_window_s, 3) or None,
         telemetry=(
             StepTelemetryModel.model_validate(result.telemetry.to_dict())
             if result.telemetry is not None
