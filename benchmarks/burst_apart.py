@@ -79,7 +79,7 @@ def headless(burst: int, step_s: float) -> None:
     spec = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")
     print(f"gputui run, a100-80gb-pcie sim, llama-3.1-8b, 512/256, 4 streams, burst of {burst}")
     print(
-        f"{'run':>10} {'tok/s':>8} {'95 % CI':>12} {'P95 TPOT ms':>11} {'95 % CI':>13} {'n':>4}"
+        f"{'run':>10} {'tok/s':>8} {'95 % CI':>12} {'P95 TPOT ms':>11} {'95 % CI':>15} {'n':>4}"
         f" {'burst':>5} {'left out':>8} {'out s':>6} {'warm-up s':>9} {'window s':>8}"
     )
     with start_background(spec) as sim:
@@ -112,7 +112,7 @@ def _row(label: str, step: Step) -> str:
     tpot = step.tpot_s
     return (
         f"{label:>10} {step.output_tokens_per_s:8.1f}"
-        f" {_ci(tok, 1):>12} {(tpot.p95 or 0) * 1e3:11.2f} {_ci(tpot.p95_ci, 1e3):>13}"
+        f" {_ci(tok, 1):>12} {(tpot.p95 or 0) * 1e3:11.3f} {_ci(tpot.p95_ci, 1e3):>15}"
         f" {tpot.n:4d} {step.requests_burst or 0:5d}"
         f" {getattr(step, 'requests_under_burst', None) or 0:8d}"
         f" {getattr(step, 'burst_window_s', None) or 0:6.1f}"
@@ -121,10 +121,10 @@ def _row(label: str, step: Step) -> str:
 
 
 def _ci(bounds: tuple[float | None, float | None] | None, scale: float) -> str:
-    """An interval as printed ('open' without both ends); ms (scale 1e3) with 2 decimals."""
+    """An interval as printed ('open' without both ends); ms (scale 1e3) with 3 decimals."""
     if bounds is None or bounds[0] is None or bounds[1] is None:
         return "open"
-    digits = 0 if scale == 1 else 2
+    digits = 0 if scale == 1 else 3
     return f"[{bounds[0] * scale:.{digits}f}, {bounds[1] * scale:.{digits}f}]"
 
 
