@@ -33,7 +33,7 @@ from tests.integration.test_run_cli import wait_for_line
 GPUTUI = [sys.executable, "-m", "gputui"]
 GPU_NAME = "NVIDIA A100 80GB PCIe"
 LOSS_WINDOW_S = 1.25
-"""What a kill may lose: the journal's 1 s fsync interval (`session.facade.JOURNAL_INTERVAL_S`),
+"""What a kill may lose: the journal's 1 s fsync interval (`session.journalling`),
 the engine's 0.1 s record batches, and the moment between the kill and reading the server."""
 LIVE_ONLY = {"recovered_from", "created_at", "gputui_version"}
 """Top-level keys whose presence differs by design between a recovered and a saved file."""

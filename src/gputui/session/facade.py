@@ -14,7 +14,8 @@ steps and the counters as a frozen `Published`: readers never see half-built sta
 lock. A thread reads everything it posted itself (`current_step` after `set_load`), waiting
 for the loop only then.
 The Session also keeps what both front ends share: the event log (`events`), the crash journal
-(`open_journal`) and the steps a snapshot is assembled from (`snapshot.assemble.save_session`).
+(`open_journal`: `session.journalling`) and the steps a snapshot is assembled from
+(`snapshot.assemble.save_session`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from gputui.session.cpu import worker_figures
 from gputui.session.diagnosis import StepDiagnosis
 from gputui.session.events import EventLog
 from gputui.session.frames import StatsFrame as StatsFrame  # re-exported: callers import it here
+from gputui.session.journalling import SessionJournal
 from gputui.session.ledger import StepLedger
 from gputui.session.loads import LoadChanges
 from gputui.session.loop import SessionLoop
@@ -58,13 +60,11 @@ from gputui.session.settling import DEFAULT_MAX_WARMUP_S
 from gputui.session.steady import StepProgress
 from gputui.session.step_end import StepEnded, StepLimits
 from gputui.session.window_telemetry import window_telemetry
-from gputui.snapshot.journal import Journal, JournalHeader, JournalTap, JournalWriter
+from gputui.snapshot.journal import JournalHeader, JournalTap
 from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
 
 _ENGINE_START_TIMEOUT_S = 60.0
 _LOOP_END_TIMEOUT_S = 600.0
-JOURNAL_INTERVAL_S = 1.0
-"""How often the journal is written and fsync'd: a `kill -9` loses at most this much."""
 
 
 class Session:
@@ -122,6 +122,8 @@ class Session:
         """Load changes: stamped and sent to the engine at the call (`session.loads`)."""
         self._loop.switch_load = self._loads.switch
         self._loop.watch.close_step = self._loads.close
+        self._journal = SessionJournal(self._loop, self.all_records, self.step_specs)
+        """The crash journal (`session.journalling`)."""
 
     # control -----------------------------------------------------------------------------------
     def start(self, *, frame_interval_s: float | None = 0.25) -> None:
@@ -286,7 +288,7 @@ class Session:
         """Judge the open and later steps by `sla`, and re-judge the finished ones at once."""
         self._loop.ask(lambda loop: loop.change_sla(sla))
 
-    # the journal -------------------------------------------------------------------------------
+    # the journal (`session.journalling`) --------------------------------------------------------
     def open_journal(
         self,
         folder: Path,
@@ -295,38 +297,17 @@ class Session:
         extra_lines: Callable[[], Iterable[Mapping[str, object]]] | None = None,
         taps: Sequence[JournalTap] = (),
     ) -> Path:
-        """Journal every finished request and step from now on (both front ends; OSError if not).
-
-        Steps already started are journalled at once, so a crash loses at most the last second;
-        so are their measurement windows as settling moves them, and `extra_lines` (the
-        sampler's hardware and telemetry: `snapshot.journal_telemetry`) at every write. `taps`
-        follow the journal's lines on its writer's thread (`--records`, `--serve-metrics`).
-        """
-        journal = Journal.create(folder, header, taps)
-        writer = JournalWriter(
-            journal,
-            self.all_records,
-            self.started_ns,
-            interval_s=JOURNAL_INTERVAL_S,
-            on_error=on_error,
-            specs=self.step_specs,
-            extra_lines=extra_lines,
-        )
-        origin_ns = self.started_ns
-        self._loop.ask(lambda loop: loop.attach_journal(writer, origin_ns))
-        writer.start()
-        return journal.path
+        """Journal every finished request and step from now on (`SessionJournal.open`)."""
+        return self._journal.open(folder, header, self.started_ns, on_error, extra_lines, taps)
 
     def close_journal(self, *, saved: bool) -> None:
         """Journal what is left and close; `saved` deletes it (a snapshot now holds it all)."""
-        writer = self._loop.ask(lambda loop: loop.detach_journal())
-        if writer is not None:
-            writer.stop(delete=saved)
+        self._journal.close(saved=saved)
 
     @property
     def journal_path(self) -> Path | None:
         """The open journal's file, if any."""
-        return self._loop.published.journal_path
+        return self._journal.path
 
     # replays -----------------------------------------------------------------------------------
     def feed_step(self, result: StepResult) -> None:
