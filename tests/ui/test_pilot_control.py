@@ -191,6 +191,9 @@ async def test_a_hold_then_a_load_key_keeps_every_finished_step(
             held = view().steps[-1]
             assert held.level == 2 and held.verdict_basis is not None
             assert held.duration_s < 6.0  # its 4 s limit (or a look before it)
+            # The basis says which rule ended it: a look decided it, its last look, or its limit.
+            rules = (", decided at look ", ": its last look", " at its 4-s limit: final look (n=")
+            assert any(rule in held.verdict_basis for rule in rules), held.verdict_basis
             # No step opened by itself: the header says so, and nothing is measured.
             await wait_for(pilot, lambda: _frame(controller).step_phase == "unmeasured")
             await wait_for(pilot, lambda: "no step open" in header.render_line(0).text)

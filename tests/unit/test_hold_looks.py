@@ -14,6 +14,7 @@ from gputui.metrics.hold_looks import (
     LookSample,
     due_look,
     error_rate_look,
+    final_look,
     in_send_order,
     judge_look,
     look_alpha,
@@ -21,6 +22,7 @@ from gputui.metrics.hold_looks import (
     lower_rank,
     p95_look,
     take_look,
+    unspent_alpha,
     upper_rank,
     wilson_one_sided,
 )
@@ -92,6 +94,25 @@ def test_a_look_combines_every_bound() -> None:
     assert take_look(4, fast, sla).last
     nothing = LookSample(ttft_s=[], tpot_s=[], ok=0, failed=0)
     assert judge_look(nothing, sla, look_alpha()) == "inconclusive"
+
+
+def test_the_final_look_spends_the_error_the_looks_not_taken_left() -> None:
+    assert [unspent_alpha(k) for k in range(5)] == pytest.approx(
+        [0.025, 0.01875, 0.0125, 0.00625, 0.0]
+    )
+    # 200 requests, 3 over the 0.5 s bound: x_(197) = 0.4 s. A look at 0.625 % needs x_(198)
+    # within the bound; the final look after one look taken has 1.875 %: x_(197) is enough.
+    sample = LookSample(ttft_s=[0.4] * 197 + [0.6] * 3, tpot_s=[], ok=200, failed=0)
+    sla = Sla(0.5, None, None)
+    assert (upper_rank(200, 0.00625), upper_rank(200, 0.01875)) == (198, 197)
+    assert judge_look(sample, sla, look_alpha()) == "inconclusive"
+    look = final_look(1, sample, sla)
+    assert look.verdict == "pass" and look.alpha == pytest.approx(0.01875)
+    assert (look.number, look.final, look.last) == (2, True, True)
+    assert look.text() == "pass at final look (n=200, 1.88 % each side: unspent by looks 2-4)"
+    assert final_look(3, sample, sla).where() == (
+        "final look (n=200, 0.625 % each side: unspent by look 4)"
+    )
 
 
 def test_the_next_look_is_due_at_its_request_count_once() -> None:

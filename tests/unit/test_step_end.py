@@ -15,7 +15,13 @@ from gputui.engine.records import RequestRecord
 from gputui.metrics.precision import StepPrecision
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec
-from gputui.session.step_end import OpenStepState, end_reason, look_at, precision_due
+from gputui.session.step_end import (
+    OpenStepState,
+    end_reason,
+    hold_basis,
+    look_at,
+    precision_due,
+)
 
 S = 1_000_000_000
 T0 = 10 * S
@@ -141,7 +147,9 @@ def test_the_hold_looks_only_at_120_240_480_and_960_requests() -> None:
     state = _look(state, 3.0, _records([0.1] * 130))
     assert state.looked_ns != state.now_ns and not precision_due(state)  # no look due
     state = _read(_look(state, 4.0, _records([0.1] * 240)), _precision(0.04), 0)
-    assert end_reason(state) == "pass at look 2 of 4 (n=240, 0.625 % each side), precise to ±5 %"
+    assert end_reason(state) == (
+        "pass, decided at look 2 of 4 (n=240, 0.625 % each side), precise to ±5 %"
+    )
 
 
 def test_a_look_reads_the_first_requests_sent_and_fails_a_slow_server() -> None:
@@ -149,7 +157,10 @@ def test_a_look_reads_the_first_requests_sent_and_fails_a_slow_server() -> None:
     # 20 fast ones sent later have finished too: the look still reads the first 120 sent.
     records = _records([0.01] * 20, start_ns=T0 + 2 * S)[::-1] + slow
     state = _read(_look(_hold(), 4.0, records), _precision(0.04), 0)
-    assert end_reason(state) == "fail at look 1 of 4 (n=120, 0.625 % each side), precise to ±5 %"
+    assert end_reason(state) == (
+        "fail, decided at look 1 of 4 (n=120, 0.625 % each side), precise to ±5 %"
+    )
+    assert hold_basis(state) == "fail, decided at look 1 of 4 (n=120, 0.625 % each side)"
 
 
 def test_the_hold_ends_at_its_last_look_undecided() -> None:
@@ -162,6 +173,34 @@ def test_the_hold_ends_at_its_last_look_undecided() -> None:
     assert reasons[:3] == [None, None, None]  # looks 1-3: inconclusive
     assert reasons[3] == "inconclusive at look 4 of 4 (n=960, 0.625 % each side): its last look"
     assert state.look is not None and state.look.verdict == "inconclusive"
+
+
+def test_a_hold_at_its_limit_between_looks_takes_a_final_look_with_the_unspent_error() -> None:
+    # The first 120 sent spread around the 0.5 s bound (look 1: inconclusive); the 80 after
+    # them take 1 s: 85 of 200 over the bound by the 5-min limit, before look 2's 240.
+    around = [0.5 * (k % 100 + 1) / 95 for k in range(120)]
+    records = _records(around + [1.0] * 80)
+    state = _look(_hold(), 20.0, records[:130])
+    assert state.look is not None and state.look.verdict == "inconclusive"
+    assert end_reason(state) is None
+    state = _look(state, 299.9, records)
+    assert state.look is not None and state.look.number == 1  # 200 < 240: no look due
+    state = _look(state, 300.0, records)
+    final = "fail at its 5-min limit: final look (n=200, 1.88 % each side: unspent by looks 2-4)"
+    assert end_reason(state) == final and hold_basis(state) == final
+    assert state.look is not None and state.look.alpha == 0.025 - 0.00625
+    # Data that do not decide stay inconclusive there, at the same error.
+    undecided = _records([0.5 * (k % 100 + 1) / 95 for k in range(200)])  # 5 % over it
+    state = _look(_look(_hold(), 20.0, undecided[:130]), 300.0, undecided)
+    assert end_reason(state) == (
+        "inconclusive at its 5-min limit: final look (n=200, 1.88 % each side: "
+        "unspent by looks 2-4)"
+    )
+    # A hold that never settled has no look to take: it says so.
+    unsettled = _at(_state(hold_limits(0.05, 90.0)), 90.0)
+    assert end_reason(look_at(unsettled, records, SPEC, SLA)) == (
+        "inconclusive at its 90-s limit: it never settled, no look"
+    )
 
 
 def test_a_flooded_or_closed_step_ends_at_once() -> None:

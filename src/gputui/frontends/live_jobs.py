@@ -89,7 +89,8 @@ class LiveJobs:
         self._event(
             "info",
             f"holding {level:g}: its verdict looked at after {looks} requests; ends at the first "
-            f"pass or fail while ±{target * 100:g} %, else at the last look or the time limit",
+            f"pass or fail while ±{target * 100:g} %, else at the last look or at the time "
+            "limit (a final look there)",
         )
         self._jobs.hold_until_precise(target)
 

@@ -16,6 +16,10 @@ Contract (alpha spending with a Bonferroni split):
   largest rank with P(Binomial(n, 0.95) <= l - 1) <= alpha. An error-rate bound b > 0 uses the
   one-sided Wilson bounds at alpha; b = 0 passes exactly when nothing failed. The look's verdict
   combines the bounds as `metrics.verdict.combine` does (fail beats inconclusive beats pass).
+- A hold that reaches its time limit between two looks takes a final look there
+  (`final_look`) on every request it may read, at the error the looks not taken leave unspent
+  (`unspent_alpha`: 2.5 % less 0.625 % for each look taken), so its data decide it when they
+  can; the union of all its looks still errs at most 2.5 % each way.
 - `in_send_order(records, measure_start_ns, now_ns)` is what a look may read of an open step:
   its measured records sent before a guard (twice the longest E2E so far, at least 1 s, before
   `now_ns`), so that a request sent earlier and still running (a slow one) is rare enough not
@@ -50,6 +54,13 @@ _Q: Final = 0.95
 def look_alpha(looks: Sequence[int] = HOLD_LOOKS, alpha: float = HOLD_ALPHA) -> float:
     """Each look's one-sided error: the total split evenly (Bonferroni)."""
     return alpha / len(looks)
+
+
+def unspent_alpha(
+    taken: int, looks: Sequence[int] = HOLD_LOOKS, alpha: float = HOLD_ALPHA
+) -> float:
+    """The error the looks after the first `taken` would have spent: the final look's."""
+    return max(len(looks) - taken, 0) * look_alpha(looks, alpha)
 
 
 @lru_cache(maxsize=1024)
@@ -144,11 +155,13 @@ class Look:
     """One look's verdict: at which look, on how many requests, at what error."""
 
     number: int
-    """1-based: the look at `HOLD_LOOKS[number - 1]` requests."""
+    """1-based: the look at `HOLD_LOOKS[number - 1]` requests (a final look: the next one's)."""
     of: int
     n: int
     alpha: float
     verdict: Verdict
+    final: bool = False
+    """Taken at the hold's time limit, between two looks, at their unspent error."""
 
     @property
     def decided(self) -> bool:
@@ -158,12 +171,19 @@ class Look:
     @property
     def last(self) -> bool:
         """The hold's last look: it ends here whatever the verdict."""
-        return self.number >= self.of
+        return self.final or self.number >= self.of
+
+    def where(self) -> str:
+        """'look 2 of 4 (n=240, 0.625 % each side)', or the final look's with its error's source."""
+        error = f"{self.alpha * 100:.3g} % each side"
+        if not self.final:
+            return f"look {self.number} of {self.of} (n={self.n}, {error})"
+        spares = f"look {self.of}" if self.number == self.of else f"looks {self.number}-{self.of}"
+        return f"final look (n={self.n}, {error}: unspent by {spares})"
 
     def text(self) -> str:
         """'pass at look 2 of 4 (n=240, 0.625 % each side)'."""
-        where = f"look {self.number} of {self.of} (n={self.n}, {self.alpha * 100:.3g} % each side)"
-        return f"{self.verdict} at {where}"
+        return f"{self.verdict} at {self.where()}"
 
 
 def judge_look(sample: LookSample, sla: Sla, alpha: float) -> Verdict:
@@ -186,6 +206,13 @@ def take_look(number: int, sample: LookSample, sla: Sla, looks: Sequence[int] = 
     alpha = look_alpha(looks)
     n = sample.ok + sample.failed
     return Look(number, len(looks), n, alpha, judge_look(sample, sla, alpha))
+
+
+def final_look(taken: int, sample: LookSample, sla: Sla, looks: Sequence[int] = HOLD_LOOKS) -> Look:
+    """The look at the hold's time limit after `taken` looks, at their unspent error."""
+    alpha = unspent_alpha(taken, looks)
+    n = sample.ok + sample.failed
+    return Look(taken + 1, len(looks), n, alpha, judge_look(sample, sla, alpha), final=True)
 
 
 def due_look(measured: int, taken: int, looks: Sequence[int] = HOLD_LOOKS) -> int | None:

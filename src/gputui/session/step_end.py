@@ -15,7 +15,11 @@ Contract (issue 28: the step's end lives on the session's loop):
 - `until_decided` (the TUI's hold) runs by its looks instead (`look_at`): its SLA verdict only at
   `metrics.hold_looks.HOLD_LOOKS` requests (the 2.5 % error split between the looks); it ends at
   the first look that is decided while the step is precise, at the last look, or at `max_s`,
-  whichever comes first; the step is saved with its latest look's verdict.
+  whichever comes first. At `max_s` between two looks it takes a final look on what it has, at
+  the error the looks not taken leave unspent (`metrics.hold_looks.final_look`), so data that
+  decide end it decided. The step is saved with its latest look's verdict, and `hold_basis`
+  says which rule ended it ("decided at look 2 of 4", "its last look", "at its 5-min limit:
+  final look").
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ from dataclasses import dataclass, replace
 
 from gputui.engine.records import RequestRecord
 from gputui.metrics.confidence import min_n_two_sided
-from gputui.metrics.hold_looks import HOLD_LOOKS, Look, due_look, in_send_order, look_sample
+from gputui.metrics.hold_looks import (
+    HOLD_LOOKS,
+    Look,
+    due_look,
+    final_look,
+    in_send_order,
+    look_sample,
+)
 from gputui.metrics.hold_looks import take_look as judge_look
 from gputui.metrics.precision import StepPrecision
 from gputui.metrics.sla import Sla
@@ -117,18 +128,31 @@ def precision_due(state: OpenStepState) -> bool:
     return state.checked_ns is None or state.now_ns - state.checked_ns >= PRECISION_EVERY_NS
 
 
+def at_limit(state: OpenStepState) -> bool:
+    """Whether the step has reached its maximum (`max_s`) at `now_ns`."""
+    return state.now_ns >= state.opened_ns + int(max_s(state) * 1e9)
+
+
 def look_at(
     state: OpenStepState, records: Sequence[RequestRecord], spec: StepSpec, sla: Sla
 ) -> OpenStepState:
-    """A hold's next look, if one is due (records in the order sent; `metrics.hold_looks`)."""
+    """A hold's next look, if one is due (records in the order sent; `metrics.hold_looks`).
+
+    At its maximum, between two looks, that is the final look on every request it may read.
+    """
     if not state.limits.until_decided or state.settled_ns is None:
         return state
+    if state.look is not None and state.look.last:
+        return state  # it has ended
     ordered = in_send_order(list(records), spec.measure_start_ns, state.now_ns)
     taken = 0 if state.look is None else state.look.number
     number = due_look(len(ordered), taken, HOLD_LOOKS)
-    if number is None:
+    if at_limit(state):  # whatever look was due: this one reads all of it, at more error
+        look = final_look(taken, look_sample(ordered), sla, HOLD_LOOKS)
+    elif number is not None:
+        look = judge_look(number, look_sample(ordered[: HOLD_LOOKS[number - 1]]), sla, HOLD_LOOKS)
+    else:
         return state
-    look = judge_look(number, look_sample(ordered[: HOLD_LOOKS[number - 1]]), sla, HOLD_LOOKS)
     return replace(state, look=look, looked_ns=state.now_ns)
 
 
@@ -137,13 +161,44 @@ def no_look_yet() -> str:
     return f"no look yet (the first at {HOLD_LOOKS[0]} requests)"
 
 
+def limit_text(seconds: float) -> str:
+    """A hold's limit as the operator reads it: '5-min', '90-s'."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}-min"
+    return f"{seconds:g}-s"
+
+
+def hold_basis(state: OpenStepState) -> str | None:
+    """Which rule ended a hold at its fresh look, with the verdict it saves (None: it goes on).
+
+    'pass, decided at look 2 of 4 (...)' (the precision is `end_reason`'s to add), 'inconclusive
+    at look 4 of 4 (...): its last look', 'fail at its 5-min limit: final look (...)'.
+    """
+    look = state.look
+    if not state.limits.until_decided or state.closed:
+        return None
+    if look is None and state.settled_ns is None and at_limit(state):
+        return f"inconclusive at its {limit_text(max_s(state))} limit: it never settled, no look"
+    if look is None or state.looked_ns != state.now_ns:
+        return None
+    if look.final:
+        return f"{look.verdict} at its {limit_text(max_s(state))} limit: {look.where()}"
+    if look.last:
+        return f"{look.text()}: its last look"
+    reached = state.precision
+    if look.decided and reached is not None and reached.precise:
+        return f"{look.verdict}, decided at {look.where()}"
+    return None
+
+
 def end_reason(state: OpenStepState) -> str | None:
     """Why the step ends now, or None to go on (module contract; the first reason wins)."""
     if state.closed:
         return "closed elsewhere"
     longest_s = max_s(state)
-    if state.now_ns >= state.opened_ns + int(longest_s * 1e9):
-        return f"reached its maximum, {longest_s:g} s"
+    if at_limit(state):
+        basis = hold_basis(state)  # a hold: its final look there (or it never settled)
+        return basis if basis is not None else f"reached its maximum, {longest_s:g} s"
     if state.flooded is not None:
         return f"flooded with rejections: {state.flooded}"
     measured = measured_s(state)
@@ -167,15 +222,10 @@ def end_reason(state: OpenStepState) -> str | None:
 
 
 def _hold_reason(state: OpenStepState, target: float) -> str | None:
-    look = state.look
-    if look is None or state.looked_ns != state.now_ns:
-        return None  # a hold decides only at a look
-    if look.last:
-        return f"{look.text()}: its last look"
-    reached = state.precision
-    if look.decided and reached is not None and reached.precise:
-        return f"{look.text()}, precise to ±{target * 100:g} %"
-    return None
+    basis = hold_basis(state)  # a hold decides only at a look
+    if basis is None or state.look is None or state.look.last:
+        return basis
+    return f"{basis}, precise to ±{target * 100:g} %"
 
 
 def _hopeless(reached: StepPrecision, n: int, measured: float, left_s: float) -> bool:

@@ -28,6 +28,7 @@ from gputui.session.step_end import (
     OpenStepState,
     StepEnded,
     end_reason,
+    hold_basis,
     look_at,
     no_look_yet,
     precision_due,
@@ -103,6 +104,9 @@ class StepWatch:
         watching.state = state
         reason = end_reason(state)
         if reason is not None:
+            basis = hold_basis(state)
+            if basis is not None and state.look is not None:  # which rule ended the hold
+                self._ledger.verdicts[state.index] = (state.look.verdict, basis)
             self._end(watching, reason, now_ns)
 
     def _advance(self, state: OpenStepState, now_ns: int, sla: Sla) -> OpenStepState:
