@@ -220,8 +220,6 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
             "1,8",
             "--step-seconds",
             "2",
-            "--warmup-seconds",
-            "1",
             "--output-tokens",
             "32",
             "--out",
@@ -236,6 +234,14 @@ def test_demo_sweeps_the_built_in_gpu_simulator(tmp_path: Path) -> None:
     one, eight = snap.steps
     assert one.requests_failed == 0
     assert eight.requests_failed == 0
+    # Each step settles as in `run` (its first wave back: about one lifetime at its level), not
+    # a fixed 2 s: 0.40 s at 1 stream (E2E p50 0.40 s), 1.4 s at 8 (0.74 s) on a quiet host.
+    assert snap.plan is not None and snap.plan.warmup_seconds is None
+    assert "steady-state warm-up" in result.stdout
+    for step in (one, eight):
+        lifetime_s = step.e2e_s.p50
+        assert lifetime_s is not None
+        assert 0.9 * lifetime_s <= step.warmup_s <= 4 * lifetime_s, (step.level, step.warmup_s)
     # Batching: eight streams give several times the single stream's token rate (not 8x).
     assert 3.0 < eight.output_tokens_per_s / one.output_tokens_per_s < 8.0
     # The simulated GPU is seen the way a real node is: through dcgm-exporter's metric names.

@@ -73,13 +73,17 @@ def headless_run(options: DemoOptions, url: str, model: str) -> RunOptions:
 
 
 def _load_plan(options: DemoOptions) -> LoadPlanFlags:
-    """The headless sweep's load: the demo's ramp, or what --sessions or --trace implies."""
+    """The headless sweep's load: the demo's ramp, or what --sessions or --trace implies.
+
+    Without --warmup-seconds each step settles as in `run` and `tui` (`session.settling`: its
+    first wave back, at most a few lifetimes at its level): a fixed 2 s left a 32-stream step's
+    first wave in its sample (P95 TTFT 0.76 s where a settled hold read 0.55 s).
+    """
     if options.tui.source.trace is not None:  # one step as long as the trace, every request counted
         return LoadPlanFlags()
-    warmup = options.tui.warmup_seconds
     ramp = options.concurrency or (DEMO_LEVELS if options.tui.source.sessions is None else None)
     return LoadPlanFlags(
         step_seconds=options.step_seconds,
-        warmup_seconds=2.0 if warmup is None else warmup,
+        warmup_seconds=options.tui.warmup_seconds,
         concurrency=ramp,
     )
