@@ -9,9 +9,11 @@ lifetime is 1 s, so the window is [8 s, 11 s).
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
 from gputui.engine.records import RequestRecord
+from gputui.frontends.run_printer import StepPrinter
 from gputui.metrics.burst_window import merge_windows
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepSpec, aggregate_step
@@ -54,10 +56,17 @@ def test_the_steps_figures_leave_out_the_bursts_window() -> None:
     # the records table decides the same requests as the step's
     rows = list(table_rows(session_table(_records(burst=True), [SPEC], [0], T0, Sla())))
     assert sum(1 for r in rows if r["step"] == 0) == 17
+    # `gputui run` prints what it left out on the step's line
+    out = io.StringIO()
+    StepPrinter(out).step(step)
+    assert "ok 17 failed 0, under a burst 3 (3.0 s) left out, 0.94 req/s" in out.getvalue()
 
 
 def test_without_a_burst_nothing_is_left_out() -> None:
     step = aggregate_step(SPEC, _records(burst=False), Sla())
+    out = io.StringIO()
+    StepPrinter(out).step(step)
+    assert "under a burst" not in out.getvalue()
     assert (step.requests_under_burst, step.burst_window_s, step.requests_ok) == (0, 0.0, 20)
     assert abs(step.output_tokens_per_s - (17 * 10 + 3 * 4) / 20) < 1e-9
     assert step.tpot_s.p95 is not None and step.tpot_s.p95 > 0.25

@@ -44,10 +44,16 @@ class StepPrinter:
         sla = f"SLA {step_outcome(result)} (n={result.ttft_s.n}{left_out})"
         flag = " INCOMPLETE" if result.incomplete else ""
         errors = ", ".join(f"{k} {v}" for k, v in sorted(result.errors.items()))
+        burst = ""
+        if result.requests_under_burst or result.burst_window_s:  # `run --burst`: cut, not hidden
+            burst = (
+                f", under a burst {result.requests_under_burst} "
+                f"({result.burst_window_s:.1f} s) left out"
+            )
         body = (
             f"{result.mode} {result.level:g}: "
             f"ok {result.requests_ok} failed {result.requests_failed}"
-            f"{f' ({errors})' if errors else ''}, {result.requests_per_s:.2f} req/s, "
+            f"{f' ({errors})' if errors else ''}{burst}, {result.requests_per_s:.2f} req/s, "
             f"{result.output_tokens_per_s:.1f} out tok/s "
             f"(good {result.goodput_output_tokens_per_s:.1f}), "
             f"TTFT p50/p95 {_ms(result.ttft_s.p50)}/{_ms(result.ttft_s.p95)} ms, "
