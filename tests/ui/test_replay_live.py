@@ -144,7 +144,9 @@ def test_replay_and_live_controller_give_the_same_view(
     assert controller.connected
     session = controller.session  # the live Session: its event rules, steps and frames
     kept = {s.index: step_diagnosis(s) for s in snapshot.steps}
-    session.diagnoser = cast(Any, _KeptDiagnoser(kept))  # verdict events: the Session's rule
+    session.diagnosis.diagnoser = cast(
+        Any, _KeptDiagnoser(kept)
+    )  # verdict events: the Session's rule
     top = max(s.level for s in steps)
     knee_step = replayed[-1].level
     plan = [*((k, s) for k, s in enumerate(steps)), (len(steps), None)]

@@ -113,7 +113,7 @@ class LiveController:
         if self._telemetry is not None:
             self._telemetry.start()
         self._session.start(frame_interval_s=self._frame_interval_s)
-        diagnoser = self._session.start_diagnosis(
+        diagnoser = self._session.diagnosis.start(
             self._telemetry, self.settings.metrics_url, model=self.settings.engine.client.model
         )
         diagnoser.expect_cold = self.settings.workload_details.get("prompt_salt") is not None
@@ -285,7 +285,7 @@ class LiveController:
         frame = self._session.latest if self._session.started_ns else None
         telemetry = self._telemetry.latest() if self._telemetry is not None else None
         steps = tuple(self._session.finished_steps()) if self._session.started_ns else ()
-        diagnoses = self._session.diagnoses()
+        diagnoses = self._session.diagnosis.diagnoses()
         self._history.track_cpu()
         key = (
             frame.seq if frame else -1,

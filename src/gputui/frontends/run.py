@@ -241,7 +241,7 @@ def _start_observers(
     printer: StepPrinter,
 ) -> None:
     """Start the diagnosis and give the printer its explanation, warnings and cache lines."""
-    diagnoser = session.start_diagnosis(
+    diagnoser = session.diagnosis.start(
         sampler,
         metrics_url,
         model=ready.checked.model,

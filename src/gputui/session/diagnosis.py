@@ -1,44 +1,66 @@
 """The Session's per-step diagnosis (issue 18): what bound each finished step, as a subscriber.
 
-Contract: the Session owns one `StepDiagnosis` and hands it each finished, non-hidden step
-(`on_step`, on the session loop's thread: an error never escapes, it becomes a warning event).
-`start` attaches a `StepDiagnoser` (after the Session's `start`; `stop` ends it); a verdict unlike
-the previous step's is an event; `diagnoses` is what `snapshot.assemble.save_session` and the
-journal attach.
+Contract: the Session owns one `StepDiagnosis` (`Session.diagnosis`) and hands it each finished,
+non-hidden step (`on_step`, on the session loop's thread: an error never escapes, it becomes a
+warning event). `start` (after the Session's `start`; its `stop` ends it) attaches a
+`StepDiagnoser` that scrapes the server's latency histograms and reads the sampler's traces and
+the Session's frames, and has each step finished from then on carry its telemetry summary
+(`watch_telemetry`: the ledger's `window_telemetry`, set on the loop's thread). A verdict unlike
+the previous step's is an event; `diagnoser` and `diagnoses` are what
+`snapshot.assemble.save_session` and the journal attach.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from gputui.diagnosis.step import DiagnosedSession, StepDiagnoser
 from gputui.metrics.step import StepResult
 from gputui.metrics.step_diagnosis import StepDiagnosis as Diagnosis
 from gputui.session.events import EventLog, verdict_event
+from gputui.session.ledger import StepLedger
+from gputui.session.window_telemetry import window_telemetry
 from gputui.telemetry.sampler import TelemetrySampler
+
+OnLedger = Callable[[Callable[[StepLedger], None]], None]
+"""Runs a change of the ledger on the session loop's thread (`Session`: through `loop.ask`)."""
 
 
 class StepDiagnosis:
     """Per-step diagnosis of a Session (module contract)."""
 
-    def __init__(self, events: EventLog) -> None:
+    def __init__(self, events: EventLog, session: DiagnosedSession, on_ledger: OnLedger) -> None:
         self.diagnoser: StepDiagnoser | None = None
         """Set by `start`: each finished step's diagnosis."""
         self._events = events
+        self._session = session
+        self._on_ledger = on_ledger
         self._last_verdict: str | None = None
 
     def start(
         self,
-        session: DiagnosedSession,
         sampler: TelemetrySampler | None,
         metrics_url: str | None,
         *,
         model: str | None,
         measured_bandwidth_gbps: float | None = None,
     ) -> StepDiagnoser:
-        """Diagnose every step finished from now on (see `Session.start_diagnosis`)."""
+        """Diagnose every step finished from now on (module contract; after the Session's start)."""
+        if sampler is not None:
+            self.watch_telemetry(sampler)
         diagnoser = StepDiagnoser(model=model, measured_bandwidth_gbps=measured_bandwidth_gbps)
-        diagnoser.start(session, sampler, metrics_url)
+        diagnoser.start(self._session, sampler, metrics_url)
         self.diagnoser = diagnoser
         return diagnoser
+
+    def watch_telemetry(self, sampler: TelemetrySampler) -> None:
+        """Summarize each step's measured window from `sampler` where the step is finished."""
+        summarize = window_telemetry(sampler)
+
+        def attach(ledger: StepLedger) -> None:
+            ledger.window_telemetry = summarize
+
+        self._on_ledger(attach)
 
     def stop(self) -> None:
         """Stop the diagnoser's scrapes, if one was started."""

@@ -13,8 +13,9 @@ Live figures are published as an immutable `StatsFrame` (`latest`); the steps, t
 steps and the counters as a frozen `Published`: readers never see half-built state and never
 lock. A thread reads everything it posted itself (`current_step` after `set_load`), waiting
 for the loop only then.
-The Session also keeps what both front ends share: the event log (`events`), the crash journal
-(`open_journal`: `session.journalling`) and the steps a snapshot is assembled from
+The Session also keeps what both front ends share: the event log (`events`), the steps'
+diagnosis (`diagnosis`: `session.diagnosis`), the crash journal (`open_journal`:
+`session.journalling`) and the steps a snapshot is assembled from
 (`snapshot.assemble.save_session`).
 """
 
@@ -27,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from gputui.diagnosis.step import StepDiagnoser
 from gputui.engine.api import Engine, EngineFactory, engine_factory
 from gputui.engine.load import LoadMode
 from gputui.engine.process import EngineConfig, EngineStatus
@@ -37,7 +37,6 @@ from gputui.metrics.client_state import ClientSaturation, ClientStateTracker
 from gputui.metrics.error_log import ErrorLog
 from gputui.metrics.sla import Sla
 from gputui.metrics.step import StepResult, StepSpec
-from gputui.metrics.step_diagnosis import StepDiagnosis as Diagnosis
 from gputui.metrics.summary import Summary, summarize
 from gputui.metrics.window import RollingWindow
 from gputui.session.cpu import worker_figures
@@ -59,9 +58,8 @@ from gputui.session.messages import (
 from gputui.session.settling import DEFAULT_MAX_WARMUP_S
 from gputui.session.steady import StepProgress
 from gputui.session.step_end import StepEnded, StepLimits
-from gputui.session.window_telemetry import window_telemetry
 from gputui.snapshot.journal import JournalHeader, JournalTap
-from gputui.telemetry.sampler import TelemetryFrame, TelemetrySampler
+from gputui.telemetry.sampler import TelemetryFrame
 
 _ENGINE_START_TIMEOUT_S = 60.0
 _LOOP_END_TIMEOUT_S = 600.0
@@ -97,7 +95,10 @@ class Session:
         """The server's messages for failures, and steps flooded with rejections."""
         self.client_states = ClientStateTracker()
         """Client-bound or host-contended, frame by frame (metrics.client_state)."""
-        self._diagnosis = StepDiagnosis(self.events)
+        self.diagnosis = StepDiagnosis(
+            self.events, self, lambda change: self._loop.ask(lambda loop: change(loop.ledger))
+        )
+        """Each step's diagnosis and telemetry window once `start`ed (`session.diagnosis`)."""
         build = engine if engine is not None else engine_factory(config, workers, ray_address)
         self._engine: Engine = build(self._on_batch)
         ledger = StepLedger()
@@ -107,7 +108,7 @@ class Session:
             window=RollingWindow(window_s, ci=True),
             sla=sla,
             events=self.events,
-            diagnosis=self._diagnosis,
+            diagnosis=self.diagnosis,
             error_log=self.error_log,
             client_states=self.client_states,
             worker_figures=worker_figures(self._engine),
@@ -197,7 +198,7 @@ class Session:
         final = self._engine.stop(cancel=cancel, timeout_s=drain_timeout_s + 5.0)
         self._loop.post(Finish(final))
         self._loop.join(_LOOP_END_TIMEOUT_S)
-        self._diagnosis.stop()
+        self.diagnosis.stop()
 
     # plans and jobs (`control.runner`, `control.auto`) ----------------------------------------
     def open_step(
@@ -239,50 +240,6 @@ class Session:
     def add_stop_listener(self, listener: Callable[[], None]) -> None:
         """Call `listener` first thing in `stop`: a job must not change the load past it."""
         self._stop_listeners.append(listener)
-
-    # diagnosis ---------------------------------------------------------------------------------
-    def start_diagnosis(
-        self,
-        sampler: TelemetrySampler | None,
-        metrics_url: str | None,
-        *,
-        model: str | None,
-        measured_bandwidth_gbps: float | None = None,
-    ) -> StepDiagnoser:
-        """Diagnose every step finished from now on (call after `start`; `stop` ends it).
-
-        The diagnoser scrapes the server's latency histograms at `metrics_url`, reads the
-        sampler's traces and this session's frames; `snapshot.assemble.save_session` attaches
-        its diagnoses to the snapshot, and a verdict that changes between steps is an event.
-        Each step finished from now on also carries its telemetry summary (`watch_telemetry`).
-        """
-        if sampler is not None:
-            self.watch_telemetry(sampler)
-        return self._diagnosis.start(
-            self, sampler, metrics_url, model=model, measured_bandwidth_gbps=measured_bandwidth_gbps
-        )
-
-    def watch_telemetry(self, sampler: TelemetrySampler) -> None:
-        """Summarize each step's measured window from `sampler` where the step is finished."""
-        summarize = window_telemetry(sampler)
-
-        def attach(loop: SessionLoop) -> None:
-            loop.ledger.window_telemetry = summarize
-
-        self._loop.ask(attach)
-
-    @property
-    def diagnoser(self) -> StepDiagnoser | None:
-        """Set by `start_diagnosis`: each finished step's diagnosis (issue 18)."""
-        return self._diagnosis.diagnoser
-
-    @diagnoser.setter
-    def diagnoser(self, diagnoser: StepDiagnoser | None) -> None:
-        self._diagnosis.diagnoser = diagnoser
-
-    def diagnoses(self) -> dict[int, Diagnosis]:
-        """Each diagnosed step's diagnosis, by step index (empty without `start_diagnosis`)."""
-        return self._diagnosis.diagnoses()
 
     def change_sla(self, sla: Sla) -> None:
         """Judge the open and later steps by `sla`, and re-judge the finished ones at once."""

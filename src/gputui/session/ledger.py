@@ -7,7 +7,7 @@ per-step send counts with `set_sent`. `finish_ready` is the one place that decid
 finished: it is closed *and* every request sent during it has come back *and* the engine has
 acknowledged a later step (or `force`, at the end of the run, when what is missing is
 `incomplete`); that is also where the step gets its one telemetry summary of its measured
-window (`window_telemetry`, set by `Session.watch_telemetry`). Hidden steps (`Session.hold`) are
+window (`window_telemetry`, set by `session.diagnosis`). Hidden steps (`Session.hold`) are
 kept and finished like any other but reported nowhere (`visible_finished`); so is a step that
 finished without a single measured request (the operator left its level while it settled): it
 is `unmeasured`, an event and nothing else.

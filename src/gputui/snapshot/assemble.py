@@ -135,7 +135,7 @@ def build_snapshot(session: MeasuredSession, info: RunInfo) -> Snapshot:
     """The snapshot of everything the session measured."""
     results = session.finished_steps()
     # The one function the live view uses too (`metrics.knee_summary`): one knee, capacity, bound.
-    diagnoses = session.diagnoses()
+    diagnoses = session.diagnosis.diagnoses()
     summary = knee_summary(results, session.sla, diagnoses, mode=info.mode)
     if summary.capacity is not None:  # a failed or skipped --auto hold is not a capacity
         held = held_capacity(summary.capacity, info.validation, info.validation_skipped)
@@ -315,8 +315,9 @@ def assemble_session(
     snapshot = session_snapshot(session, info, sampler)
     if finish is not None:
         snapshot = finish(snapshot)
-    if session.diagnoser is not None:  # the steps' diagnoses and the knee's explanation
-        snapshot = session.diagnoser.attach(snapshot)
+    diagnoser = session.diagnosis.diagnoser
+    if diagnoser is not None:  # the steps' diagnoses and the knee's explanation
+        snapshot = diagnoser.attach(snapshot)
     return renumbered_snapshot(snapshot)
 
 
@@ -347,7 +348,7 @@ def save_session(
     """The one way a session becomes a file: the TUI's save and quit and `gputui run` use it.
 
     `finish` adds what a front end measured beside the Session (a workload source's
-    conversation or trace sections); the Session's own diagnosis (`Session.start_diagnosis`) is
+    conversation or trace sections); the Session's own diagnosis (`Session.diagnosis.start`) is
     attached after it, so both front ends' files carry it.
     """
     snapshot = assemble_session(session, info, sampler, finish=finish)

@@ -46,6 +46,19 @@ class SnapshotDiagnoser(Protocol):
         ...
 
 
+class SessionDiagnosis(Protocol):
+    """The steps' diagnosis a session keeps (`session.diagnosis.StepDiagnosis`)."""
+
+    @property
+    def diagnoser(self) -> SnapshotDiagnoser | None:
+        """The step diagnoser, when diagnosis was started."""
+        ...
+
+    def diagnoses(self) -> Mapping[int, StepDiagnosis]:
+        """Each diagnosed step's diagnosis, by step index."""
+        ...
+
+
 class MeasuredSession(Protocol):
     """The reads a snapshot makes of a session (`session.Session` satisfies it)."""
 
@@ -75,8 +88,8 @@ class MeasuredSession(Protocol):
         ...
 
     @property
-    def diagnoser(self) -> SnapshotDiagnoser | None:
-        """The step diagnoser, when diagnosis was started."""
+    def diagnosis(self) -> SessionDiagnosis:
+        """The steps' diagnosis."""
         ...
 
     def finished_steps(self) -> Sequence[StepResult]:
@@ -89,10 +102,6 @@ class MeasuredSession(Protocol):
 
     def step_specs(self) -> Sequence[StepSpec]:
         """Every step so far, with its measurement window (the per-request `records` table)."""
-        ...
-
-    def diagnoses(self) -> Mapping[int, StepDiagnosis]:
-        """Each diagnosed step's diagnosis, by step index."""
         ...
 
     def rtt_summary(self) -> Summary:
