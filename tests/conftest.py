@@ -68,7 +68,7 @@ _HOLDER = alone.Holder()
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout: waiting is not running
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Every test holds the shared lock from its setup on (a server's start runs beside the
-    other worker); an `alone` test trades it for the exclusive one at its call (alone.py)."""
+    other workers); an `alone` test trades it for the exclusive one at its call (alone.py)."""
     _HOLDER.setup()
     try:
         yield
@@ -80,7 +80,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """An `alone` test's call runs alone: the exclusive hold (within its timeout: the wait is for
-    the other worker's current test)."""
+    the other workers' current test)."""
     _HOLDER.call(_alone(item))
     yield
 
@@ -96,7 +96,7 @@ def _group(item: pytest.Item | None) -> str | None:
 
 REAL_SERVER_FOLDERS = ("realvllm", "realserver")
 """Folders whose tests share one real server each and time it: under xdist they all run on one
-worker, one after another (the other worker still runs other tests beside them)."""
+worker, one after another (the other workers still run other tests beside them)."""
 
 
 LIVE_TIMING_FOLDERS = ("integration", "e2e", "faults", "ui", *REAL_SERVER_FOLDERS)

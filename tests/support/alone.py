@@ -1,19 +1,19 @@
 """Tests that must not share the CPUs: a lock across pytest-xdist's workers.
 
-The suite runs on two workers (`-n 2`), and most of it does not mind a neighbour. A test marked
-`alone` times something a second busy process would distort (a client-overhead split, a
-bottleneck verdict, a real server's cache under load), so it waits until the other worker's
-current test ends and holds the other worker off until it is done.
+The suite runs on three workers (`-n 3`), and most of it does not mind a neighbour. A test marked
+`alone` times something another busy process would distort (a client-overhead split, a
+bottleneck verdict, a real server's cache under load), so it waits until the other workers'
+current tests end and holds them off until it is done.
 
 The exclusive hold covers an `alone` test's call only: its setup (a real server's start, a
-simulator's) runs under a shared hold beside the other worker (`Holder`).
+simulator's) runs under a shared hold beside the other workers (`Holder`).
 
 The lock is a writer-preferring reader-writer lock on two files: every test holds the main lock
 shared, an `alone` test holds it exclusive; an `alone` test first takes the turnstile, which every
 other test passes through before it takes its shared hold, so a waiting `alone` test is never
 starved by a stream of ordinary ones. Consecutive `alone` tests of one group (a real server's
 folder, a module) keep the exclusive hold between them (`Holder`), so the server or simulator
-they share never idles beside the other worker's tests, nor theirs beside it. Without xdist
+they share never idles beside the other workers' tests, nor theirs beside it. Without xdist
 nothing is locked.
 """
 
@@ -70,7 +70,7 @@ class Holder:
     kept from one test to the next while both are `alone` in one group.
 
     An `alone` test's setup (starting a real server: vLLM's CPU build takes about a minute) runs
-    under the shared hold, beside the other worker's tests: what it must not share is its timed
+    under the shared hold, beside the other workers' tests: what it must not share is its timed
     call, and a minute of the other worker idle per server start was the suite's largest waste.
     """
 
