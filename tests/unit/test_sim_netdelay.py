@@ -52,3 +52,21 @@ def test_negative_delays_are_refused() -> None:
     with pytest.raises(ValueError, match=">= 0"):
         NetworkDelay(-1.0)
     assert not NetworkDelay(0.0).active
+
+
+def test_a_drawn_hold_is_the_one_the_next_write_gets() -> None:
+    # The simulator says a /health answer's hold before writing it (x-sim-network-delay-ms), so
+    # the hold it declares must be the one that answer gets, jitter included.
+    async def scenario() -> tuple[float, float, float]:
+        inner = _Inner()
+        loop = asyncio.get_running_loop()
+        delayed = DelayedTransport(inner, NetworkDelay(30.0, 20.0), loop, random.Random(3))
+        declared_ms = delayed.draw_ms()
+        start = time.perf_counter()
+        delayed.write(b"x")
+        await asyncio.sleep(0.07)
+        return declared_ms, inner.writes[0][0] - start, start
+
+    declared_ms, held_s, _ = asyncio.run(scenario())
+    assert 10.0 <= declared_ms <= 50.0
+    assert held_s * 1e3 == pytest.approx(declared_ms, abs=3.0)

@@ -9,6 +9,11 @@ Every response is delayed alike (completions, `/health`, `/metrics`), so the cli
 reads the same delay that its TTFT carries: a round trip of `delay_ms` to a distant server, where
 the request's way out and the answer's way back are folded into the answer's. The server's own
 stamps (and `/sim/stats`) are unchanged; only the client sees the distance.
+
+The hold is above the kernel, so a TCP handshake (answered by the kernel) does not see it, as it
+would see a real distance. The client's RTT probe times the network by a handshake; so that it
+reads the played distance, the server draws the hold of each `/health` answer first
+(`draw_ms`) and says it in the answer's `x-sim-network-delay-ms` header (engine/probe.py).
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ import random
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
+
+DELAY_HEADER: Final = "x-sim-network-delay-ms"
+"""On a `/health` answer: how long the server holds it back (ms), so the probe can add it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +67,20 @@ class DelayedTransport(asyncio.Transport):
         self._queue: deque[tuple[float, bytes | None]] = deque()
         """(due, data) in write order; None = close. One timer drains it (ties keep order)."""
         self._timer: asyncio.TimerHandle | None = None
+        self._drawn_ms: float | None = None
+        """The next write's hold, when `draw_ms` fixed it beforehand."""
 
-    def _due(self) -> float:
+    def draw_ms(self) -> float:
+        """Fix the next write's hold now and return it (ms), so the server can say it."""
         jitter = self._delay.jitter_ms
         ms = self._delay.delay_ms + (self._rng.uniform(-jitter, jitter) if jitter else 0.0)
-        due = self._loop.time() + max(ms, 0.0) / 1e3
+        self._drawn_ms = max(ms, 0.0)
+        return self._drawn_ms
+
+    def _due(self) -> float:
+        ms = self._drawn_ms if self._drawn_ms is not None else self.draw_ms()
+        self._drawn_ms = None
+        due = self._loop.time() + ms / 1e3
         self._last_at = max(due, self._last_at)
         return self._last_at
 

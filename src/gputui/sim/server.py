@@ -57,7 +57,7 @@ from gputui.sim.faults import (
 from gputui.sim.http_connection import HttpConnection, ParsedRequest
 from gputui.sim.http_responses import error_response, http_response, json_response
 from gputui.sim.messages_sink import messages_as_chat, messages_sink
-from gputui.sim.netdelay import NetworkDelay
+from gputui.sim.netdelay import DELAY_HEADER, DelayedTransport, NetworkDelay
 from gputui.sim.prefix_cache import block_hashes
 from gputui.sim.profile import Profile, SimRequest
 from gputui.sim.request_rules import (
@@ -111,7 +111,7 @@ class SimServer:
         self._created = int(time.time())  # noqa: TID251 - the wire format's `created` is wall clock
         self._simple: dict[str, tuple[str, Callable[[bytes, bool], bytes]]] = {
             "/v1/models": ("GET", self._models),
-            "/health": ("GET", self._health),
+            "/health": ("GET", _no_body),  # answered by `_health`, which needs the connection
             "/version": ("GET", self._version),
             "/tokenize": ("POST", self._tokenize),
             "/metrics": ("GET", self._metrics),
@@ -150,6 +150,8 @@ class SimServer:
             conn.respond(error_response(404, f"Not Found: {path}", keep_alive=keep_alive))
         elif request.method != route[0]:
             conn.respond(_not_allowed(route[0], keep_alive))
+        elif path == "/health":
+            conn.respond(_health(conn, keep_alive))
         else:
             try:
                 conn.respond(route[1](request.body, keep_alive))
@@ -313,9 +315,6 @@ class SimServer:
         """VLLM's /version, with gputui's own (the simulator is part of it)."""
         return json_response(200, {"version": __version__}, keep_alive=keep_alive)
 
-    def _health(self, _body: bytes, keep_alive: bool) -> bytes:
-        return http_response(200, b"", b"application/json", keep_alive=keep_alive)
-
     def _tokenize(self, body: bytes, keep_alive: bool) -> bytes:
         parsed = json_object(body)
         _, ids = prompt_token_count(parsed, chat="messages" in parsed)
@@ -366,3 +365,16 @@ def _not_allowed(allowed: str, keep_alive: bool) -> bytes:
         keep_alive=keep_alive,
         extra_headers=b"allow: %s\r\n" % allowed.encode(),
     )
+
+
+def _no_body(_body: bytes, keep_alive: bool) -> bytes:
+    return http_response(200, b"", b"application/json", keep_alive=keep_alive)
+
+
+def _health(conn: HttpConnection, keep_alive: bool) -> bytes:
+    """`GET /health`; a far-away client's answer says how long it is held (netdelay.py)."""
+    transport = conn.transport
+    if not isinstance(transport, DelayedTransport):
+        return http_response(200, b"", b"application/json", keep_alive=keep_alive)
+    held = b"%s: %.3f\r\n" % (DELAY_HEADER.encode(), transport.draw_ms())
+    return http_response(200, b"", b"application/json", keep_alive=keep_alive, extra_headers=held)
