@@ -146,10 +146,10 @@ def assert_no_percentile_finer_than_its_bucket(latency: dict[str, Any]) -> None:
                 assert summary["resolution_s"][q] <= 0.25 * summary[q], (key, q, summary)
 
 
-# In both full-suite CI runs of session 5 server_other read 6.1 ms (0.006113, 0.00616) against
-# the sim's 8 ms, while the test, and its module, pass alone (8 ms): something else running in
-# the suite shifts the split. strict=False keeps it running and reported until that is found.
-@pytest.mark.xfail(strict=False, reason="server_other reads 6.1 ms inside the full suite")
+# Inside the full suite server_other read 6.1 ms (and 10.3 ms here under load): the TTFT
+# histogram's window and the queue/prefill one held different requests (a first wave's long
+# TTFTs in one only). The server's parts now come from one set (evidence.same_requests_server_ttft)
+# and a window starts after the earlier load's last observation (HistogramRecorder floor_ns).
 @pytest.mark.alone  # the TTFT split and the client state read timings: no neighbour
 def test_one_and_four_streams_split_the_servers_overhead_from_the_clients(tmp_path: Path) -> None:
     """The issue's acceptance against the sim: 512-token prompts at 1 and 4 streams.

@@ -20,8 +20,10 @@ class Recorder:
     def __init__(self) -> None:
         self.windows: list[tuple[int, int]] = []
 
-    def between(self, lo_ns: int, hi_ns: int, *, inner_lo: bool, inner_hi: bool) -> None:
-        del inner_lo, inner_hi
+    def between(
+        self, lo_ns: int, hi_ns: int, *, inner_lo: bool, inner_hi: bool, floor_ns: int
+    ) -> None:
+        del inner_lo, inner_hi, floor_ns
         self.windows.append((lo_ns, hi_ns))
 
 

@@ -286,6 +286,9 @@ class StepDiagnoser:
             return timed
         # Requests sent before the window (warm-up, earlier steps) that the server was still
         # serving after the shifted start would count as this step's: start after their last.
+        # Those seen before the shifted start but after the scrape before it would too: the
+        # window then starts at a scrape after them (`floor_ns`). A first wave's long queue,
+        # taken in by one window and not the other, read 2 ms of the sim's 8 ms server other.
         # Requests of a next step, sent from `hi` on, would too once they got there: end before
         # the earliest they could (the quickest measured TTFT or E2E less the round trip, or
         # the first of them seen), when there is a next step.
@@ -315,9 +318,14 @@ class StepDiagnoser:
             first_hi,
             inner_lo=first_lo > lo + ttft_shift,
             inner_hi=first_hi < hi + ttft_shift,
+            floor_ns=min(last_first, first_lo),
         )
         finish = self._recorder.between(
-            end_lo, end_hi, inner_lo=end_lo > lo + e2e_shift, inner_hi=end_hi < hi + e2e_shift
+            end_lo,
+            end_hi,
+            inner_lo=end_lo > lo + e2e_shift,
+            inner_hi=end_hi < hi + e2e_shift,
+            floor_ns=min(last_end, end_lo),
         )
         origin = self._session.started_ns if self._session is not None else 0
         return server_latency_from_histograms(first, finish, origin)

@@ -3,12 +3,15 @@
 Contract: `ttft_breakdown(ttft_mean_s, rtt_mean_s, queue_mean_s, prefill_mean_s, connect_mean_s,
 server_ttft_mean_s)` splits the client's mean TTFT (domain.md section 9) into
 
-    network_s      = the RTT probe's mean over the step (round trip: request out, answer back)
+    network_s      = the RTT probe's mean over the step (a TCP handshake: engine/probe.py)
     queue_s        = the server's mean queue time (waiting before it was first scheduled)
     prefill_s      = the server's mean prefill time (scheduled to first token)
-    server_other_s = the server's own TTFT (its histogram's mean) - queue - prefill: what the server
-                     spent outside the engine's queue and prefill (API, tokenization, scheduling,
-                     detokenization; a real vLLM spends a few ms there)
+    server_other_s = the server's own TTFT - queue - prefill: what the server spent outside the
+                     engine's queue and prefill (API, tokenization, scheduling, detokenization; a
+                     real vLLM spends a few ms there). The server's TTFT is taken over the same
+                     requests as queue and prefill (its E2E - decode means, all observed at each
+                     request's end; diagnosis.evidence.same_requests_server_ttft), else its TTFT
+                     histogram's mean
     client_s       = client TTFT - the server's TTFT - network: the client's overhead, HTTP parsing
                      and stream buffering on either side
 
@@ -88,8 +91,8 @@ def ttft_breakdown(
     out["noise_s"] = None if noise_s is None else round(noise_s, 6)
     out["formula"] = (
         "TTFT(mean) = network (RTT probe mean) + server queue (mean) + server prefill (mean) + "
-        "server other (server TTFT mean - queue - prefill) + client (TTFT - server TTFT - "
-        "network); connection setup is outside TTFT"
+        "server other (server TTFT mean - queue - prefill, over the same requests) + client "
+        "(TTFT - server TTFT - network); connection setup is outside TTFT"
         if split
         else "TTFT(mean) = network (RTT probe mean) + server queue (mean) + server prefill (mean) "
         "+ client (the rest, with the server's own overhead: no server TTFT to split it by); "

@@ -125,9 +125,20 @@ class HistogramRecorder:
             self._scrapes.append((t_ns, histograms))
 
     def between(
-        self, lo_ns: int, hi_ns: int, *, inner_lo: bool = False, inner_hi: bool = False
+        self,
+        lo_ns: int,
+        hi_ns: int,
+        *,
+        inner_lo: bool = False,
+        inner_hi: bool = False,
+        floor_ns: int = 0,
     ) -> HistogramWindow | None:
-        """The change over [lo_ns, hi_ns], cut at the nearest scrapes outside it (None: unknown)."""
+        """The change over [lo_ns, hi_ns], cut at the nearest scrapes outside it (None: unknown).
+
+        `floor_ns`: other requests were observed up to then (an earlier load's last): a start
+        scrape before it would take them in, so the window starts at the first scrape at or
+        after it instead, when that leaves a window.
+        """
         with self._lock:
             latest = self._scrapes[-1][0] if self._scrapes else None
         if (latest is None or latest < hi_ns) and not self._stop.is_set():
@@ -143,6 +154,8 @@ class HistogramRecorder:
         # A hard edge (other requests are seen beyond it) is cut at the scrape inside it instead.
         if inner_lo and bisect_left(times, lo_ns) < j:
             i = bisect_left(times, lo_ns)
+        if times[i] < floor_ns and bisect_left(times, floor_ns) < j:
+            i = bisect_left(times, floor_ns)
         if inner_hi and bisect_right(times, hi_ns) - 1 > i:
             j = bisect_right(times, hi_ns) - 1
         if j <= i:
