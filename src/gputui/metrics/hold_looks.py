@@ -2,7 +2,8 @@
 
 Why (docs/domain.md §8, issue 28): a hold that checks its SLA verdict every second and stops at
 the first decisive answer passes a server whose true P95 sits exactly on the bound 8-10 % of the
-time, not the nominal 2.5 %. `benchmarks/hold_false_pass.py` measures both rules.
+time, not the nominal 2.5 %. `benchmarks/hold_false_pass.py` measures that rule, the looks,
+and the looks with the final look at the limit.
 
 Contract (alpha spending with a Bonferroni split):
 - A hold looks at its verdict only at `HOLD_LOOKS` measured requests (120, 240, 480, 960), each
