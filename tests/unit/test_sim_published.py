@@ -88,4 +88,4 @@ def test_s2_burst_is_admitted_whole_under_vllm_defaults_so_the_gap_is_not_the_en
     assert device.plan.capacity_tokens >= 500 * (512 + 128)
     r = run_open_loop(device, poisson_arrivals(float("inf"), [(512, 128)] * 500, seed=42))
     assert r.peak_running == 500 and r.preemptions == 0
-    assert len(r.e2e_s) / r.duration_s > 2 * 94.91  # the sim's burst ends twice as fast
+    assert len(r.e2e_s) / r.duration_s > 1.5 * 94.91  # the sim's burst ends far faster

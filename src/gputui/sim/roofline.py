@@ -3,9 +3,10 @@
 Contract: `Roofline.iteration(...)` turns what an iteration processes (prompt tokens being
 prefilled, sequences decoding, the KV each of them reads) into seconds:
 
-    duration = max(FLOPs / (peak x clock ratio x COMPUTE_EFFICIENCY),
+    duration = max(GPU, host) + ITERATION_OVERHEAD_S
+    GPU      = max(FLOPs / (peak x clock ratio x COMPUTE_EFFICIENCY),
                    bytes / (bandwidth x MEMORY_EFFICIENCY))
-               + ITERATION_OVERHEAD_S + PER_SEQUENCE_OVERHEAD_S x sequences
+    host     = HOST_STEP_S + HOST_PER_SEQUENCE_S x sequences
 
     FLOPs = 2 x params x tokens + attention (4 x layers x heads x head_dim per query-key pair)
     bytes = weights (read once per iteration, whatever the batch) + KV read by every sequence
@@ -14,6 +15,9 @@ Why this shape: decode at small batch reads every weight to emit one token per s
 bandwidth-bound and batching amortises the read; the KV read and the FLOPs grow with the batch until
 compute or KV traffic dominates, which is where the knee comes from (domain.md §1). The SM clock
 scales compute only: memory bandwidth follows the memory clock, which thermal slowdown leaves alone.
+The engine's host work (scheduling, input preparation, output processing: Python, per step and per
+sequence) runs while the GPU computes, so a step lasts the longer of the two: behind an 8B model's
+forward pass it is hidden, a 0.6B model's steps are host-bound (issue 31; the constants below).
 """
 
 from __future__ import annotations
@@ -38,13 +42,19 @@ ITERATION_OVERHEAD_S: Final = 1.0e-3
 """Fixed CPU and launch cost per engine step with CUDA graphs: scheduling, input preparation,
 sampling and output processing in vLLM V1 are of the order of a millisecond per step."""
 
-PER_SEQUENCE_OVERHEAD_S: Final = 3e-6
-"""CPU cost per scheduled sequence per step that is *not* hidden behind the GPU (block-table
-update, sampler metadata). vLLM V1 detokenises and streams in its API process and prepares inputs
-while the previous step runs, so most of the tens of microseconds per sequence seen in profiles
-overlap the forward pass. 15 µs (all of it on the critical path) put a batch of 150 at 12.2 ms per
-token on an H100 against a published 8.55 ms (benchmarks/sim_published.py); 3 µs gives 10.4 ms,
-with the KV read and the fixed step cost making up the rest of the growth over batch 1."""
+HOST_STEP_S: Final = 0.84e-3
+"""Engine host time per step that overlaps the GPU's (vLLM V1 prepares and schedules while the
+forward pass runs). With HOST_PER_SEQUENCE_S, from the two median ITLs of a host-bound 0.6B model
+on an H100 (kvcached PR 331, vLLM 0.19, benchmarks/sim_published.py S2): 2.04 ms with 4.9 sequences
+streaming (rate 16) and 4.54 ms with 66.2 (rate inf; sequences = output tok/s x mean TPOT, Little's
+law); the GPU's own time there is 0.45 ms and 2.0 ms, under the host's. Per sequence: (4.54 - 2.04)
+/ (66.2 - 4.9) = 40.8 us; fixed: 2.04 - ITERATION_OVERHEAD_S - 4.9 x 40.8 us = 0.84 ms."""
+
+HOST_PER_SEQUENCE_S: Final = 40.8e-6
+"""Engine host time per scheduled sequence per step (scheduler, block tables, sampler metadata,
+output building), overlapping the GPU (see HOST_STEP_S). It replaces a 3 us cost that was added to
+every step: hidden behind an 8B model's ~6-9 ms H100 step, it cannot move S1's ITL at saturation,
+which is why it could not be seen there."""
 
 ATTENTION_FLOPS_PER_PAIR_PER_LAYER_HEAD_DIM: Final = 4
 """QK^T and PV: two multiply-adds (4 FLOPs) per query-key pair per head dimension per layer."""
@@ -109,7 +119,7 @@ class Roofline:
 
         Args:
             tokens: query tokens computed (prefill chunk tokens + one per decoding sequence).
-            sequences: sequences in the batch (for the per-sequence CPU overhead).
+            sequences: sequences in the batch (for the engine's host time).
             attention_pairs: query-key pairs attended over, summed over sequences.
             kv_tokens_read: KV-cache tokens read (or written), summed over sequences.
             clock_ratio: current SM clock / boost clock (thermal or power throttling).
@@ -119,11 +129,9 @@ class Roofline:
         memory_s = (self.weight_bytes + self.kv_bytes_per_token * kv_tokens_read) / (
             self._mem_bytes_per_s
         )
-        duration_s = (
-            (compute_s if compute_s > memory_s else memory_s)
-            + ITERATION_OVERHEAD_S
-            + PER_SEQUENCE_OVERHEAD_S * sequences
-        )
+        gpu_s = compute_s if compute_s > memory_s else memory_s
+        host_s = HOST_STEP_S + HOST_PER_SEQUENCE_S * sequences
+        duration_s = (gpu_s if gpu_s > host_s else host_s) + ITERATION_OVERHEAD_S
         return IterationCost(duration_s, compute_s, memory_s)
 
     def decode_bandwidth_roofline_tok_s(self) -> float:
