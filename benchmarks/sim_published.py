@@ -38,9 +38,19 @@ S2  kvcached (ovg-project/kvcached) PR 331, benchmarks/bench_layout/H100_results
     38.9 ms, TPOT 5.45 / 2.39 ms, 94.91 / 15.87 req/s) and exactly 256000 input and 64000 output
     tokens per run: every prompt is 512 tokens and every answer 128. The sim runs the same three
     arrival seeds and averages the same way. This is the only published table found with a real
-    TTFT per request rate; the sim is far outside the band on it (see /work/notes/simttft.md for
-    why: a 0.6B model on vLLM is bound by the API server's and the engine's host work, which the
-    roofline does not model).
+    TTFT per request rate. A 0.6B model exposes what an 8B model's forward pass hides: the engine's
+    host work per step (sim.roofline HOST_*: a step is host-bound) and the API server's one CPU
+    (sim.frontend: at rate inf it admits requests only as fast as streaming leaves it CPU, so the
+    engine never holds all 500). Their four constants come from this source's own figures (two
+    median ITLs, the peak one-second output rate, the request rate), each derivation written where
+    the constant is defined. Its rate-16 TTFT (38.9 ms mean, 36 ms median, where the sim's path is
+    ~7 ms) stays unexplained: see /work/notes/simcal3.md.
+
+Also in S1's figures (not used to fit anything): output tok/s x ITL p50 = the streams decoding at
+once (Little's law) = 30.0 at rate inf on all four cards (H100 3514.1 x 8.55 ms = 30.0, A100 30.0,
+H200 30.1, L40S 29.9) and 30.4 at rate 10 on the L40S, while the sim holds all 150 at rate inf: the
+source's client evidently ran at most 30 requests at a time, though its command line does not say
+so. The sim's rate-inf ITL there is therefore that of a larger batch than the source's.
 """
 
 from __future__ import annotations

@@ -94,9 +94,12 @@ def test_histogram_quantiles_and_means_agree_with_the_sims_own_record(a100: SimP
             width = summary["resolution_s"][label]
             assert width is not None and width <= summary["mean"], (name, label)
             assert abs(value - true) <= width, (name, label)
-    # The sim's server overhead (3 ms by default) is in TTFT, not in queue or prefill.
-    overhead = np.mean([r["ttft_s"] - r["queue_s"] - r["prefill_s"] for r in truth])
-    assert overhead == pytest.approx(0.003, abs=1e-4)
+    # The sim's server overhead (3 ms by default) is in TTFT, not in queue or prefill: exactly that
+    # for a request that finds the API server's CPU free (the first one), more for one admitted
+    # behind others' admissions or streams (sim.frontend: 12 arrive together here).
+    overhead = [r["ttft_s"] - r["queue_s"] - r["prefill_s"] for r in truth]
+    assert min(overhead) == pytest.approx(0.003, abs=1e-4)
+    assert all(o >= 0.003 - 1e-4 for o in overhead)
 
 
 def recorder_now() -> int:

@@ -10,6 +10,7 @@ import pytest
 
 from gputui.catalog.specs import CatalogError
 from gputui.sim.device import ModelDoesNotFit
+from gputui.sim.frontend import FrontEndCosts
 from gputui.sim.gpu_profile import GpuProfile, GpuProfileSpec
 from gputui.sim.profile import Profile, SimRequest
 
@@ -239,3 +240,22 @@ def test_metrics_text_names_types_and_labels(profile: GpuProfile) -> None:
     assert samples["DCGM_FI_DEV_MEM_CLOCK" + dcgm_labels] == 3201
     assert profile.uuid.startswith("GPU-")
     assert profile.uuid == GpuProfileSpec("h200", "llama-3.1-8b", seed=1).build().uuid
+
+
+async def test_a_burst_is_admitted_one_request_at_a_time_by_the_api_servers_cpu() -> None:
+    # 10 ms of API-server CPU per 500-token prompt, no streaming cost: four requests arriving
+    # together reach the engine's queue 10, 20, 30 and 40 ms after they arrived (vLLM's TTFT -
+    # queue - prefill), as in sim.open_loop; alone, a request would wait 10 ms.
+    slow = FrontEndCosts(admit_s_per_prompt_token=20e-6, deliver_s_per_token=0.0)
+    profile = GpuProfileSpec("h200", "llama-3.1-8b", front_end=slow, server_overhead_s=0.0).build()
+    loop = asyncio.get_running_loop()
+    profile.bind(loop)
+    sinks = [FakeSink(loop) for _ in range(4)]
+    now_ns = time.perf_counter_ns()
+    for rid, sink in enumerate(sinks):
+        profile.start(SimRequest(rid, now_ns, 500, 2, 0, True, True, "llama-3.1-8b"), sink)
+    await asyncio.wait_for(asyncio.gather(*(s.done for s in sinks)), timeout=5.0)
+    records = sorted(profile.latency_records(), key=lambda r: r["ttft_s"])
+    other = [r["ttft_s"] - r["queue_s"] - r["prefill_s"] for r in records]
+    assert other == pytest.approx([0.010, 0.020, 0.030, 0.040], abs=1e-6)
+    profile.close()

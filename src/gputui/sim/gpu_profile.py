@@ -12,7 +12,12 @@ the server which requests to reject.
 Like vLLM's API server, the profile spends `server_overhead_s` (`gputui sim --server-overhead-ms`,
 DEFAULT_SERVER_OVERHEAD_S) between a request's arrival and its entry in the engine's queue (the API
 layer, tokenization, the hand-over to the engine core): vLLM's TTFT histogram counts it, its queue
-and prefill histograms do not, so TTFT - queue - prefill is that overhead. `cached_tokens` goes out
+and prefill histograms do not, so TTFT - queue - prefill is that overhead. Part of it is CPU on the
+API server's one loop (`sim.frontend`: admitting costs per prompt token, and every engine step's
+tokens cost CPU to stream, streaming first): idle, a request still reaches the queue
+`server_overhead_s` after it arrived (or after its admission's CPU, if longer); in a burst the
+admissions queue behind the streams, as in `sim.open_loop`, and a step's tokens are written when
+their delivery has run. `cached_tokens` goes out
 in usage only with `prompt_tokens_details` (vLLM's `--enable-prompt-tokens-details`; off by
 default, as in vLLM).
 
@@ -33,10 +38,11 @@ from typing import Final
 from gputui.catalog.specs import check_precision, get_gpu, get_model
 from gputui.sim.deadlines import DeadlineScheduler
 from gputui.sim.device import SimDevice, make_device
+from gputui.sim.frontend import DEFAULT_FRONT_END, NO_FRONT_END, FrontEnd, FrontEndCosts
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
 from gputui.sim.latency import LatencyRecorder
 from gputui.sim.profile import CachedTokensSink, SimRequest, TokenSink
-from gputui.sim.scheduler import Iteration
+from gputui.sim.scheduler import Iteration, StepResult
 from gputui.sim.stream_style import StreamStyle
 
 DEFAULT_SERVER_OVERHEAD_S: Final = 0.003
@@ -71,6 +77,8 @@ class GpuProfileSpec:
     """Arrival to the engine's queue: in vLLM's TTFT histogram, not in its queue or prefill."""
     prompt_tokens_details: bool = False
     """vLLM's `--enable-prompt-tokens-details`: usage carries `cached_tokens` (final chunk)."""
+    front_end: FrontEndCosts = DEFAULT_FRONT_END
+    """The API server's CPU per prompt token admitted and per token streamed (`sim.frontend`)."""
 
     def __post_init__(self) -> None:
         if self.stream_style is not None and self.stream_style.spec_decode_k:
@@ -101,6 +109,7 @@ class GpuProfileSpec:
             simulated_uuid(self.gpu, self.seed),
             server_overhead_s=self.server_overhead_s,
             prompt_tokens_details=self.prompt_tokens_details,
+            front_end=self.front_end,
         )
         if self.stream_style is not None:
             profile.stream_style = self.stream_style
@@ -121,8 +130,13 @@ class GpuProfile:
         use_timerfd: bool | None = None,
         server_overhead_s: float = 0.0,
         prompt_tokens_details: bool = False,
+        front_end: FrontEndCosts = NO_FRONT_END,
     ) -> None:
         self.device = device
+        self._front_end: FrontEnd[tuple[SimRequest | StepResult, int]] = FrontEnd(front_end)
+        """Jobs are (request to admit or step to deliver, when it became ready)."""
+        self._front_end_free_ns = 0
+        """When the API server's CPU finishes its last job (its timeline, not the loop's)."""
         self._overhead_ns = round(server_overhead_s * 1e9)
         self._prompt_tokens_details = prompt_tokens_details
         self.served_model_name = served_model_name
@@ -177,11 +191,42 @@ class GpuProfile:
             request = dataclasses.replace(request, max_tokens=limit - request.prompt_tokens)
         self._sinks[request.request_id] = sink
         self.latency.arrived(request.request_id, request.arrival_ns)
-        queued_ns = request.arrival_ns + self._overhead_ns
-        if self._overhead_ns and queued_ns > time.perf_counter_ns():
-            self._deadlines.call_at_ns(queued_ns, partial(self._enqueue, request, queued_ns))
+        admit_ns = round(self._front_end.costs.admit_s(request.prompt_tokens) * 1e9)
+        handoff_ns = request.arrival_ns + max(0, self._overhead_ns - admit_ns)
+        if handoff_ns > time.perf_counter_ns():
+            self._deadlines.call_at_ns(handoff_ns, partial(self._admit, request, handoff_ns))
         else:
-            self._enqueue(request, max(queued_ns, request.arrival_ns))
+            self._admit(request, max(handoff_ns, request.arrival_ns))
+
+    def _admit(self, request: SimRequest, at_ns: int) -> None:
+        """The request waits for the API server's CPU (after the hand-offs that do not use it)."""
+        self._front_end.admit((request, at_ns), request.prompt_tokens)
+        self._run_front_end(at_ns)
+
+    def _run_front_end(self, at_ns: int) -> None:
+        """Start the API server's next job at `at_ns` if its CPU is free; free jobs run at once."""
+        while not self._closed and (job := self._front_end.pop()) is not None:
+            _kind, (item, ready_ns), cost_s = job
+            at_ns = max(at_ns, ready_ns, self._front_end_free_ns)  # timers may run out of order
+            if cost_s > 0.0 and self._deadlines is not None:
+                end_ns = self._front_end_free_ns = at_ns + round(cost_s * 1e9)
+                self._deadlines.call_at_ns(end_ns, partial(self._front_end_done, item, end_ns))
+                return
+            self._front_end.done()
+            self._finish_job(item, at_ns)
+
+    def _front_end_done(self, item: SimRequest | StepResult, end_ns: int) -> None:
+        self._front_end.done()
+        if self._closed:
+            return
+        self._finish_job(item, end_ns)
+        self._run_front_end(end_ns)
+
+    def _finish_job(self, item: SimRequest | StepResult, at_ns: int) -> None:
+        if isinstance(item, StepResult):
+            self._deliver(item)
+        else:
+            self._enqueue(item, at_ns)
 
     def _enqueue(self, request: SimRequest, queued_ns: int) -> None:
         """The request reaches the engine's queue (after the API server's overhead)."""
@@ -246,6 +291,17 @@ class GpuProfile:
         if self._closed:
             return
         result = self.device.end(it)
+        now_ns = time.perf_counter_ns()
+        late_ns = now_ns - end_ns
+        start_ns = now_ns if late_ns > LATE_TOLERANCE_NS else end_ns
+        self._front_end.deliver((result, start_ns), sum(result.emitted.values()))
+        self._run_front_end(start_ns)  # free (no front-end cost): written before the next pass
+        if late_ns > LATE_TOLERANCE_NS:
+            self.device.idle(late_ns / 1e9)
+        self._launch(start_ns)
+
+    def _deliver(self, result: StepResult) -> None:
+        """Write one engine step's tokens to their streams (the API server's delivery has run)."""
         sinks = self._sinks
         for rid, cached in result.cached.items() if self._prompt_tokens_details else ():
             target: object = sinks.get(rid)
@@ -273,10 +329,3 @@ class GpuProfile:
                 del sinks[rid]
                 latency.token(rid, written_ns)
                 latency.finished(rid, written_ns)
-        now_ns = time.perf_counter_ns()
-        late_ns = now_ns - end_ns
-        if late_ns > LATE_TOLERANCE_NS:
-            self.device.idle(late_ns / 1e9)
-            self._launch(now_ns)
-        else:
-            self._launch(end_ns)

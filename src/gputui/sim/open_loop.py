@@ -3,21 +3,30 @@
 Contract: `run_open_loop(device, arrivals)` submits each `Arrival` at its own time, whatever the
 server is doing (open loop: `--request-rate R` draws exponential gaps of mean 1/R; rate inf sends
 them all at t = 0), and returns every request's TTFT, E2E and token gaps as the benchmark client
-would measure them. Time is virtual: the sum of iteration durations and idle gaps, so a 150-request
-run at saturation costs milliseconds and gives the same answer every time. As on the HTTP sim
-(`GpuProfile`), a request reaches the engine's queue `server_overhead_s` after it arrives (the API
-server's own work), and that time counts in its TTFT.
+would measure them. Time is virtual: a 500-request run at saturation costs well under a second of
+CPU and gives the same answer every time.
+
+As on the HTTP sim (`GpuProfile`), two servers share the clock: the engine core (one iteration at a
+time) and the API server's one CPU (`sim.frontend`: admissions and token deliveries, deliveries
+first). A request reaches the engine's queue once its admission has run, and never sooner than
+`server_overhead_s` after it arrived (the API layer's hand-offs); an engine step's tokens reach the
+client when their delivery has run. `max_in_flight` caps the requests the client has out at once
+(vLLM bench's `--max-concurrency`); the rest wait client-side and their TTFT counts from the send.
 """
 
 from __future__ import annotations
 
+import heapq
 import random
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gputui.sim.device import SimDevice
+from gputui.sim.frontend import FrontEnd, FrontEndCosts
 from gputui.sim.gpu_profile import DEFAULT_SERVER_OVERHEAD_S
 from gputui.sim.profile import SimRequest
+from gputui.sim.scheduler import Iteration, StepResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,53 +68,108 @@ def poisson_arrivals(
     return out
 
 
+@dataclass(slots=True)
+class _Client:
+    """What the benchmark client saw, as tokens were delivered."""
+
+    arrivals: Sequence[Arrival]
+    sent_at: dict[int, float] = field(default_factory=dict)
+    first_at: dict[int, float] = field(default_factory=dict)
+    last_at: dict[int, float] = field(default_factory=dict)
+    count: dict[int, int] = field(default_factory=dict)
+    ttft: list[float] = field(default_factory=list)
+    e2e: list[float] = field(default_factory=list)
+    itl: list[float] = field(default_factory=list)
+    tpot: list[float] = field(default_factory=list)
+
+    def receive(self, result: StepResult, now_s: float) -> int:
+        """Record one step's tokens delivered at `now_s`; returns how many requests finished."""
+        for rid, n in result.emitted.items():
+            if rid in self.first_at:
+                self.itl.append(now_s - self.last_at[rid])
+            else:
+                self.first_at[rid] = now_s
+                self.ttft.append(now_s - self.sent_at[rid])
+            self.last_at[rid] = now_s
+            self.count[rid] = self.count.get(rid, 0) + n
+        for rid, _reason in result.finished:
+            self.e2e.append(now_s - self.sent_at[rid])
+            if self.count[rid] > 1:
+                self.tpot.append((now_s - self.first_at[rid]) / (self.count[rid] - 1))
+        return len(result.finished)
+
+
 def run_open_loop(
     device: SimDevice,
     arrivals: Sequence[Arrival],
     server_overhead_s: float = DEFAULT_SERVER_OVERHEAD_S,
+    front_end: FrontEndCosts | None = None,
+    max_in_flight: int | None = None,
 ) -> OpenLoopResult:
-    """Serve `arrivals` (sorted by time) through `device` in virtual time; see the module doc."""
+    """Serve `arrivals` through `device` and the API server in virtual time; see the module doc."""
+    costs = FrontEndCosts() if front_end is None else front_end
+    fe: FrontEnd[int | StepResult] = FrontEnd(costs)
     sched = device.scheduler
-    pending = sorted(enumerate(arrivals), key=lambda ia: ia[1].at_s)
+    client = _Client(arrivals)
+    order = sorted(range(len(arrivals)), key=lambda i: arrivals[i].at_s)
+    held: deque[int] = deque()  # over max_in_flight: waiting client-side, in arrival order
+    handoff: list[tuple[float, int]] = []  # (time the admission joins the API server's queue, id)
     now_s = 0.0
-    nxt = iterations = peak = 0
-    first_at: dict[int, float] = {}
-    last_at: dict[int, float] = {}
-    count: dict[int, int] = {}
-    ttft: list[float] = []
-    e2e: list[float] = []
-    itl: list[float] = []
-    tpot: list[float] = []
-    tokens = 0
-    while nxt < len(pending) or sched.has_work:
-        while nxt < len(pending) and pending[nxt][1].at_s + server_overhead_s <= now_s:
-            rid, a = pending[nxt]
-            sched.add(
-                SimRequest(rid, int(a.at_s * 1e9), a.prompt_tokens, a.output_tokens, 0, True,
-                           False, device.model.name)
-            )  # fmt: skip
-            nxt += 1
-        it = device.begin()
+    nxt = done = peak = in_flight = 0
+    it: Iteration | None = None
+    it_end = fe_end = float("inf")
+    fe_job: int | StepResult | None = None
+
+    def send(rid: int) -> None:
+        nonlocal in_flight
+        in_flight += 1
+        client.sent_at[rid] = now_s
+        a = arrivals[rid]
+        at_s = now_s + max(0.0, server_overhead_s - costs.admit_s(a.prompt_tokens))
+        heapq.heappush(handoff, (at_s, rid))
+
+    while done < len(arrivals):
+        t = min(
+            arrivals[order[nxt]].at_s if nxt < len(order) else float("inf"),
+            handoff[0][0] if handoff else float("inf"),
+            it_end,
+            fe_end,
+        )
         if it is None:
-            queued_s = pending[nxt][1].at_s + server_overhead_s
-            device.idle(queued_s - now_s)
-            now_s = queued_s
-            continue
-        iterations += 1
-        peak = max(peak, len(sched.running))
-        now_s += it.duration_s
-        result = device.end(it)
-        for rid, n in result.emitted.items():
-            tokens += n
-            if rid in first_at:
-                itl.append(now_s - last_at[rid])
+            device.idle(t - now_s)
+        now_s = t
+        while nxt < len(order) and arrivals[order[nxt]].at_s <= now_s:
+            held.append(order[nxt])
+            nxt += 1
+        while held and (max_in_flight is None or in_flight < max_in_flight):
+            send(held.popleft())
+        while handoff and handoff[0][0] <= now_s:
+            rid = heapq.heappop(handoff)[1]
+            fe.admit(rid, arrivals[rid].prompt_tokens)
+        if it is not None and it_end <= now_s:
+            result = device.end(it)
+            fe.deliver(result, sum(result.emitted.values()))
+            it, it_end = None, float("inf")
+        if fe_job is not None and fe_end <= now_s:
+            item = fe_job
+            if isinstance(item, StepResult):
+                finished = client.receive(item, now_s)
+                done += finished
+                in_flight -= finished
             else:
-                first_at[rid] = now_s
-                ttft.append(now_s - arrivals[rid].at_s)
-            last_at[rid] = now_s
-            count[rid] = count.get(rid, 0) + n
-        for rid, _reason in result.finished:
-            e2e.append(now_s - arrivals[rid].at_s)
-            if count[rid] > 1:
-                tpot.append((now_s - first_at[rid]) / (count[rid] - 1))
-    return OpenLoopResult(ttft, e2e, itl, tpot, tokens, now_s, peak, sched.num_preemptions_total)
+                a = arrivals[item]
+                sched.add(
+                    SimRequest(item, int(a.at_s * 1e9), a.prompt_tokens, a.output_tokens, 0,
+                               True, False, device.model.name)
+                )  # fmt: skip
+            fe.done()
+            fe_job, fe_end = None, float("inf")
+        if fe_job is None and (job := fe.pop()) is not None:
+            fe_job, fe_end = job[1], now_s + job[2]
+        if it is None and (it := device.begin()) is not None:
+            it_end = now_s + it.duration_s
+            peak = max(peak, len(sched.running))
+    return OpenLoopResult(
+        client.ttft, client.e2e, client.itl, client.tpot, sum(client.count.values()), now_s,
+        peak, sched.num_preemptions_total,
+    )  # fmt: skip
