@@ -108,7 +108,7 @@ async def test_closed_loop_keeps_n_in_flight_and_changes_level_without_dropping(
         assert load.in_flight == 4
         await asyncio.sleep(0.5)
         load.set_load("concurrency", 8, 1)
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.25)  # the new users start spread over one lifetime (0.2 s)
         assert load.in_flight == 8
         await asyncio.sleep(0.5)
         load.set_load("concurrency", 2, 2)
@@ -121,6 +121,35 @@ async def test_closed_loop_keeps_n_in_flight_and_changes_level_without_dropping(
     assert sum(load.sent_by_step.values()) == len(records)  # nothing dropped
     by_step = {s: sum(1 for r in records if r.step_index == s) for s in (0, 1, 2)}
     assert by_step[0] >= 8 and by_step[1] >= 16 and by_step[2] >= 2
+
+
+async def test_new_closed_loop_users_start_spread_over_one_lifetime() -> None:
+    """Raising the level does not send the new users' first requests together (issue 28).
+
+    Started together they would prefill and finish together, and that wave keeps a fixed-length
+    loop below its settled tok/s for minutes; spread over one lifetime (0.4 s here) they do not.
+    """
+    async with ReplayServer([slow(0.4)]) as server:
+        records: list[RequestRecord] = []
+        client = StreamingClient(ClientConfig(target=parse_target(server.url), model="m"))
+        load = LoadController(client, RequestShape(8, 1), ArrivalProcess("poisson"), records.append)
+        load.set_load("concurrency", 1, 0)
+        await asyncio.sleep(0.9)  # two requests back: the lifetime is known
+        raised_ns = time.perf_counter_ns()
+        load.set_load("concurrency", 5, 1)
+        await asyncio.sleep(0.45)
+        assert load.in_flight == 5
+        await load.stop(cancel=False, drain_timeout_s=5)
+        await client.aclose()
+    lifetime_s = np.mean([(r.end_ns - r.sent_ns) / 1e9 for r in records if r.step_index == 0])
+    sent_s = np.sort([(r.sent_ns - raised_ns) / 1e9 for r in records if r.step_index == 1])
+    # Four new users over 0.4 s: one at once, then one every ~0.1 s; the old user's next request
+    # goes whenever its own ends. Together, at most two of them would be sent at the raise.
+    assert 0.4 <= lifetime_s < 0.5, lifetime_s
+    assert int((sent_s < 0.05).sum()) <= 2, sent_s
+    assert int((sent_s < lifetime_s).sum()) >= 4, sent_s
+    new_users = sent_s[sent_s < lifetime_s]
+    assert new_users[-1] - new_users[0] >= 0.25, sent_s
 
 
 async def test_burst_and_pause() -> None:

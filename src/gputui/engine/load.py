@@ -3,10 +3,16 @@
 Contract: `LoadController` runs on the engine's event loop. `set_load` switches mode or level at
 once without dropping in-flight requests: they finish and are attributed to the step in which they
 were sent. Concurrency N means N worker coroutines, each sending its next request as soon as its
-last one ended; lowering N lets surplus workers finish their request and retire. The open loop
-keeps an absolute schedule (arrival k at t0 + sum of gaps), so late wake-ups do not lower the rate;
-when `max_in_flight` requests are out, arrivals wait for a slot and the wait is kept in the record
-(`queued_ns`), so a client-side queue is visible rather than hidden in TTFT.
+last one ended; lowering N lets surplus workers finish their request and retire. Raising N
+starts the new workers spread evenly over one recent request lifetime (send to last byte,
+smoothed; at once before any request came back): started together they would send, prefill and
+finish together, and with fixed lengths such a wave persists for minutes, reading a lower tok/s
+and a higher TTFT than the same level reached any other way (issue 28: the same answer at any
+pace). Spread, the new users take the phases a settled loop has from their first request.
+
+The open loop keeps an absolute schedule (arrival k at t0 + sum of gaps), so late wake-ups do
+not lower the rate; when `max_in_flight` requests are out, arrivals wait for a slot and the wait
+is kept in the record (`queued_ns`), so a client-side queue is visible rather than hidden in TTFT.
 
 A closed-loop worker whose request could not connect waits before its next one (50 ms, doubling
 to 1 s, reset by the first request that reaches the server): when the server is down, the run goes
@@ -92,6 +98,8 @@ class LoadController:
         self._id_step = id_step
         """Workers sharing a load number their requests id_start, id_start + id_step, ..."""
         self._workers: dict[int, asyncio.Task[None]] = {}
+        self._lifetime_ns = 0
+        """Recent request lifetime (send to last byte, smoothed): what new users spread over."""
         self._requests: set[asyncio.Task[str | None]] = set()
         self._generator: asyncio.Task[None] | None = None
         self._resumed = asyncio.Event()
@@ -111,9 +119,10 @@ class LoadController:
         if isinstance(self._source, DrivenSource):
             self._generator = asyncio.create_task(self._source.drive(self, mode, level))
         elif mode == "concurrency":
-            for slot in range(round(level)):
-                if slot not in self._workers:
-                    self._workers[slot] = asyncio.create_task(self._closed_worker(slot))
+            new = [slot for slot in range(round(level)) if slot not in self._workers]
+            for k, slot in enumerate(new):
+                delay_ns = int(k * self._lifetime_ns / len(new))
+                self._workers[slot] = asyncio.create_task(self._closed_worker(slot, delay_ns))
         elif level > 0:
             self._generator = asyncio.create_task(self._open_loop(level))
 
@@ -151,9 +160,10 @@ class LoadController:
             await asyncio.wait(set(self._requests), timeout=COUNTING_DRAIN_S)
 
     # the loops -------------------------------------------------------------------------------
-    async def _closed_worker(self, slot: int) -> None:
+    async def _closed_worker(self, slot: int, delay_ns: int = 0) -> None:
         backoff_s = 0.0
         try:
+            await self.wait(delay_ns)  # its place in the spread of new users (`set_load`)
             while (
                 not self.stopping
                 and not self.exhausted
@@ -273,6 +283,8 @@ class LoadController:
         if sent is None:
             return None
         record, counting = sent
+        if record.ok and not burst:
+            self._lifetime_ns = _smoothed(self._lifetime_ns, record.end_ns - record.sent_ns)
         self._hand_on(record, counting, burst=burst)
         return record.error
 
@@ -363,3 +375,14 @@ def _handed(
     if record.output_text is not None:
         record = replace(record, output_text=None)
     return record
+
+
+_LIFETIME_WEIGHT = 0.25
+"""Weight of the newest request in the smoothed lifetime (about the last 4-8 requests count)."""
+
+
+def _smoothed(previous_ns: int, sample_ns: int) -> int:
+    """The lifetime after one more request (the first sets it)."""
+    if previous_ns <= 0:
+        return max(sample_ns, 0)
+    return int(previous_ns + _LIFETIME_WEIGHT * (sample_ns - previous_ns))
