@@ -142,3 +142,11 @@ def test_a_burst_waits_for_admission_and_a_lone_request_does_not() -> None:
     device = make_device(GPUS["h100-sxm"], LLAMA8)
     burst = run_open_loop(device, poisson_arrivals(INF, [(500, 4)] * 20, 0), front_end=slow)
     assert max(burst.ttft_s) > 20 * 0.010  # the 20th waited for 19 admissions before it
+
+
+def test_max_in_flight_holds_the_rest_client_side() -> None:
+    # S1's published tok/s x ITL p50 = 30 streams at rate inf on all four cards: a client cap.
+    device = make_device(GPUS["h100-sxm"], LLAMA8)
+    r = run_open_loop(device, poisson_arrivals(INF, sharegpt_like(), 0), max_in_flight=30)
+    assert r.peak_running == 30 and len(r.e2e_s) == 150
+    assert max(r.ttft_s) < 0.5  # TTFT counts from the send, not from the held arrival
