@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _required()
 
 
-_HOLDER = alone.Holder()
+_HOLDER = alone.HOLDER
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout: waiting is not running

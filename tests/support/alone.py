@@ -6,7 +6,9 @@ bottleneck verdict, a real server's cache under load), so it waits until the oth
 current tests end and holds them off until it is done.
 
 The exclusive hold covers an `alone` test's call only: its setup (a real server's start, a
-simulator's) runs under a shared hold beside the other workers (`Holder`).
+simulator's) runs under a shared hold beside the other workers (`Holder`). A real server's start
+trades a hold kept from the test before for a shared one (`HOLDER.share()`, called by
+tests.support's server starters), so that no server starts while the other workers wait.
 
 The lock is a writer-preferring reader-writer lock on two files: every test holds the main lock
 shared, an `alone` test holds it exclusive; an `alone` test first takes the turnstile, which every
@@ -102,6 +104,17 @@ class Holder:
             return
         self.release()
 
+    def share(self) -> None:
+        """Trade an exclusive hold kept from the test before (`after`) for a shared one.
+
+        A real server's start in a fixture (vLLM's CPU build: about a minute, the limited vLLM of
+        test_vllm_verdicts: 40 s) runs beside the other workers as the first test's does, not
+        while they wait; the test's call takes the exclusive hold back (`call`).
+        """
+        if self._exclusive:
+            self.release()
+            self._take(False)
+
     def release(self) -> None:
         """Let go of whatever is held."""
         if self._stack is None:
@@ -109,3 +122,7 @@ class Holder:
         stack, self._stack = self._stack, None
         self._exclusive = False
         stack.close()
+
+
+HOLDER = Holder()
+"""This worker's hold (tests/conftest.py drives it around each test)."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from tests.support import alone
 from tests.support.launch import on_a_free_port
 
 MODEL_ALIAS = "tiny-llama"
@@ -131,6 +132,7 @@ def llama_server(
     extra_args: tuple[str, ...] = (),
 ) -> Iterator[LlamaServer]:
     """Start llama-server, wait for /health, yield it, and stop it by PID."""
+    alone.HOLDER.share()  # the start runs beside the other workers, not while they wait
     log_dir = Path(tempfile.mkdtemp(prefix="gputui-llama-"))
 
     def launch(port: int) -> LlamaServer:

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from tests.support import alone
 from tests.support.launch import on_a_free_port
 
 MODEL_NAME = "tiny"
@@ -179,6 +180,7 @@ def vllm_server(
     extra_args: tuple[str, ...] = (),
 ) -> Iterator[VllmServer]:
     """Start vLLM's OpenAI server, wait for /v1/models, yield it, and stop it by PID."""
+    alone.HOLDER.share()  # the start runs beside the other workers, not while they wait
     log_dir = Path(tempfile.mkdtemp(prefix="gputui-vllm-"))
     env = {**os.environ, **SERVER_ENV}
     launched: dict[int, float] = {}
