@@ -123,7 +123,8 @@ def test_start_requires_bind(profile: GpuProfile) -> None:
         profile.start(req(1), FakeSink(asyncio.new_event_loop()))
 
 
-@pytest.mark.alone  # token gaps in ms
+# Not `alone`: a neighbour only delays tokens, and what is asserted holds under any delay but a
+# 25-fold one (tokens never early; 20 passes of ~4 ms within 2 s).
 async def test_streams_every_token_with_roofline_timing(profile: GpuProfile) -> None:
     loop = asyncio.get_running_loop()
     profile.bind(loop)
