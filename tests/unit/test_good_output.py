@@ -20,7 +20,8 @@ from gputui.metrics.verdict import judge_step
 from gputui.snapshot.step_models import step_from_result
 from tests.support.records import ns, rec
 
-SPEC = StepSpec(0, "concurrency", 8, ns(0), ns(1000), ns(11_000))
+# Rates over W itself (a closed loop reads them over whole cycles: test_rate_window).
+SPEC = StepSpec(0, "rate", 8, ns(0), ns(1000), ns(11_000))
 SLA = Sla(ttft_p95_s=1.0, tpot_p95_s=0.035, max_error_rate=0.01)
 
 

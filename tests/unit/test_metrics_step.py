@@ -15,7 +15,7 @@ from tests.support.records import ns, rec
 
 SPEC = StepSpec(
     index=0,
-    mode="concurrency",
+    mode="rate",  # rates over W itself (a closed loop reads whole cycles: test_rate_window)
     level=4,
     start_ns=ns(0),
     measure_start_ns=ns(1000),
@@ -78,7 +78,7 @@ def aggregate(sla: Sla | None = None) -> StepResult:
 
 def test_shape_of_the_step() -> None:
     r = aggregate()
-    assert (r.index, r.mode, r.level) == (0, "concurrency", 4.0)
+    assert (r.index, r.mode, r.level) == (0, "rate", 4.0)
     assert r.duration_s == pytest.approx(10.0)
     assert r.warmup_s == pytest.approx(1.0)
     assert r.incomplete is False

@@ -44,7 +44,8 @@ def finished_with_telemetry() -> tuple[StepLedger, list[tuple[int, int]]]:
         return StepTelemetry(window_s=(hi_ns - lo_ns) / 1e9, gpus=1, energy=energy)
 
     ledger.window_telemetry = summarize
-    ledger.open(StepSpec(0, "concurrency", 2, ns(0), ns(100), -1), hidden=False)
+    # Rates over W itself (a closed loop reads them over whole cycles: test_rate_window).
+    ledger.open(StepSpec(0, "rate", 2, ns(0), ns(100), -1), hidden=False)
     records = [
         rec(
             sent_ms=200, end_ms=1900, tokens_ms=[400 + 100 * i for i in range(15)], input_tokens=100

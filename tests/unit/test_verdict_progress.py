@@ -32,7 +32,7 @@ def _requests(ttfts_ms: list[float], gap_ms: float) -> list[RequestRecord]:
 
 
 def _so_far(records: list[RequestRecord], now_ms: float, sla: Sla = SLA) -> StepResult:
-    spec = StepSpec(0, "concurrency", 4, ns(0), ns(0), ns(now_ms))
+    spec = StepSpec(0, "rate", 4, ns(0), ns(0), ns(now_ms))  # rates over W (no cycles)
     return aggregate_step(spec, records, sla)
 
 

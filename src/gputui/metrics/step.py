@@ -17,7 +17,9 @@ Semantics of `aggregate_step(spec, records, sla)` (the snapshot's step keys mean
   failure without a reason counts as "unknown", so none is dropped. Error rate = failed / (ok +
   failed).
 - Window W = [measure_start_ns, end_ns); `duration_s` is its length (rates are 0.0 when it is
-  empty).
+  empty). A closed-loop step reads its rates and their intervals over the most whole request
+  cycles (the measured ok requests' mean E2E) that fit in W from its start, so that a step gives
+  the same rate at any length (`metrics.rate_window`); open loop reads W whole.
   - `output_tokens_per_s`: output tokens that *arrived* inside W, from every record of this step
     (warm-up and failed ones included: the server produced those tokens in W). Each token event
     counts output_tokens / events when the usage report disagrees with the number of events; a
@@ -69,6 +71,7 @@ from gputui.metrics.confidence import Bounds
 from gputui.metrics.energy import StepEnergy, step_energy
 from gputui.metrics.error_log import first_messages, flood_reason
 from gputui.metrics.goodput import good_mask, no_answer_mask, short_mask, ttfat_censored_s
+from gputui.metrics.rate_window import whole_cycles_end
 from gputui.metrics.request_metrics import (
     SLOT_WAIT_NS,
     RecordColumns,
@@ -227,6 +230,8 @@ def aggregate_step(
         in_time &= cols.sent_ns < hi_ns
     measured = in_time & ~cut.under
     measured_ok = measured & cols.ok
+    cycle_ns = float((cols.end_ns - cols.sent_ns)[measured_ok].mean()) if measured_ok.any() else 0.0
+    rate_hi_ns = whole_cycles_end(spec.mode == "concurrency", lo_ns, rate_hi_ns, cycle_ns)
     measured_failed = measured & ~cols.ok
     errors = Counter(
         cols.errors[i] or UNKNOWN_REASON for i in np.flatnonzero(measured_failed).tolist()
