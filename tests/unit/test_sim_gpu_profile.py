@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import pickle
 import time
+from collections.abc import Callable
 
 import pytest
 
 from gputui.catalog.specs import CatalogError
 from gputui.sim.device import ModelDoesNotFit
-from gputui.sim.frontend import FrontEndCosts
+from gputui.sim.frontend import NO_FRONT_END, FrontEndCosts
 from gputui.sim.gpu_profile import GpuProfile, GpuProfileSpec
 from gputui.sim.profile import Profile, SimRequest
 
@@ -260,3 +261,47 @@ async def test_a_burst_is_admitted_one_request_at_a_time_by_the_api_servers_cpu(
     other = [r["ttft_s"] - r["queue_s"] - r["prefill_s"] for r in records]
     assert other == pytest.approx([0.010, 0.020, 0.030, 0.040], abs=1e-6)
     profile.close()
+
+
+class _RecordingDeadlines:
+    """Stands in for the DeadlineScheduler: records (deadline, callback), runs nothing by itself."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, Callable[[], None]]] = []
+
+    def call_at_ns(self, deadline_ns: int, callback: Callable[[], None]) -> None:
+        self.calls.append((deadline_ns, callback))
+
+    def close(self) -> None:
+        pass
+
+
+def _late_gap_ns(late_s: float) -> int:
+    """Run one iteration's callback `late_s` late; return the next deadline minus the first."""
+    loop = asyncio.new_event_loop()
+    try:
+        spec = GpuProfileSpec(
+            "h100-sxm", "llama-3.1-8b", server_overhead_s=0.0, front_end=NO_FRONT_END
+        )  # the deadlines are then the engine's iterations alone
+        profile = spec.build()
+        deadlines = _RecordingDeadlines()
+        profile._deadlines = deadlines  # type: ignore[assignment]
+        request = SimRequest(1, time.perf_counter_ns(), 100, 8, 0, True, False, "m")
+        profile.start(request, FakeSink(loop))
+        first_ns, on_done = deadlines.calls[0]
+        while time.perf_counter_ns() < first_ns + late_s * 1e9:
+            time.sleep(0.001)
+        on_done()
+        return deadlines.calls[1][0] - first_ns
+    finally:
+        loop.close()
+
+
+def test_host_lateness_under_the_tolerance_does_not_slow_the_simulated_gpu() -> None:
+    # A decode step of an 8B model on an H100 is ~7 ms: the next one is due ~7 ms after the
+    # first, not 30 ms (the host's lateness) + 7 ms. Before issue 31 lateness over 2 ms idled it.
+    assert _late_gap_ns(0.030) < 15_000_000
+
+
+def test_a_stall_beyond_the_tolerance_idles_the_simulated_gpu() -> None:
+    assert _late_gap_ns(0.080) > 80_000_000
