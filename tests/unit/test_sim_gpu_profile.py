@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import pickle
 import time
 from collections.abc import Callable
@@ -305,3 +306,27 @@ def test_host_lateness_under_the_tolerance_does_not_slow_the_simulated_gpu() -> 
 
 def test_a_stall_beyond_the_tolerance_idles_the_simulated_gpu() -> None:
     assert _late_gap_ns(0.080) > 80_000_000
+
+
+def test_a_request_queued_after_a_late_passs_planned_start_waits_for_a_later_pass() -> None:
+    # Keeping the planned timeline must not let a request join a pass that began before it was
+    # queued: its queue time would be negative and its prefill would start before it arrived.
+    loop = asyncio.new_event_loop()
+    try:
+        spec = GpuProfileSpec(gpu="h100-sxm", model="llama-3.1-8b", server_overhead_s=0.0)
+        profile = spec.build()
+        deadlines = _RecordingDeadlines()
+        profile._deadlines = deadlines  # type: ignore[assignment]
+        now = time.perf_counter_ns()
+        profile.start(SimRequest(1, now, 100, 8, 0, True, False, "m"), FakeSink(loop))
+        first_ns, on_done = deadlines.calls[0]
+        while time.perf_counter_ns() < first_ns + 20_000_000:
+            time.sleep(0.001)
+        late = time.perf_counter_ns()
+        profile.start(SimRequest(2, late, 100, 8, 0, True, False, "m"), FakeSink(loop))
+        on_done()  # 20 ms late: the next pass starts at its planned time, before request 2
+        next_pass = deadlines.calls[1][1]
+        assert isinstance(next_pass, functools.partial)
+        assert [s.request_id for s, _, _ in next_pass.args[0].scheduled] == [1]
+    finally:
+        loop.close()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections import deque
 from dataclasses import dataclass
 from functools import partial
 from typing import Final
@@ -152,6 +153,9 @@ class GpuProfile:
         """None: a timerfd where available; False forces the loop's timers."""
         self._deadlines: DeadlineScheduler | None = None
         self._sinks: dict[int, TokenSink] = {}
+        self._pending: deque[tuple[int, SimRequest]] = deque()
+        """(queued_ns, request) that reached the queue while a pass ran: each joins the first pass
+        planned to start after it was queued, even when that pass's callback runs late."""
         self._busy = False
         self._closed = False
         self._idle_since_ns = time.perf_counter_ns()
@@ -240,16 +244,19 @@ class GpuProfile:
             self._sinks.pop(request.request_id, None)
             self.latency.cancelled(request.request_id)
             return
-        self.device.scheduler.add(request)
         self.latency.queued(request.request_id, queued_ns)
-        if not self._busy:
-            now_ns = time.perf_counter_ns()
-            self._catch_up_idle(now_ns)
-            self._launch(now_ns)
+        if self._busy:
+            self._pending.append((queued_ns, request))
+            return
+        self.device.scheduler.add(request)
+        now_ns = time.perf_counter_ns()
+        self._catch_up_idle(now_ns)
+        self._launch(now_ns)
 
     def cancel(self, request_id: int) -> None:
         """Release a request's KV blocks and stop writing to it."""
         self._sinks.pop(request_id, None)
+        self._pending = deque(p for p in self._pending if p[1].request_id != request_id)
         self.device.scheduler.cancel(request_id)
         self.latency.cancelled(request_id)
 
@@ -280,7 +287,15 @@ class GpuProfile:
         self._idle_since_ns = now_ns
 
     def _launch(self, start_ns: int) -> None:
+        pending = self._pending
+        while pending and pending[0][0] <= start_ns:
+            self.device.scheduler.add(pending.popleft()[1])
         it = self.device.begin()
+        if it is None and pending:  # idle until the next held request reached the queue
+            queued_ns = pending[0][0]
+            self.device.idle((queued_ns - start_ns) / 1e9)
+            self._launch(queued_ns)
+            return
         if it is None or self._deadlines is None:
             self._busy = False
             self._idle_since_ns = start_ns
