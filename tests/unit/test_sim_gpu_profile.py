@@ -313,7 +313,9 @@ def test_a_request_queued_after_a_late_passs_planned_start_waits_for_a_later_pas
     # queued: its queue time would be negative and its prefill would start before it arrived.
     loop = asyncio.new_event_loop()
     try:
-        spec = GpuProfileSpec(gpu="h100-sxm", model="llama-3.1-8b", server_overhead_s=0.0)
+        spec = GpuProfileSpec(
+            "h100-sxm", "llama-3.1-8b", server_overhead_s=0.0, front_end=NO_FRONT_END
+        )
         profile = spec.build()
         deadlines = _RecordingDeadlines()
         profile._deadlines = deadlines  # type: ignore[assignment]

@@ -51,12 +51,14 @@ DEFAULT_SERVER_OVERHEAD_S: Final = 0.003
 LATE_TOLERANCE_NS: Final = 50_000_000
 """When an iteration's callback runs less than this late, the next iteration starts at the planned
 end time: the simulated GPU keeps its own timeline and the sim host's lateness shows only as
-jitter in when tokens are written. Later than that (a stopped process, a long pause), the GPU is
-deemed to have idled, so the sim never spews a backlog of iterations. It was 2 ms: at saturation
-the server's own per-token work (150 streams' writes, histograms) made callbacks later than that,
-each such delay became GPU idle time, and simulated TPOT read 11.1 ms at 10 req/s and 14.8 ms at
-rate inf on a loaded 2-core host against 7.1 and 10.3 ms in virtual time; with 50 ms it read 7.5
-and 8.4 ms (notes: issue 31, benchmarks/sim_published.py)."""
+jitter in when tokens are written (a request queued after that planned start waits for a later
+pass: `_pending`). Later than that (a stopped process, a long pause), the GPU is deemed to have
+idled, so the sim never spews a backlog of iterations. It was 2 ms: at saturation the server's own
+per-token work (150 streams' writes) and a busy host made callbacks later than that, each delay
+became GPU idle time, and the simulated TPOT grew with the host's load: h100 + 8B, 150 requests at
+once, mean TPOT against the same arrivals in virtual time 1.27x on this shared host and 1.65-2.82x
+with a CPU hog beside it; with 50 ms 1.00-1.01x and 1.10-1.12x (benchmarks/sim_http_saturation.py:
+the stalls left are over 50 ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,12 +289,14 @@ class GpuProfile:
         self._idle_since_ns = now_ns
 
     def _launch(self, start_ns: int) -> None:
-        pending = self._pending
-        while pending and pending[0][0] <= start_ns:
-            self.device.scheduler.add(pending.popleft()[1])
+        if self._pending:  # held requests queued by the pass's start join it, in queue order
+            ready = sorted((p for p in self._pending if p[0] <= start_ns), key=lambda p: p[0])
+            self._pending = deque(p for p in self._pending if p[0] > start_ns)
+            for _, request in ready:
+                self.device.scheduler.add(request)
         it = self.device.begin()
-        if it is None and pending:  # idle until the next held request reached the queue
-            queued_ns = pending[0][0]
+        if it is None and self._pending:  # idle until the next held request reached the queue
+            queued_ns = min(q for q, _ in self._pending)
             self.device.idle((queued_ns - start_ns) / 1e9)
             self._launch(queued_ns)
             return
