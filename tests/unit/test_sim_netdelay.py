@@ -56,17 +56,22 @@ def test_negative_delays_are_refused() -> None:
 
 def test_a_drawn_hold_is_the_one_the_next_write_gets() -> None:
     # The simulator says a /health answer's hold before writing it (x-sim-network-delay-ms), so
-    # the hold it declares must be the one that answer gets, jitter included.
-    async def scenario() -> tuple[float, float, float]:
-        inner = _Inner()
+    # the hold it declares must be the one that answer is scheduled with, jitter included (the
+    # loop's timer may then fire late on a busy host: that is not the check).
+    async def scenario() -> list[tuple[float, float]]:
         loop = asyncio.get_running_loop()
-        delayed = DelayedTransport(inner, NetworkDelay(30.0, 20.0), loop, random.Random(3))
-        declared_ms = delayed.draw_ms()
-        start = time.perf_counter()
-        delayed.write(b"x")
-        await asyncio.sleep(0.07)
-        return declared_ms, inner.writes[0][0] - start, start
+        delayed = DelayedTransport(_Inner(), NetworkDelay(30.0, 20.0), loop, random.Random(3))
+        pairs = []
+        for _ in range(5):
+            declared_ms = delayed.draw_ms()
+            written = loop.time()
+            delayed.write(b"x")
+            pairs.append((declared_ms, (delayed._queue[-1][0] - written) * 1e3))
+            await asyncio.sleep(0.06)
+        return pairs
 
-    declared_ms, held_s, _ = asyncio.run(scenario())
-    assert 10.0 <= declared_ms <= 50.0
-    assert held_s * 1e3 == pytest.approx(declared_ms, abs=3.0)
+    pairs = asyncio.run(scenario())
+    assert len({round(d, 3) for d, _ in pairs}) > 1  # drawn afresh each time
+    for declared_ms, scheduled_ms in pairs:
+        assert 10.0 <= declared_ms <= 50.0
+        assert scheduled_ms == pytest.approx(declared_ms, abs=0.5)
