@@ -69,15 +69,25 @@ async def test_open_loop_rate_over_20_seconds() -> None:
 
 @pytest.mark.alone  # inter-arrival spread in ms
 @pytest.mark.parametrize(
-    ("kind", "burstiness", "cv_range"),
-    [("constant", 1.0, (0.0, 0.15)), ("gamma", 0.25, (1.6, 2.4))],
+    ("kind", "burstiness", "rate", "seconds", "cv_range"),
+    # The gamma's ~280 seeded draws at 100/s over 3 s are those it drew at 50/s over 6 s (CV
+    # 1.90), their gaps halved. The constant keeps its 300 gaps of 20 ms: their spread is
+    # dispatch jitter alone, and one 100 ms hiccup among fewer gaps would move it further.
+    [
+        ("constant", 1.0, 50.0, 6.0, (0.0, 0.15)),
+        ("gamma", 0.25, 100.0, 3.0, (1.6, 2.4)),
+    ],
 )
 async def test_arrival_shapes(
-    kind: Arrival, burstiness: float, cv_range: tuple[float, float]
+    kind: Arrival,
+    burstiness: float,
+    rate: float,
+    seconds: float,
+    cv_range: tuple[float, float],
 ) -> None:
     async with ReplayServer([QUICK]) as server:
         records = await drive(
-            server, kind, seconds=6.0, mode="rate", level=50.0, burstiness=burstiness
+            server, kind, seconds=seconds, mode="rate", level=rate, burstiness=burstiness
         )
     sent = np.sort(np.array([r.sent_ns for r in records]))
     gaps = np.diff(sent) / 1e9
@@ -85,8 +95,8 @@ async def test_arrival_shapes(
     assert cv_range[0] <= cv <= cv_range[1], cv
     # The schedule is absolute: the achieved span equals the sum of the seeded draws.
     twin = ArrivalProcess(kind, burstiness=burstiness, seed=7)
-    drawn_s = sum(twin.gap_ns(50.0) for _ in range(len(sent))) / 1e9
-    first_gap_s = ArrivalProcess(kind, burstiness=burstiness, seed=7).gap_ns(50.0) / 1e9
+    drawn_s = sum(twin.gap_ns(rate) for _ in range(len(sent))) / 1e9
+    first_gap_s = ArrivalProcess(kind, burstiness=burstiness, seed=7).gap_ns(rate) / 1e9
     span_s = (sent[-1] - sent[0]) / 1e9
     assert span_s == pytest.approx(drawn_s - first_gap_s, rel=0.02, abs=0.01)
 
