@@ -26,7 +26,9 @@ from gputui.sim.netdelay import NetworkDelay
 from gputui.sim.runner import start_background
 from gputui.snapshot.store import load_snapshot
 
-pytestmark = pytest.mark.alone  # it reads the client's CPU and loop lag: no neighbour
+# Not `alone`: what it asserts holds beside a busy neighbour (3 of 3 runs beside two busy loops
+# on this 2-core host): a neighbour raises the client's run-queue wait, never its CPU, so no
+# step reads `client`, and a paused loop then reads host-contended, which the test accepts.
 
 A100 = GpuProfileSpec(gpu="a100-80gb-pcie", model="llama-3.1-8b")
 PAUSE_S, EVERY_S, PAUSES_AT_MOST = 0.08, 0.5, 60
