@@ -189,7 +189,10 @@ class StepDiagnoser:
             rtt_ns=round((rtt_mean or 0.0) * 1e9),
             next_step=any(s.index > result.index for s in specs),
         )
-        breakdown, e2e = latency_breakdowns(result, latency, measured_ok, rtt_mean, rtt_spread)
+        origin = self._session.started_ns
+        breakdown, e2e = latency_breakdowns(
+            result, latency, measured_ok, rtt_mean, rtt_spread, origin_ns=origin
+        )
         roofline = self._roofline(result, measured_ok or records, server, gpu_spec)
         evidence = step_evidence(
             result,

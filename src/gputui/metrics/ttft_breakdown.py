@@ -1,7 +1,8 @@
 """Where a step's mean TTFT (and E2E) went: network, queue, prefill, the server's rest, client.
 
 Contract: `ttft_breakdown(ttft_mean_s, rtt_mean_s, queue_mean_s, prefill_mean_s, connect_mean_s,
-server_ttft_mean_s)` splits the client's mean TTFT (domain.md section 9) into
+server_ttft_mean_s)` splits the client's mean TTFT (domain.md section 9; over the step's
+requests the server's histogram window holds, where that is known: diagnosis.evidence) into
 
     network_s      = the RTT probe's mean over the step (a TCP handshake: engine/probe.py)
     queue_s        = the server's mean queue time (waiting before it was first scheduled)
