@@ -19,7 +19,8 @@ from gputui.snapshot.store import load_snapshot
 from gputui.ui.command import live_controller
 from tests.support.saved import saved
 
-pytestmark = pytest.mark.alone  # the TUI and run must both reach a capacity in time
+# Not `alone`: the TUI and run both reached a capacity in 5 of 5 runs beside 2 to 4 busy loops on
+# a 2-core host (each step holds 59+ requests with room to spare at 4 and 8 streams).
 
 GPUTUI = [sys.executable, "-m", "gputui"]
 STEP_S = 2.5
@@ -159,21 +160,24 @@ def test_tui_and_run_save_the_same_sections(a100_sim: SimProcess, tmp_path: Path
             assert parts == pytest.approx(step.ttft_s.mean, rel=0.05)
             assert 0.0 < b["prefill_s"] < step.ttft_s.mean
 
-    compared = subprocess.run(
-        [*GPUTUI, "compare", "--format", "json", str(tui), str(run)],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    # Both compares at once: each is a cold start of the CLI and nothing here is timed.
+    as_json, as_table = (
+        subprocess.Popen(
+            [*GPUTUI, "compare", *fmt, str(tui), str(run)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for fmt in (("--format", "json"), ())
     )
-    assert compared.returncode == 0, compared.stderr
-    rows = orjson.loads(compared.stdout)["rows"]
-    table = subprocess.run(
-        [*GPUTUI, "compare", str(tui), str(run)], capture_output=True, text=True, timeout=60
-    )
-    assert table.returncode == 0, table.stderr
-    bound = [line.split() for line in table.stdout.splitlines() if "bound by" in line]
-    assert bound and bound[0][:3] == ["snapshot", "bound", "by"], table.stdout
-    assert "not diagnosed" not in table.stdout, table.stdout
+    json_out, json_err = as_json.communicate(timeout=60)
+    table_out, table_err = as_table.communicate(timeout=60)
+    assert as_json.returncode == 0, json_err
+    rows = orjson.loads(json_out)["rows"]
+    assert as_table.returncode == 0, table_err
+    bound = [line.split() for line in table_out.splitlines() if "bound by" in line]
+    assert bound and bound[0][:3] == ["snapshot", "bound", "by"], table_out
+    assert "not diagnosed" not in table_out, table_out
     assert len(rows) == 2
     for row in rows:
         assert row["gpu_name"] and "A100" in row["gpu_name"], row
