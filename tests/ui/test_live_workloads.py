@@ -90,6 +90,7 @@ def test_tui_conversations_show_turns_and_save_run_keys(tmp_path: Path) -> None:
     assert step.conversations is not None
 
 
+@pytest.mark.alone  # its client's dispatch lateness (p99 < 10 ms) is what a busy neighbour moves
 def test_tui_trace_replay_shows_lateness_and_saves_the_trace(
     fixed_sim: SimProcess, tmp_path: Path
 ) -> None:
