@@ -84,7 +84,7 @@ def test_steps_settle_on_the_first_wave_and_record_the_warm_up_used(
             "--concurrency",
             "2,8",
             "--step-seconds",
-            "1.5",
+            "1.0",  # four steps; each settles in ~0.1-0.4 s and measures the rest
             "--repeats",
             "2",
             "--out",
