@@ -276,7 +276,7 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
                 "--max-level",
                 "8",
                 "--step-seconds",
-                "10",  # enough requests (~70 at concurrency 2) for a two-sided P95 interval
+                "10",  # enough requests (~70 at concurrency 1) for a two-sided P95 interval
                 "--warmup-seconds",
                 "0.5",
                 "--seconds",
@@ -284,7 +284,7 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
                 "--input-tokens",
                 "512",
                 "--output-tokens",
-                "16",
+                "8",  # 16 sent 2/3 as many requests: steps stayed inconclusive, rerun
                 "--sla-ttft-p95",
                 "0.12",
                 "--out",
@@ -301,7 +301,8 @@ def test_auto_sweep_finds_capacity_and_validates_it(tmp_path: Path) -> None:
     assert snap.capacity is not None
     assert snap.capacity.mode == "concurrency"
     # P95 TTFT crosses 120 ms between 4 and 8 streams on this profile (prefill 512 tokens; 60 ms
-    # at 2 streams, 200 ms at 8): the bisection lands between them (3 when 4 itself straddles it).
+    # at 2 streams, 100 ms at 4, 200 ms at 8, with 8 output tokens as with 16): the bisection
+    # lands between them (3 when 4 itself straddles it).
     assert 3 <= snap.capacity.level < 8
     # The sweep bisects on three-way verdicts: capacity is the highest level that passed, and the
     # next level tested above it (its bracket) did not pass and is at most one stream higher.
