@@ -88,9 +88,13 @@ def test_histogram_quantiles_and_means_agree_with_the_sims_own_record(a100: SimP
             value, true = summary[label], float(np.percentile(values, q))
             bound = summary["bounds"].get(label)
             if bound is not None:  # too coarse a bucket: a bound that holds, never a number
+                # A bound names the bucket holding rank q x n (Prometheus' rule): the truth it
+                # bounds is that order statistic, not numpy's interpolation toward the one below
+                # (60 values, p99: the 60th, where the interpolation read 0.293 under a 0.3 edge).
+                ranked = float(np.percentile(values, q, method="inverted_cdf"))
                 assert value is None
-                assert bound["above_s"] <= true, (name, label)
-                assert bound["below_s"] is None or true <= bound["below_s"], (name, label)
+                assert bound["above_s"] <= ranked, (name, label)
+                assert bound["below_s"] is None or ranked <= bound["below_s"], (name, label)
                 continue
             width = summary["resolution_s"][label]
             assert width is not None and width <= summary["mean"], (name, label)
