@@ -1,6 +1,6 @@
 """Tests that must not share the CPUs: a lock across pytest-xdist's workers.
 
-The suite runs on three workers (`-n 3`), and most of it does not mind a neighbour. A test marked
+The suite runs on four workers (`-n 4`), and most of it does not mind a neighbour. A test marked
 `alone` times something another busy process would distort (a client-overhead split, a
 bottleneck verdict, a real server's cache under load), so it waits until the other workers'
 current tests end and holds them off until it is done.
