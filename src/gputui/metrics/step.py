@@ -230,14 +230,14 @@ def aggregate_step(
         in_time &= cols.sent_ns < hi_ns
     measured = in_time & ~cut.under
     measured_ok = measured & cols.ok
-    cycle_ns = float((cols.end_ns - cols.sent_ns)[measured_ok].mean()) if measured_ok.any() else 0.0
-    rate_hi_ns = whole_cycles_end(spec.mode == "concurrency", lo_ns, rate_hi_ns, cycle_ns)
     measured_failed = measured & ~cols.ok
     errors = Counter(
         cols.errors[i] or UNKNOWN_REASON for i in np.flatnonzero(measured_failed).tolist()
     )
 
     samples = metrics_from_columns(cols, measured_ok)
+    cycle_ns = float(samples.e2e_s.mean()) * 1e9 if samples.e2e_s.size else 0.0  # a user's cycle
+    rate_hi_ns = whole_cycles_end(spec.mode == "concurrency", lo_ns, rate_hi_ns, cycle_ns)
     good_all = good_mask(cols, sla)
     rates = _rates(rated, cols.input_tokens, good_all, lo_ns, rate_hi_ns)
     good = good_all & measured
