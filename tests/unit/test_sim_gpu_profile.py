@@ -258,9 +258,13 @@ async def test_a_burst_is_admitted_one_request_at_a_time_by_the_api_servers_cpu(
     for rid, sink in enumerate(sinks):
         profile.start(SimRequest(rid, now_ns, 500, 2, 0, True, True, "llama-3.1-8b"), sink)
     await asyncio.wait_for(asyncio.gather(*(s.done for s in sinks)), timeout=5.0)
-    records = sorted(profile.latency_records(), key=lambda r: r["ttft_s"])
-    other = [r["ttft_s"] - r["queue_s"] - r["prefill_s"] for r in records]
-    assert other == pytest.approx([0.010, 0.020, 0.030, 0.040], abs=1e-6)
+    records = sorted(profile.latency_records(), key=lambda r: r["request_id"])
+    assert [r["overhead_s"] for r in records] == pytest.approx([0.01, 0.02, 0.03, 0.04], abs=1e-6)
+    # What a client reads as server-other also holds the host's lateness in writing the first
+    # token (stamped when written, as a real server's record is): CI once read 40.54 ms.
+    for record in records:
+        other = record["ttft_s"] - record["queue_s"] - record["prefill_s"]
+        assert record["overhead_s"] - 1e-6 <= other < record["overhead_s"] + 0.005
     profile.close()
 
 
