@@ -6,8 +6,9 @@ move one out silently. S1 (read whole): hungchun0201/agentic-ai-survey,
 ai-infra-basics/hands-on/week-01.html, Llama-3.1-8B-Instruct BF16, `benchmark_serving.py` on 150
 ShareGPT prompts (200-512 tokens in), ITL p50 at request rates 1, 4, 10 and inf on four GPUs (its
 TTFT column, = 128 x ITL p50 in every row, is not a time to first token). S2: kvcached PR 331's
-H100 vanilla runs (Qwen3-0.6B, vLLM 0.19, 500 x 512 in / 128 out): TTFT and req/s at rate inf and
-TPOT at rate 16 are in the band and pinned; TPOT at rate inf and TTFT at rate 16 are not.
+H100 vanilla runs (Qwen3-0.6B, vLLM 0.19, 500 x 512 in / 128 out): TTFT, TPOT and req/s at rate inf
+and TPOT at rate 16 are in the band and pinned, with rate 16's p99 ITL (the eager prefill steps'
+check); TTFT at rate 16 is not (0.55x: benchmarks/sim_published.py says what is missing).
 """
 
 from __future__ import annotations
@@ -113,35 +114,62 @@ def test_s2_burst_through_the_api_server_has_the_published_throughput_and_ttft()
     assert r.peak_running < 150  # never the whole burst at once
     ttft_ratio = statistics.mean(r.ttft_s) * 1e3 / 2905
     assert BAND[0] <= ttft_ratio <= BAND[1], ttft_ratio
+    # Tokenizer micro-batches bring prompts to the engine in groups, so most steps are decode-only
+    # and graphed; admitted one by one, every step would carry a prefill over 512 tokens (3.6x).
+    tpot_ratio = statistics.mean(r.tpot_s) * 1e3 / 5.45
+    assert BAND[0] <= tpot_ratio <= BAND[1], tpot_ratio
 
 
 def test_s2_tpot_at_rate_16_is_host_bound_and_in_the_band() -> None:
     # Published mean TPOT 2.39 ms: a 0.6B model's decode step is the engine's host work, not the
-    # GPU's 0.45 ms (sim.roofline HOST_STEP_S / HOST_PER_SEQUENCE_S).
-    ratio = statistics.mean(s2(16.0).tpot_s) * 1e3 / 2.39
+    # GPU's 0.45 ms (sim.roofline HOST_STEP_S / HOST_PER_SEQUENCE_S), and each 517-token prefill
+    # step runs without a CUDA graph (EAGER_HOST_PER_LAYER_S, sized from the mean ITL). The p99
+    # ITL, 12.75 ms published, was not used to size it: those are the gaps across such steps.
+    r = s2(16.0)
+    ratio = statistics.mean(r.tpot_s) * 1e3 / 2.39
     assert BAND[0] <= ratio <= BAND[1], ratio
+    p99 = statistics.quantiles(r.itl_s, n=100, method="inclusive")[98]
+    assert BAND[0] <= p99 * 1e3 / 12.75 <= BAND[1], p99
 
 
 def test_the_api_server_serves_deliveries_before_admissions() -> None:
-    fe: FrontEnd[str] = FrontEnd(FrontEndCosts(1e-6, 1e-4))
-    fe.admit("a", 100)
+    fe: FrontEnd[str] = FrontEnd(FrontEndCosts(1e-6, 1e-4, 0.0, 1))
+    assert fe.tokenize("a", 100, 0.0) is None  # no batch window: admitted at once
     fe.deliver("d", 3)
-    kind, item, cost = fe.pop() or ("", "", 0.0)
-    assert (kind, item) == ("deliver", "d") and cost == pytest.approx(3e-4)
+    admitted, step, cost = fe.pop() or ((), None, 0.0)
+    assert (admitted, step) == ((), "d") and cost == pytest.approx(3e-4)
     assert fe.pop() is None  # busy: one job at a time, never interrupted
     fe.done()
-    kind, item, cost = fe.pop() or ("", "", 0.0)
-    assert (kind, item) == ("admit", "a") and cost == pytest.approx(1e-4)
+    admitted, step, cost = fe.pop() or ((), None, 0.0)
+    assert (admitted, step) == (("a",), None) and cost == pytest.approx(1e-4)
+
+
+def test_prompts_are_admitted_in_tokenizer_micro_batches() -> None:
+    # vLLM's AsyncMicrobatchTokenizer: a batch waits 2 ms after its first prompt, or closes at 32.
+    fe: FrontEnd[int] = FrontEnd(FrontEndCosts(1e-6, 0.0, 0.002, 3))
+    assert fe.tokenize(1, 100, 5.0) == pytest.approx(5.002)  # opened a batch: close it then
+    assert fe.tokenize(2, 100, 5.001) is None
+    assert fe.pop() is None  # the window has not ended
+    fe.close_batch(fe.batch_id)
+    admitted, step, cost = fe.pop() or ((), None, 0.0)
+    assert admitted == (1, 2) and step is None and cost == pytest.approx(200e-6)
+    fe.done()
+    first = fe.batch_id + 1
+    for rid in (3, 4, 5):
+        fe.tokenize(rid, 10, 6.0)
+    fe.close_batch(first)  # the timer of a batch that already closed full changes nothing
+    assert (fe.pop() or ((), None, 0.0))[0] == (3, 4, 5) and len(fe) == 0
 
 
 def test_a_burst_waits_for_admission_and_a_lone_request_does_not() -> None:
     device = make_device(GPUS["h100-sxm"], LLAMA8)
     slow = FrontEndCosts(admit_s_per_prompt_token=20e-6, deliver_s_per_token=0.0)
     alone = run_open_loop(device, poisson_arrivals(INF, [(500, 4)], 0), front_end=slow)
-    assert alone.ttft_s[0] == pytest.approx(0.010 + 0.0135, abs=0.005)  # admit 10 ms + prefill
+    # the tokenizer's 2 ms window + admit 10 ms + prefill ~13.5 ms + the next step's launch ~1 ms
+    assert alone.ttft_s[0] == pytest.approx(0.002 + 0.010 + 0.0135 + 0.001, abs=0.004)
     device = make_device(GPUS["h100-sxm"], LLAMA8)
     burst = run_open_loop(device, poisson_arrivals(INF, [(500, 4)] * 20, 0), front_end=slow)
-    assert max(burst.ttft_s) > 20 * 0.010  # the 20th waited for 19 admissions before it
+    assert min(burst.ttft_s) > 20 * 0.010  # one micro-batch: all 20 admitted before any prefill
 
 
 def test_max_in_flight_holds_the_rest_client_side() -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from gputui.catalog.specs import GPUS, MODELS
-from gputui.sim.roofline import ITERATION_OVERHEAD_S, Roofline
+from gputui.sim.roofline import (
+    EAGER_HOST_PER_LAYER_S,
+    HOST_PER_SEQUENCE_S,
+    HOST_STEP_S,
+    ITERATION_OVERHEAD_S,
+    Roofline,
+)
 
 LLAMA8 = MODELS["llama-3.1-8b"]
 
@@ -57,3 +63,19 @@ def test_fp8_uses_fp8_tensor_cores_only_where_they_exist() -> None:
 def test_overhead_is_included() -> None:
     cost = roofline("h200").iteration(1, 1, 1, 1)
     assert cost.duration_s > max(cost.compute_s, cost.memory_s) + ITERATION_OVERHEAD_S * 0.99
+
+
+def test_a_step_over_the_largest_cuda_graph_pays_every_layers_launch_on_the_host() -> None:
+    # vLLM 0.19 graphs steps of up to 512 tokens; a 0.6B model's 517-token step (a 512-token
+    # prompt and 5 decodes) is launched layer by layer from Python: 28 x 0.343 ms more host time.
+    qwen = MODELS["qwen3-0.6b"]
+    r = Roofline(GPUS["h100-sxm"], qwen, "bf16", "bf16", cudagraph_max_tokens=512)
+    graphed = r.iteration(512, 6, 512 * 513 // 2 + 5 * 600, 512 + 5 * 600)
+    eager = r.iteration(517, 6, 512 * 513 // 2 + 5 * 600, 517 + 5 * 600)
+    assert graphed.host_s == pytest.approx(HOST_STEP_S + 6 * HOST_PER_SEQUENCE_S)
+    assert eager.host_s - graphed.host_s == pytest.approx(qwen.num_layers * EAGER_HOST_PER_LAYER_S)
+    assert eager.duration_s == pytest.approx(eager.host_s + ITERATION_OVERHEAD_S)  # host-bound
+    assert graphed.duration_s < 3e-3 < 10e-3 < eager.duration_s
+    # An 8B model's large prefill keeps the GPU busier than its launches keep the host.
+    big = roofline("h100-sxm").iteration(4096, 8, 4096 * 4097 // 2, 4096)
+    assert big.duration_s == pytest.approx(big.compute_s + ITERATION_OVERHEAD_S)

@@ -22,6 +22,10 @@ LARGE_GPU_BYTES: Final = 70 * _GIB
 """vLLM V1 raises its serving defaults on cards with >= 70 GiB, except A100s (slower there)."""
 
 
+CUDAGRAPH_CAPTURE_CAP: Final = 512
+"""vLLM's default ceiling on the CUDA-graph capture size (1024 on data-center Blackwell only)."""
+
+
 class ModelDoesNotFit(ValueError):
     """The model's weights and runtime reserve leave no room for a KV cache on this GPU."""
 
@@ -35,6 +39,28 @@ def default_limits(gpu: GpuSpec) -> tuple[int, int]:
     if gpu.memory_bytes >= LARGE_GPU_BYTES and "a100" not in gpu.name:
         return 1024, 8192
     return 256, 2048
+
+
+def delivery_lag_s(next_it: Iteration | None) -> float:
+    """How long after a step ends its tokens leave the engine core: the next step's host time.
+
+    vLLM's async scheduling (on by default in 0.19: `vllm/config/vllm.py` enables it unless an
+    option rules it out) runs the engine core's loop as `step_with_batch_queue`
+    (`vllm/v1/engine/core.py`, lines 421-511 of the 0.19.0 wheel): it schedules and launches the
+    next step first, and only then blocks on the previous step's result and turns it into outputs.
+    So a step's tokens go out once the following step has been launched (its host time in
+    sim.roofline); when nothing follows, at once.
+    """
+    return 0.0 if next_it is None else next_it.host_s
+
+
+def cudagraph_max_tokens(max_num_seqs: int, max_batched_tokens: int) -> int:
+    """The largest CUDA-graph step in tokens: min(2 x max_num_seqs, 512, max_batched_tokens).
+
+    vLLM 0.19's default `max_cudagraph_capture_size` (vllm/config/vllm.py,
+    `_set_cudagraph_sizes`); a step with more tokens runs without a graph (sim.roofline).
+    """
+    return min(2 * max_num_seqs, CUDAGRAPH_CAPTURE_CAP, max_batched_tokens)
 
 
 def _gb(n_bytes: float) -> str:
@@ -129,7 +155,7 @@ def make_device(
     )
     if not plan.fits:
         raise ModelDoesNotFit(fit_error(gpu, model, precision, plan, gpu_memory_utilization))
-    roofline = Roofline(gpu, model, precision, kv_dtype)
+    roofline = Roofline(gpu, model, precision, kv_dtype, cudagraph_max_tokens(seqs, tokens))
     scheduler = Scheduler(
         roofline, plan.num_blocks, seqs, tokens, seed, prefix_caching=prefix_caching
     )

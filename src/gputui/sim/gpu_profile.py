@@ -13,13 +13,14 @@ Like vLLM's API server, the profile spends `server_overhead_s` (`gputui sim --se
 DEFAULT_SERVER_OVERHEAD_S) between a request's arrival and its entry in the engine's queue (the API
 layer, tokenization, the hand-over to the engine core): vLLM's TTFT histogram counts it, its queue
 and prefill histograms do not, so TTFT - queue - prefill is that overhead. Part of it is CPU on the
-API server's one loop (`sim.frontend`: admitting costs per prompt token, and every engine step's
-tokens cost CPU to stream, streaming first): idle, a request still reaches the queue
-`server_overhead_s` after it arrived (or after its admission's CPU, if longer); in a burst the
-admissions queue behind the streams, as in `sim.open_loop`, and a step's tokens are written when
-their delivery has run. `cached_tokens` goes out
-in usage only with `prompt_tokens_details` (vLLM's `--enable-prompt-tokens-details`; off by
-default, as in vLLM).
+API server's one loop (`sim.frontend`: prompts wait for the tokenizer's micro-batch, admitting
+costs per prompt token, and every engine step's tokens cost CPU to stream, streaming first): idle,
+a request still reaches the queue `server_overhead_s` after it arrived (or after its batch window
+and admission CPU, if longer); in a burst the admissions queue behind the streams, as in
+`sim.open_loop`. A step's tokens leave the engine once the next step is launched
+(`sim.device.delivery_lag_s`, vLLM's async scheduling) and are written when their delivery has
+run. `cached_tokens` goes out in usage only with `prompt_tokens_details` (vLLM's
+`--enable-prompt-tokens-details`; off by default, as in vLLM).
 
 `GpuProfileSpec` is the picklable recipe the server's process runner sends to the server process;
 `spec.build()` raises `CatalogError` for unknown names and `ModelDoesNotFit` when the weights leave
@@ -38,7 +39,7 @@ from typing import Final
 
 from gputui.catalog.specs import check_precision, get_gpu, get_model
 from gputui.sim.deadlines import DeadlineScheduler
-from gputui.sim.device import SimDevice, make_device
+from gputui.sim.device import SimDevice, delivery_lag_s, make_device
 from gputui.sim.frontend import DEFAULT_FRONT_END, NO_FRONT_END, FrontEnd, FrontEndCosts
 from gputui.sim.gpu_metrics import render_metrics, simulated_uuid
 from gputui.sim.latency import LatencyRecorder
@@ -124,6 +125,10 @@ class GpuProfileSpec:
         return profile
 
 
+_Job = tuple[SimRequest | StepResult, int]
+"""An API-server work item: a request to admit or a step to deliver, and when it was ready."""
+
+
 class GpuProfile:
     """Serves requests with the timing of a simulated GPU (see the module docstring)."""
 
@@ -141,8 +146,8 @@ class GpuProfile:
         front_end: FrontEndCosts = NO_FRONT_END,
     ) -> None:
         self.device = device
-        self._front_end: FrontEnd[tuple[SimRequest | StepResult, int]] = FrontEnd(front_end)
-        """Jobs are (request to admit or step to deliver, when it became ready)."""
+        self._front_end: FrontEnd[_Job] = FrontEnd(front_end)
+        """Items are (request to admit or step to deliver, when it arrived or became ready)."""
         self._front_end_free_ns = 0
         """When the API server's CPU finishes its last job (its timeline, not the loop's)."""
         self._overhead_ns = round(server_overhead_s * 1e9)
@@ -202,42 +207,56 @@ class GpuProfile:
             request = dataclasses.replace(request, max_tokens=limit - request.prompt_tokens)
         self._sinks[request.request_id] = sink
         self.latency.arrived(request.request_id, request.arrival_ns)
-        admit_ns = round(self._front_end.costs.admit_s(request.prompt_tokens) * 1e9)
-        handoff_ns = request.arrival_ns + max(0, self._overhead_ns - admit_ns)
-        if handoff_ns > time.perf_counter_ns():
-            self._deadlines.call_at_ns(handoff_ns, partial(self._admit, request, handoff_ns))
+        fe = self._front_end
+        close_s = fe.tokenize((request, request.arrival_ns), request.prompt_tokens,
+                              request.arrival_ns / 1e9)  # fmt: skip
+        if close_s is None:
+            self._run_front_end(request.arrival_ns)
+            return
+        close_ns = round(close_s * 1e9)
+        if close_ns > time.perf_counter_ns():
+            self._deadlines.call_at_ns(close_ns, partial(self._close_batch, fe.batch_id, close_ns))
         else:
-            self._admit(request, max(handoff_ns, request.arrival_ns))
+            self._close_batch(fe.batch_id, close_ns)
 
-    def _admit(self, request: SimRequest, at_ns: int) -> None:
-        """The request waits for the API server's CPU (after the hand-offs that do not use it)."""
-        self._front_end.admit((request, at_ns), request.prompt_tokens)
+    def _close_batch(self, batch_id: int, at_ns: int) -> None:
+        """The tokenizer's batch window ended: its admission waits for the API server's CPU."""
+        self._front_end.close_batch(batch_id)
         self._run_front_end(at_ns)
 
     def _run_front_end(self, at_ns: int) -> None:
         """Start the API server's next job at `at_ns` if its CPU is free; free jobs run at once."""
         while not self._closed and (job := self._front_end.pop()) is not None:
-            _kind, (item, ready_ns), cost_s = job
+            batch, step, cost_s = job
+            ready_ns = max(ready for _, ready in batch) if step is None else step[1]
             at_ns = max(at_ns, ready_ns, self._front_end_free_ns)  # timers may run out of order
             if cost_s > 0.0 and self._deadlines is not None:
                 end_ns = self._front_end_free_ns = at_ns + round(cost_s * 1e9)
-                self._deadlines.call_at_ns(end_ns, partial(self._front_end_done, item, end_ns))
+                self._deadlines.call_at_ns(end_ns, partial(self._front_end_done, job, end_ns))
                 return
             self._front_end.done()
-            self._finish_job(item, at_ns)
+            self._finish_job(batch, step, at_ns)
 
-    def _front_end_done(self, item: SimRequest | StepResult, end_ns: int) -> None:
+    def _front_end_done(
+        self, job: tuple[tuple[_Job, ...], _Job | None, float], end_ns: int
+    ) -> None:
         self._front_end.done()
         if self._closed:
             return
-        self._finish_job(item, end_ns)
+        self._finish_job(job[0], job[1], end_ns)
         self._run_front_end(end_ns)
 
-    def _finish_job(self, item: SimRequest | StepResult, at_ns: int) -> None:
-        if isinstance(item, StepResult):
-            self._deliver(item)
-        else:
-            self._enqueue(item, at_ns)
+    def _finish_job(self, batch: tuple[_Job, ...], step: _Job | None, at_ns: int) -> None:
+        if step is not None:
+            assert isinstance(step[0], StepResult)
+            self._deliver(step[0])
+        for request, arrival_ns in batch:  # never in the queue before the overhead has passed
+            assert isinstance(request, SimRequest)
+            queued_ns = max(at_ns, arrival_ns + self._overhead_ns)
+            if queued_ns > time.perf_counter_ns() and self._deadlines is not None:
+                self._deadlines.call_at_ns(queued_ns, partial(self._enqueue, request, queued_ns))
+            else:
+                self._enqueue(request, queued_ns)
 
     def _enqueue(self, request: SimRequest, queued_ns: int) -> None:
         """The request reaches the engine's queue (after the API server's overhead)."""
@@ -288,7 +307,8 @@ class GpuProfile:
         self.device.idle((now_ns - self._idle_since_ns) / 1e9)
         self._idle_since_ns = now_ns
 
-    def _launch(self, start_ns: int) -> None:
+    def _launch(self, start_ns: int) -> Iteration | None:
+        """Start the next pass at `start_ns`; returns it (None when idle, or started later)."""
         if self._pending:  # held requests queued by the pass's start join it, in queue order
             ready = sorted((p for p in self._pending if p[0] <= start_ns), key=lambda p: p[0])
             self._pending = deque(p for p in self._pending if p[0] > start_ns)
@@ -299,17 +319,18 @@ class GpuProfile:
             queued_ns = min(q for q, _ in self._pending)
             self.device.idle((queued_ns - start_ns) / 1e9)
             self._launch(queued_ns)
-            return
+            return None
         if it is None or self._deadlines is None:
             self._busy = False
             self._idle_since_ns = start_ns
-            return
+            return None
         self._busy = True
         scheduled = self.latency.scheduled
         for seq, _, _ in it.scheduled:
             scheduled(seq.request_id, start_ns)
         end_ns = start_ns + round(it.duration_s * 1e9)
         self._deadlines.call_at_ns(end_ns, partial(self._on_iteration_done, it, end_ns))
+        return it
 
     def _on_iteration_done(self, it: Iteration, end_ns: int) -> None:
         if self._closed:
@@ -318,11 +339,20 @@ class GpuProfile:
         now_ns = time.perf_counter_ns()
         late_ns = now_ns - end_ns
         start_ns = now_ns if late_ns > LATE_TOLERANCE_NS else end_ns
-        self._front_end.deliver((result, start_ns), sum(result.emitted.values()))
-        self._run_front_end(start_ns)  # free (no front-end cost): written before the next pass
         if late_ns > LATE_TOLERANCE_NS:
             self.device.idle(late_ns / 1e9)
-        self._launch(start_ns)
+        emit_ns = start_ns + round(delivery_lag_s(self._launch(start_ns)) * 1e9)
+        if emit_ns > start_ns and self._deadlines is not None:
+            self._deadlines.call_at_ns(emit_ns, partial(self._emit, result, emit_ns))
+        else:
+            self._emit(result, start_ns)
+
+    def _emit(self, result: StepResult, at_ns: int) -> None:
+        """A step's tokens leave the engine: the API server streams them (sim.frontend)."""
+        if self._closed:
+            return
+        self._front_end.deliver((result, at_ns), sum(result.emitted.values()))
+        self._run_front_end(at_ns)
 
     def _deliver(self, result: StepResult) -> None:
         """Write one engine step's tokens to their streams (the API server's delivery has run)."""

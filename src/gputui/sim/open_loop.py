@@ -7,11 +7,13 @@ would measure them. Time is virtual: a 500-request run at saturation costs well 
 CPU and gives the same answer every time.
 
 As on the HTTP sim (`GpuProfile`), two servers share the clock: the engine core (one iteration at a
-time) and the API server's one CPU (`sim.frontend`: admissions and token deliveries, deliveries
-first). A request reaches the engine's queue once its admission has run, and never sooner than
-`server_overhead_s` after it arrived (the API layer's hand-offs); an engine step's tokens reach the
-client when their delivery has run. `max_in_flight` caps the requests the client has out at once
-(vLLM bench's `--max-concurrency`); the rest wait client-side and their TTFT counts from the send.
+time) and the API server's one CPU (`sim.frontend`: tokenizer micro-batches, admissions and token
+deliveries, deliveries first). A request reaches the engine's queue once its batch's admission has
+run, and never sooner than `server_overhead_s` after it arrived (the API layer's hand-offs); an
+engine step's tokens leave the engine once the next step is launched (`sim.device.delivery_lag_s`,
+vLLM's async scheduling) and reach the client when their delivery has run. `max_in_flight` caps the
+requests the client has out at once (vLLM bench's `--max-concurrency`); the rest wait client-side
+and their TTFT counts from the send.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gputui.sim.device import SimDevice
+from gputui.sim.device import SimDevice, delivery_lag_s
 from gputui.sim.frontend import FrontEnd, FrontEndCosts
 from gputui.sim.gpu_profile import DEFAULT_SERVER_OVERHEAD_S
 from gputui.sim.profile import SimRequest
@@ -107,31 +109,34 @@ def run_open_loop(
     max_in_flight: int | None = None,
 ) -> OpenLoopResult:
     """Serve `arrivals` through `device` and the API server in virtual time; see the module doc."""
-    costs = FrontEndCosts() if front_end is None else front_end
-    fe: FrontEnd[int | StepResult] = FrontEnd(costs)
+    fe: FrontEnd[int | StepResult] = FrontEnd(FrontEndCosts() if front_end is None else front_end)
     sched = device.scheduler
     client = _Client(arrivals)
     order = sorted(range(len(arrivals)), key=lambda i: arrivals[i].at_s)
     held: deque[int] = deque()  # over max_in_flight: waiting client-side, in arrival order
-    handoff: list[tuple[float, int]] = []  # (time the admission joins the API server's queue, id)
+    timers: list[tuple[float, int]] = []  # (when a tokenizer batch's window ends, its id)
+    floor: list[tuple[float, int]] = []  # admitted, waiting out arrival + server_overhead_s
+    emits: list[tuple[float, int, StepResult]] = []  # step results waiting for the next launch
     now_s = 0.0
-    nxt = done = peak = in_flight = 0
+    nxt = done = peak = in_flight = n_emits = 0
     it: Iteration | None = None
+    ended: StepResult | None = None
     it_end = fe_end = float("inf")
-    fe_job: int | StepResult | None = None
+    fe_job: tuple[tuple[int | StepResult, ...], int | StepResult | None] | None = None
 
-    def send(rid: int) -> None:
-        nonlocal in_flight
-        in_flight += 1
-        client.sent_at[rid] = now_s
+    def enqueue(rid: int) -> None:
         a = arrivals[rid]
-        at_s = now_s + max(0.0, server_overhead_s - costs.admit_s(a.prompt_tokens))
-        heapq.heappush(handoff, (at_s, rid))
+        sched.add(
+            SimRequest(rid, int(a.at_s * 1e9), a.prompt_tokens, a.output_tokens, 0, True, False,
+                       device.model.name)
+        )  # fmt: skip
 
     while done < len(arrivals):
         t = min(
             arrivals[order[nxt]].at_s if nxt < len(order) else float("inf"),
-            handoff[0][0] if handoff else float("inf"),
+            timers[0][0] if timers else float("inf"),
+            floor[0][0] if floor else float("inf"),
+            emits[0][0] if emits else float("inf"),
             it_end,
             fe_end,
         )
@@ -142,33 +147,41 @@ def run_open_loop(
             held.append(order[nxt])
             nxt += 1
         while held and (max_in_flight is None or in_flight < max_in_flight):
-            send(held.popleft())
-        while handoff and handoff[0][0] <= now_s:
-            rid = heapq.heappop(handoff)[1]
-            fe.admit(rid, arrivals[rid].prompt_tokens)
+            rid = held.popleft()
+            in_flight += 1
+            client.sent_at[rid] = now_s
+            if (close_s := fe.tokenize(rid, arrivals[rid].prompt_tokens, now_s)) is not None:
+                heapq.heappush(timers, (close_s, fe.batch_id))
+        while timers and timers[0][0] <= now_s:
+            fe.close_batch(heapq.heappop(timers)[1])
         if it is not None and it_end <= now_s:
-            result = device.end(it)
-            fe.deliver(result, sum(result.emitted.values()))
+            ended = device.end(it)
             it, it_end = None, float("inf")
         if fe_job is not None and fe_end <= now_s:
-            item = fe_job
-            if isinstance(item, StepResult):
-                finished = client.receive(item, now_s)
+            batch, step = fe_job
+            if isinstance(step, StepResult):
+                finished = client.receive(step, now_s)
                 done += finished
                 in_flight -= finished
-            else:
-                a = arrivals[item]
-                sched.add(
-                    SimRequest(item, int(a.at_s * 1e9), a.prompt_tokens, a.output_tokens, 0,
-                               True, False, device.model.name)
-                )  # fmt: skip
+            for admitted in batch:  # never in the engine's queue before the overhead has passed
+                assert isinstance(admitted, int)
+                heapq.heappush(floor, (client.sent_at[admitted] + server_overhead_s, admitted))
             fe.done()
             fe_job, fe_end = None, float("inf")
-        if fe_job is None and (job := fe.pop()) is not None:
-            fe_job, fe_end = job[1], now_s + job[2]
+        while floor and floor[0][0] <= now_s:
+            enqueue(heapq.heappop(floor)[1])
         if it is None and (it := device.begin()) is not None:
             it_end = now_s + it.duration_s
             peak = max(peak, len(sched.running))
+        if ended is not None:
+            heapq.heappush(emits, (now_s + delivery_lag_s(it), n_emits, ended))
+            n_emits += 1
+            ended = None
+        while emits and emits[0][0] <= now_s:
+            out = heapq.heappop(emits)[2]
+            fe.deliver(out, sum(out.emitted.values()))
+        if fe_job is None and (job := fe.pop()) is not None:
+            fe_job, fe_end = (job[0], job[1]), now_s + job[2]
     return OpenLoopResult(
         client.ttft, client.e2e, client.itl, client.tpot, sum(client.count.values()), now_s,
         peak, sched.num_preemptions_total,

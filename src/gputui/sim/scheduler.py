@@ -130,6 +130,8 @@ class Iteration:
     """Request ids preempted while scheduling this pass."""
     scheduled: list[tuple[SeqState, int, bool]] = field(repr=False)
     """(request, tokens computed, is a decode step)."""
+    host_s: float = 0.0
+    """The engine's host time to schedule and launch the pass (sim.roofline)."""
 
     def prefill_chunks(self) -> list[tuple[int, int]]:
         """(request id, prompt tokens computed) for each request prefilling in this pass."""
@@ -325,6 +327,7 @@ class Scheduler:
             decode_seqs=decode_seqs,
             preempted=preempted,
             scheduled=scheduled,
+            host_s=cost.host_s,
         )
 
     def complete_iteration(self, it: Iteration) -> StepResult:
