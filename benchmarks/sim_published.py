@@ -47,18 +47,15 @@ S2  kvcached (ovg-project/kvcached) PR 331, benchmarks/bench_layout/H100_results
     2.04, 12.75 ms; rate inf: 5.85, 4.54, 25.06 ms, means of the three seeds), printed beside the
     sim's as evidence, not as band metrics.
 
-    Its rate-16 TTFT (38.9 ms mean, 35.8 ms median) is still out of band: the sim's path is ~7 ms.
-    What part of the gap is physical and known (evidence in /work/notes/simcal4.md): (1) every
-    rate-16 prefill step (a 512-token prompt plus ~5 decodes, over vLLM 0.19's largest CUDA graph
-    of 512 tokens) runs without a graph and is host-bound: the published ITLs say it lasts ~9.6 ms
-    longer than a decode step (printed below as "excess per prefill step"; the sim's is ~0), which
-    kvcached's own nsys trace of this server confirms in kind (350 Python-launched kernels, no
-    graph, CPU time over GPU time); (2) vLLM's async scheduling hands a step's tokens to the API
-    server only after launching the next step (~1 ms); (3) its tokenizer micro-batcher holds a lone
-    prompt 2 ms. Together ~13 ms; the other ~18 ms is not explained by anything found. Modelling
-    (1) alone, the sim's API server admits one request per engine step at rate inf, so every step
-    there would carry a prefill and run without a graph (TPOT 3.6x): the real server's prefills
-    come grouped (the trace: 3-17 prompts a prefill step), which the API-server model lacks.
+    Three mechanisms of vLLM 0.19 that only a host-bound model shows are in the sim, each with its
+    source where its constant is defined: a step over the largest CUDA graph (512 tokens) runs
+    without one, its layers launched from Python (sim.roofline EAGER_HOST_PER_LAYER_S, sized from
+    rate 16's mean ITL; its p99 ITL, not used, comes out 11.8 / 12.75 ms); async scheduling sends a
+    step's tokens only after the next step is launched (sim.device.delivery_lag_s); the tokenizer
+    admits prompts in micro-batches of up to 32 after a 2 ms window (sim.frontend), so at rate inf
+    prompts reach the engine in groups and most steps stay graphed (TPOT 0.66x -> 0.96x). Rate 16's
+    TTFT is still out of band, 21.4 against 38.9 ms (0.55x, was 0.17x): the ~17 ms left is not
+    explained by anything found (/work/notes/simcal4.md lists what was ruled out).
 
 Also in S1's figures (not used to fit anything): output tok/s x ITL p50 = the streams decoding at
 once (Little's law) = 30.0 at rate inf on all four cards (H100 3514.1 x 8.55 ms = 30.0, A100 30.0,

@@ -14,7 +14,7 @@ from gputui.cli.argtypes import (
     seconds,
 )
 from gputui.sim.faults import DEFAULT_SLOW_START_MS, FAULTS, FaultSpec
-from gputui.sim.frontend import ADMIT_S_PER_PROMPT_TOKEN
+from gputui.sim.frontend import ADMIT_S_PER_PROMPT_TOKEN, TOKENIZER_WAIT_S
 from gputui.sim.gpu_profile import DEFAULT_SERVER_OVERHEAD_S
 from gputui.sim.server import DEFAULT_MODEL_NAME
 from gputui.sim.stream_style import REASONING_FIELDS
@@ -74,9 +74,10 @@ def _add_gpu_arguments(gpu: argparse._ArgumentGroup) -> None:
         type=milliseconds,
         default=DEFAULT_SERVER_OVERHEAD_S * 1e3,
         help="the API server's own time before the engine queue: in the TTFT histogram, not in "
-        f"queue or prefill (default {DEFAULT_SERVER_OVERHEAD_S * 1e3:g}); never less than its CPU "
-        f"to admit the prompt ({ADMIT_S_PER_PROMPT_TOKEN * 1e6:g} us a token), and more when "
-        "requests queue for that CPU",
+        f"queue or prefill (default {DEFAULT_SERVER_OVERHEAD_S * 1e3:g}); never less than the "
+        f"tokenizer's {TOKENIZER_WAIT_S * 1e3:g} ms batch window plus its CPU to admit the prompt "
+        f"({ADMIT_S_PER_PROMPT_TOKEN * 1e6:g} us a token), and more when requests queue for that "
+        "CPU",
     )
 
 
