@@ -58,8 +58,11 @@ def pytest_runtest_makereport(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Reject a misspelt `GPUTUI_REQUIRE` before any test runs."""
+    """Reject a misspelt `GPUTUI_REQUIRE` before any test runs; under `--dist loadgroup`, hand
+    out the groups in collection order (below), not xdist's default of most tests first."""
     _required()
+    if getattr(config.option, "dist", None) == "loadgroup":
+        config.option.loadscopereorder = False
 
 
 _HOLDER = alone.HOLDER
@@ -95,8 +98,18 @@ def _group(item: pytest.Item | None) -> str | None:
 
 
 REAL_SERVER_FOLDERS = ("realvllm", "realserver")
-"""Folders whose tests share one real server each and time it: under xdist they all run on one
-worker, one after another (the other workers still run other tests beside them)."""
+"""Folders whose tests share one real server each and time it: `alone` (a real server's timings
+and cache under a neighbour's load mean nothing) unless marked `not_alone` (what they assert
+holds beside a busy neighbour), and all on the one worker of `SERIAL_GROUP`."""
+
+SERIAL_GROUP = "serial"
+"""Under xdist, one group for every `alone` test and every real-server test, handed out first.
+
+Its `alone` tests run back to back and keep the exclusive hold from one to the next (alone.py),
+so the other workers drain once per run of them, not once per test spread over the suite (a
+drain waits for the longest test then running: up to 35 s). Handed out first, the serial part
+is over early and the other workers' tests fill the end of the run, where xdist's default order
+(groups with most tests first) left single long tests to run out one by one."""
 
 
 LIVE_TIMING_FOLDERS = ("integration", "e2e", "faults", "ui", *REAL_SERVER_FOLDERS)
@@ -109,19 +122,30 @@ for the few that run in real time and say so with their own `flaky` mark."""
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the live-timing tests for one rerun; under `pytest -n N --dist loadgroup`, keep each
-    module (its module-scoped simulator) and each real-server folder (its one server) on one
-    worker. Serial runs are not grouped."""
+    module (its module-scoped simulator) on one worker, and put the real servers' and the
+    `alone` tests in `SERIAL_GROUP`, first. Serial runs are neither grouped nor reordered."""
     for item in items:
         folders = item.nodeid.split("::", 1)[0].split("/")[1:-1]
         if any(f in LIVE_TIMING_FOLDERS for f in folders) and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=1))
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers by --dist loadgroup
         return
+    modules: dict[str, int] = {}
     for item in items:
-        if any(m.name == "xdist_group" for m in item.iter_markers()):
-            continue
-        parts = item.nodeid.split("::", 1)[0].split("/")
-        real = any(p in REAL_SERVER_FOLDERS for p in parts[:-1])
-        if real:  # a real server's timings and cache under a neighbour's load mean nothing
+        path = item.nodeid.split("::", 1)[0]
+        real = any(p in REAL_SERVER_FOLDERS for p in path.split("/")[:-1])
+        if real and item.get_closest_marker("not_alone") is None:
             item.add_marker(pytest.mark.alone)
-        item.add_marker(pytest.mark.xdist_group("real-servers" if real else "/".join(parts)))
+        group = SERIAL_GROUP if real or _alone(item) else path
+        item.add_marker(pytest.mark.xdist_group(group))
+        modules.setdefault(path, len(modules))
+
+    def order(item: pytest.Item) -> tuple[bool, int, bool]:
+        """The serial group first; in it, each module's `not_alone` tests before its `alone`
+        ones (a module's server start is shared: its tests that need no exclusive hold run
+        before the drain). Otherwise the collection order (the sort is stable)."""
+        if _group(item) != SERIAL_GROUP:
+            return True, 0, False
+        return False, modules[item.nodeid.split("::", 1)[0]], _alone(item)
+
+    items.sort(key=order)
