@@ -58,6 +58,10 @@ S2  kvcached (ovg-project/kvcached) PR 331, benchmarks/bench_layout/H100_results
     explained by anything found (/work/notes/simcal4.md lists what was ruled out). Its shape is
     printed too: the published TTFT is ~1.8x the sim's at the median, the spread and the p99 alike
     (35.8 / 19.6, 8.9 / 4.7, 65.5 / 35.2 ms), so what is missing is not one fixed cost per request.
+    Not GIL hand-offs between the engine core's busy main thread and its other threads (each hop
+    waits for the holder's next release, tens of microseconds in vLLM 0.19's own trace, never the
+    5 ms switch interval: benchmarks/gil_handoff.py, /work/notes/simcal5.md), and not the API
+    server's load (a per-step delivery cost of up to 1.5 ms moves this TTFT by under 2 ms).
 
 Also in S1's figures (not used to fit anything): output tok/s x ITL p50 = the streams decoding at
 once (Little's law) = 30.0 at rate inf on all four cards (H100 3514.1 x 8.55 ms = 30.0, A100 30.0,
