@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.realvllm, pytest.mark.slow]
 INPUT_TOKENS = 512
 OUTPUT_TOKENS = 32
 LEVELS = (1, 4)
-STEPS = ("--step-seconds", "4", "--warmup-seconds", "0.5")
+STEPS = ("--step-seconds", "2", "--warmup-seconds", "0.5")
 IDENTITY = ("--connect-timeout", "30")
 """The identity probe keeps within the pre-flight's timeout (--connect-timeout): vLLM's dev-mode
 /server_info took 15 s on its first call on a busy 2-core host."""
