@@ -49,6 +49,7 @@ INPUT_TOKENS = 32
 OUTPUT_TOKENS = 32
 
 
+@pytest.mark.not_alone  # the backend's name: nothing timed (tests/conftest.py)
 def test_preflight_names_the_backend(llama: LlamaServer) -> None:
     checked = preflight(parse_target(llama.url), MODEL_ALIAS, api_key=None)
     assert checked.backend.name == "llamacpp"
@@ -185,6 +186,7 @@ async def _stream(client: httpx.AsyncClient, url: str, max_tokens: int) -> int:
     return chunks
 
 
+@pytest.mark.not_alone  # slots and waiting requests counted: 3 of 3 beside two busy loops
 async def test_queue_and_slots_under_load_are_normalized(llama: LlamaServer) -> None:
     """More requests than slots: /metrics shows them processing and deferred, /slots agrees."""
     extra = 4

@@ -30,6 +30,10 @@ from tests.support.vllm_server import VllmServer
 
 pytestmark = [pytest.mark.realvllm, pytest.mark.slow]
 
+NOT_ALONE = pytest.mark.not_alone
+"""Hit rates against vLLM's token counters, whatever the host's load: no exclusive hold
+(tests/conftest.py). Both passed 3 of 3 beside two busy loops on the 2 cores."""
+
 COLD = 0.05
 """A run meant to be cold: under 5 % of its prompt tokens from the cache (the acceptance)."""
 TOTAL_TOLERANCE = 0.02
@@ -56,6 +60,7 @@ def _history_blocks(row: dict[str, Any], message_tokens: int) -> int:
     return int(history // BLOCK) * BLOCK
 
 
+@NOT_ALONE
 def test_the_same_run_twice_reads_nothing_from_the_first(vllm: VllmServer, tmp_path: Path) -> None:
     vllm.reset_prefix_cache()
     first, _, first_delta = run_gputui(vllm, tmp_path / "1.json", ONE_STEP, output_tokens=8)
@@ -81,7 +86,13 @@ def test_the_same_run_twice_reads_nothing_from_the_first(vllm: VllmServer, tmp_p
 
 
 def test_reused_prompts_are_served_from_the_cache(vllm: VllmServer, tmp_path: Path) -> None:
-    """The control: without the salt vLLM serves the second run's prompts from its cache."""
+    """The control: without the salt vLLM serves the second run's prompts from its cache.
+
+    Alone (tests/conftest.py): the second run finds in the cache only as many prompts as the
+    first sent, so its hit rate (at most 3/4: the whole 128-token blocks of 512) falls as the
+    cache-served second run outpaces the first. Beside two busy loops the first sent 44
+    requests, the second 72, and vLLM read 47.7 % (about 3/4 x 44/72), under the 50 % asserted.
+    """
     vllm.reset_prefix_cache()
     reuse = (*ONE_STEP, "--reuse-prompts")
     run_gputui(vllm, tmp_path / "1.json", reuse, output_tokens=8)
@@ -94,6 +105,7 @@ def test_reused_prompts_are_served_from_the_cache(vllm: VllmServer, tmp_path: Pa
     assert rate == pytest.approx(server, abs=TOTAL_TOLERANCE)
 
 
+@NOT_ALONE
 def test_multi_turn_hit_rates_per_turn_and_the_runs_total(vllm: VllmServer, tmp_path: Path) -> None:
     vllm.reset_prefix_cache()
     snap, stdout, delta = run_gputui(

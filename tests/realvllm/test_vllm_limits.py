@@ -18,7 +18,9 @@ import pytest
 from tests.realvllm.helpers import generation_posts
 from tests.support.vllm_server import MAX_MODEL_LEN, VllmServer
 
-pytestmark = [pytest.mark.realvllm]
+# Not `alone` (tests/conftest.py): no request is timed, and the check is that none is sent
+# (3 of 3 passed beside two busy loops on the 2 cores).
+pytestmark = [pytest.mark.realvllm, pytest.mark.not_alone]
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,9 @@ from gputui.ui.widgets.live_panels import SessionHeader
 from tests.support.vllm_server import VllmServer
 from tests.ui.conftest import wait_for
 
-pytestmark = [pytest.mark.realvllm, pytest.mark.slow]
+# Not `alone` (tests/conftest.py): prompt lengths by vLLM's usage and counters, nothing timed
+# (3 of 3 passed beside two busy loops on the 2 cores).
+pytestmark = [pytest.mark.realvllm, pytest.mark.slow, pytest.mark.not_alone]
 
 INPUT_TOKENS = 512
 REQUESTS = 16
