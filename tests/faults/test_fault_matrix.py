@@ -18,11 +18,9 @@ from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import start_background
 from tests.faults.harness import ALL_AT_ONCE, check_run, gputui_run, sim_stats
 
-# latency bounds on the ok requests: no neighbour
-pytestmark = [
-    pytest.mark.timeout(240),
-    pytest.mark.alone,
-]  # 240: the wait for the exclusive hold counts
+# Not `alone`: its bounds on the ok requests (TTFT p50 < 100 ms and p99 < 300 ms against the sim's
+# 20 ms, E2E p99 < 450 ms against ~50 ms, no stream silent for the 0.5 s stall timeout) held in 3 of
+# 3 runs of the 9 tests beside two busy loops on the 2 cores, where each test took twice as long.
 
 FIXED = FixedProfileSpec(ttft_ms=20, itl_ms=2, served_model_name="sim")
 """20 ms to the first token and 2 ms per token: 16 tokens take ~50 ms."""
