@@ -8,7 +8,8 @@ its TTFT code is the same as 0.19's) at S2's rate, lengths and seeds, and prints
 beside the simulator's own record of the same requests (the `vllm:time_to_first_token_seconds`
 histogram's sum and count before and after), and the same for `gputui run`. The prompts are ones the
 simulator bills at exactly 512 tokens (`gputui.sim.tokenizer.make_prompt`), given to the client as
-its samples. Needs the vLLM build (scripts/setup_vllm.sh prints its python); about 2 minutes.
+its samples, each run its own (S2's random prompts never hit the prefix cache). Needs the vLLM
+build (scripts/setup_vllm.sh prints its python); about 2 minutes.
 
     GPUTUI_VLLM_PYTHON=... python benchmarks/sim_through_vllm_bench.py [--num-prompts 500]
 """
@@ -41,13 +42,13 @@ MODEL = "qwen"
 SPEC = GpuProfileSpec("h100-sxm", "qwen3-0.6b", gpu_memory_utilization=0.5, served_model_name=MODEL)
 
 CLIENT = """
-import argparse, json, random, sys
+import argparse, json, sys
 PROMPT_TOKENS, OUTPUT_TOKENS = int(sys.argv[2]), int(sys.argv[3])
 import vllm.benchmarks.serve as serve
 from vllm.benchmarks.datasets import SampleRequest
 prompts = json.load(open(sys.argv[1]))
 def samples(args, tokenizer):
-    chosen = random.Random(args.seed).sample(prompts, args.num_prompts)
+    chosen = prompts[: args.num_prompts]
     return [SampleRequest(prompt=p, prompt_len=PROMPT_TOKENS,
                           expected_output_len=OUTPUT_TOKENS, request_id=str(i))
             for i, p in enumerate(chosen)]
@@ -70,10 +71,14 @@ def server_ttft(base: str) -> tuple[float, float]:
     return values["sum"], values["count"]
 
 
-def vllm_bench(vllm_python: str, base: str, prompts: Path, seed: int, n: int, tmp: Path) -> float:
-    """Run the client once; its mean TTFT in ms."""
+def vllm_bench(vllm_python: str, base: str, seed: int, n: int, tmp: Path) -> float:
+    """Run the client once on prompts of its own (no prefix-cache hit across runs); mean TTFT ms."""
     model_dir = os.environ.get("GPUTUI_VLLM_MODEL", "")
     result = tmp / f"bench-{seed}.json"
+    prompts = tmp / f"prompts-{seed}.json"
+    prompts.write_text(
+        json.dumps([make_prompt(PROMPT_TOKENS, seed * 100_000 + i) for i in range(n)])
+    )
     args = [vllm_python, "-c", CLIENT, str(prompts), str(PROMPT_TOKENS), str(OUTPUT_TOKENS)]
     args += ["--backend", "vllm", "--base-url", base]
     args += ["--model", MODEL, "--tokenizer", model_dir, "--dataset-name", "random"]
@@ -114,12 +119,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name, start_background(SPEC) as sim:
         tmp = Path(tmp_name)
-        prompts = tmp / "prompts.json"
-        prompts.write_text(json.dumps([make_prompt(PROMPT_TOKENS, 1000 + i) for i in range(1000)]))
         base = f"http://{sim.host}:{sim.port}"
         load = os.getloadavg()[0]
         for seed in SEEDS:
-            run = partial(vllm_bench, vllm_python, base, prompts, seed, opts.num_prompts, tmp)
+            run = partial(vllm_bench, vllm_python, base, seed, opts.num_prompts, tmp)
             rows.append(measured(f"vllm bench serve, seed {seed}", base, run))
         seconds = opts.num_prompts / RATE
         rows.append(measured("gputui run", base, partial(gputui_run, base, seconds, tmp)))
