@@ -55,12 +55,17 @@ S2  kvcached (ovg-project/kvcached) PR 331, benchmarks/bench_layout/H100_results
     admits prompts in micro-batches of up to 32 after a 2 ms window (sim.frontend), so at rate inf
     prompts reach the engine in groups and most steps stay graphed (TPOT 0.66x -> 0.96x). Rate 16's
     TTFT is still out of band, 21.4 against 38.9 ms (0.55x, was 0.17x): the ~17 ms left is not
-    explained by anything found (/work/notes/simcal4.md lists what was ruled out). Its shape is
+    explained by anything found. Ruled out: a generic API-server latency (the vLLM CPU build at one
+    stream spends about its own CPU time outside queue and prefill), the tokenizer's time on such
+    prompts (~1 ms), queueing behind other prefills (~2 ms, modelled), Nagle (asyncio sets
+    TCP_NODELAY), the client's TTFT definition, and the client itself: driven by the same client,
+    `vllm bench serve`, the HTTP sim reads ~3 ms above its own record, 24.9 ms in all
+    (benchmarks/sim_through_vllm_bench.py). Its shape is
     printed too: the published TTFT is ~1.8x the sim's at the median, the spread and the p99 alike
     (35.8 / 19.6, 8.9 / 4.7, 65.5 / 35.2 ms), so what is missing is not one fixed cost per request.
     Not GIL hand-offs between the engine core's busy main thread and its other threads (each hop
     waits for the holder's next release, tens of microseconds in vLLM 0.19's own trace, never the
-    5 ms switch interval: benchmarks/gil_handoff.py, /work/notes/simcal5.md), and not the API
+    5 ms switch interval: benchmarks/gil_handoff.py), and not the API
     server's load (a per-step delivery cost of up to 1.5 ms moves this TTFT by under 2 ms).
 
 Also in S1's figures (not used to fit anything): output tok/s x ITL p50 = the streams decoding at
