@@ -177,12 +177,12 @@ TABLES = (
 
 
 @dataclass(frozen=True, slots=True)
-class MeanRow:
-    """One published rate as `vllm bench serve` prints it: means in ms, requests/s, ITL in ms."""
+class Means:
+    """One rate's figures as `vllm bench serve` prints them, each the mean over the seeds' runs:
+    TTFT and TPOT means, requests/s, then ITL mean/median/p99 and TTFT median/std/p99 (ms)."""
 
-    rate: float
-    ttft_mean_ms: float
-    tpot_mean_ms: float
+    ttft_ms: float
+    tpot_ms: float
     req_s: float
     itl_mean_ms: float
     itl_median_ms: float
@@ -190,6 +190,14 @@ class MeanRow:
     ttft_median_ms: float
     ttft_std_ms: float
     ttft_p99_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class MeanRow:
+    """One published rate and its published figures."""
+
+    rate: float
+    published: Means
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,26 +230,11 @@ MEAN_TABLES = (
         128,
         (42, 99, 7),
         (
-            MeanRow(16, 38.9, 2.39, 15.87, 2.408, 2.038, 12.75, 35.84, 8.89, 65.53),
-            MeanRow(INF, 2905, 5.45, 94.91, 5.845, 4.543, 25.06, 2890.6, 1134.1, 4758.7),
+            MeanRow(16, Means(38.9, 2.39, 15.87, 2.408, 2.038, 12.75, 35.84, 8.89, 65.53)),
+            MeanRow(INF, Means(2905, 5.45, 94.91, 5.845, 4.543, 25.06, 2890.6, 1134.1, 4758.7)),
         ),
     ),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SimMeans:
-    """The sim's figures for one rate of a `MeanTable`, each the mean over the table's seeds."""
-
-    ttft_ms: float
-    tpot_ms: float
-    req_s: float
-    itl_mean_ms: float
-    itl_median_ms: float
-    itl_p99_ms: float
-    ttft_median_ms: float
-    ttft_std_ms: float
-    ttft_p99_ms: float
 
 
 def p99(values: list[float]) -> float:
@@ -249,7 +242,7 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98]
 
 
-def simulate_means(table: MeanTable, rate: float) -> SimMeans:
+def simulate_means(table: MeanTable, rate: float) -> Means:
     """Mean over `table.seeds` of the sim's per-run means (and ITL percentiles), as published."""
     runs: list[tuple[float, ...]] = []
     lengths = [(table.prompt_tokens, table.output_tokens)] * table.num_prompts
@@ -267,7 +260,7 @@ def simulate_means(table: MeanTable, rate: float) -> SimMeans:
             statistics.median(itl) * 1e3, p99(itl) * 1e3, statistics.median(ttft) * 1e3,
             statistics.pstdev(ttft) * 1e3, p99(ttft) * 1e3,
         ))  # fmt: skip
-    return SimMeans(*(statistics.mean(column) for column in zip(*runs, strict=True)))
+    return Means(*(statistics.mean(column) for column in zip(*runs, strict=True)))
 
 
 def prefill_step_excess_ms(itl_mean_ms: float, itl_median_ms: float, rate: float) -> float:
@@ -291,25 +284,27 @@ def print_mean_table(t: MeanTable) -> None:
           f"{'req/s':>6} {'pub':>6}")  # fmt: skip
     sims = [simulate_means(t, row.rate) for row in t.rows]
     for row, m in zip(t.rows, sims, strict=True):
-        r_ttft, r_tpot = m.ttft_ms / row.ttft_mean_ms, m.tpot_ms / row.tpot_mean_ms
+        pub = row.published
+        r_ttft, r_tpot = m.ttft_ms / pub.ttft_ms, m.tpot_ms / pub.tpot_ms
         ok_ttft = "yes" if lo <= r_ttft <= hi else "NO"
         ok_tpot = "yes" if lo <= r_tpot <= hi else "NO"
-        print(f"{row.rate:>5g} {m.ttft_ms:>12.1f} {row.ttft_mean_ms:>7.1f} {r_ttft:>5.2f}x "
+        print(f"{row.rate:>5g} {m.ttft_ms:>12.1f} {pub.ttft_ms:>7.1f} {r_ttft:>5.2f}x "
               f"{ok_ttft:>3} | "
-              f"{m.tpot_ms:>12.2f} {row.tpot_mean_ms:>5.2f} {r_tpot:>5.2f}x {ok_tpot:>3} | "
-              f"{m.req_s:>6.1f} {row.req_s:>6.2f}")  # fmt: skip
+              f"{m.tpot_ms:>12.2f} {pub.tpot_ms:>5.2f} {r_tpot:>5.2f}x {ok_tpot:>3} | "
+              f"{m.req_s:>6.1f} {pub.req_s:>6.2f}")  # fmt: skip
     print("  ITL (and rate 16's TTFT spread) in ms, sim / published (evidence, not band metrics):")
     for row, m in zip(t.rows, sims, strict=True):
-        line = (f"  {row.rate:>5g}  mean {m.itl_mean_ms:.2f} / {row.itl_mean_ms:.2f}  median "
-                f"{m.itl_median_ms:.2f} / {row.itl_median_ms:.2f}  p99 {m.itl_p99_ms:.2f} / "
-                f"{row.itl_p99_ms:.2f}")  # fmt: skip
+        pub = row.published
+        line = (f"  {row.rate:>5g}  mean {m.itl_mean_ms:.2f} / {pub.itl_mean_ms:.2f}  median "
+                f"{m.itl_median_ms:.2f} / {pub.itl_median_ms:.2f}  p99 {m.itl_p99_ms:.2f} / "
+                f"{pub.itl_p99_ms:.2f}")  # fmt: skip
         if row.rate != INF:
             sim_x = prefill_step_excess_ms(m.itl_mean_ms, m.itl_median_ms, row.rate)
-            pub_x = prefill_step_excess_ms(row.itl_mean_ms, row.itl_median_ms, row.rate)
+            pub_x = prefill_step_excess_ms(pub.itl_mean_ms, pub.itl_median_ms, row.rate)
             line += f"  excess per prefill step {sim_x:.1f} / {pub_x:.1f}"
-            line += (f"\n         TTFT median {m.ttft_median_ms:.1f} / {row.ttft_median_ms:.1f}"
-                     f"  std {m.ttft_std_ms:.1f} / {row.ttft_std_ms:.1f}  p99 "
-                     f"{m.ttft_p99_ms:.1f} / {row.ttft_p99_ms:.1f}")  # fmt: skip
+            line += (f"\n         TTFT median {m.ttft_median_ms:.1f} / {pub.ttft_median_ms:.1f}"
+                     f"  std {m.ttft_std_ms:.1f} / {pub.ttft_std_ms:.1f}  p99 "
+                     f"{m.ttft_p99_ms:.1f} / {pub.ttft_p99_ms:.1f}")  # fmt: skip
         print(line)
 
 
