@@ -262,7 +262,7 @@ async def test_a_burst_is_admitted_as_one_tokenizer_batch_on_the_api_servers_cpu
     records = sorted(profile.latency_records(), key=lambda r: r["request_id"])
     assert [r["overhead_s"] for r in records] == pytest.approx([0.042] * 4, abs=1e-6)
     # What a client reads as server-other also holds the host's lateness in writing the first
-    # token (stamped when written, as a real server's record is): CI once read 40.54 ms.
+    # token (stamped when written, as a real server's record is): a full run once read 40.54 ms.
     for record in records:
         other = record["ttft_s"] - record["queue_s"] - record["prefill_s"]
         assert record["overhead_s"] - 1e-6 <= other < record["overhead_s"] + 0.005
