@@ -32,6 +32,7 @@ import httpx
 from gputui.sim.gpu_profile import GpuProfileSpec
 from gputui.sim.runner import start_background
 from gputui.sim.tokenizer import make_prompt
+from gputui.telemetry.prom import parse
 
 RATE = 16.0
 PROMPT_TOKENS = 512
@@ -62,13 +63,9 @@ serve.main(parser.parse_args(sys.argv[4:]))
 
 def server_ttft(base: str) -> tuple[float, float]:
     """The simulator's TTFT histogram: (sum in s, count)."""
-    text = httpx.get(f"{base}/metrics", timeout=10).text
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("vllm:time_to_first_token_seconds_"):
-            name, value = line.split("{", 1)[0], line.rsplit(" ", 1)[1]
-            values[name.rsplit("_", 1)[1]] = float(value)
-    return values["sum"], values["count"]
+    index = parse(httpx.get(f"{base}/metrics", timeout=10).text)
+    name = "vllm:time_to_first_token_seconds"
+    return index.total(f"{name}_sum") or 0.0, index.total(f"{name}_count") or 0.0
 
 
 def vllm_bench(vllm_python: str, base: str, seed: int, n: int, tmp: Path) -> float:
